@@ -1,0 +1,70 @@
+//! The errors of the lock core, one variant per distinct outcome a caller must tell apart.
+
+use std::fmt;
+
+/// Which kind of bad input an [`SnatchError::InvalidArg`] is, mirroring JavaScript's TypeError / RangeError.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgKind {
+    /// The value has the wrong shape (an empty key, an unparsable URL).
+    Type,
+    /// The value is of the right shape but out of range (a zero ttl, a key over 64 KiB).
+    Range,
+}
+
+/// Everything that can go wrong in the lock core.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SnatchError {
+    /// Bad input from the caller.
+    InvalidArg { kind: ArgKind, message: String },
+    /// A Redis server could not be reached or a command failed; `cause` is the underlying failure.
+    Redis { cause: String },
+    /// Redlock could not get a majority of the nodes within the validity window; one line per failed node.
+    Quorum { failures: Vec<String> },
+    /// `wait` elapsed without getting the lock.
+    Timeout { key: String, waited_ms: u64 },
+    /// The locker was closed.
+    Closed,
+}
+
+impl SnatchError {
+    /// The stable error code users match on (see API.md).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidArg { .. } => "ERR_SNATCH_INVALID_ARG",
+            Self::Redis { .. } => "ERR_SNATCH_REDIS",
+            Self::Quorum { .. } => "ERR_SNATCH_QUORUM",
+            Self::Timeout { .. } => "ERR_SNATCH_TIMEOUT",
+            Self::Closed => "ERR_SNATCH_CLOSED",
+        }
+    }
+
+    /// A TypeError-kind invalid argument.
+    pub fn type_arg(message: impl Into<String>) -> Self {
+        Self::InvalidArg { kind: ArgKind::Type, message: message.into() }
+    }
+
+    /// A RangeError-kind invalid argument.
+    pub fn range_arg(message: impl Into<String>) -> Self {
+        Self::InvalidArg { kind: ArgKind::Range, message: message.into() }
+    }
+}
+
+impl fmt::Display for SnatchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidArg { message, .. } => f.write_str(message),
+            Self::Redis { cause } => write!(f, "Redis command failed: {cause}"),
+            Self::Quorum { failures } => write!(
+                f,
+                "could not lock a majority of the Redis nodes within the validity window ({})",
+                failures.join("; ")
+            ),
+            Self::Timeout { key, waited_ms } => {
+                write!(f, "could not acquire lock '{key}' within {waited_ms} ms")
+            }
+            Self::Closed => f.write_str("the locker was closed"),
+        }
+    }
+}
+
+impl std::error::Error for SnatchError {}

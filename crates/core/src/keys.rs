@@ -1,0 +1,67 @@
+//! The Redis names derived from a user's key.
+
+/// Longest key accepted, in UTF-8 bytes.
+pub const MAX_KEY_BYTES: usize = 64 * 1024;
+
+/// The Redis names one lock uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockKeys {
+    /// The key as the user gave it.
+    pub key: String,
+    /// `prefix + key`: holds the owner's token, with the lease as its TTL.
+    pub lock: String,
+    /// `{prefix + key}:fence`: the fencing counter. It hashes to the same cluster slot as `lock` (the hash tag is
+    /// the whole lock key) and never expires, so fences keep increasing.
+    pub fence: String,
+    /// `{prefix + key}:released`: the pub/sub channel on which a release wakes waiters.
+    pub channel: String,
+}
+
+impl LockKeys {
+    /// Validates `key` and derives its names under `prefix`.
+    pub fn new(prefix: &str, key: &str) -> Result<Self, crate::SnatchError> {
+        validate_key(key)?;
+        let lock = format!("{prefix}{key}");
+        Ok(Self {
+            key: key.to_owned(),
+            fence: format!("{{{lock}}}:fence"),
+            channel: format!("{{{lock}}}:released"),
+            lock,
+        })
+    }
+}
+
+/// Rejects an empty key or one over [`MAX_KEY_BYTES`].
+pub fn validate_key(key: &str) -> Result<(), crate::SnatchError> {
+    if key.is_empty() {
+        return Err(crate::SnatchError::type_arg("key must be a non-empty string"));
+    }
+    if key.len() > MAX_KEY_BYTES {
+        return Err(crate::SnatchError::range_arg(format!(
+            "key is {} bytes long; the limit is {MAX_KEY_BYTES}",
+            key.len()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_share_the_lock_key_as_hash_tag() {
+        let k = LockKeys::new("snatch:", "report:daily").unwrap();
+        assert_eq!(k.lock, "snatch:report:daily");
+        assert_eq!(k.fence, "{snatch:report:daily}:fence");
+        assert_eq!(k.channel, "{snatch:report:daily}:released");
+    }
+
+    #[test]
+    fn rejects_empty_and_oversized_keys() {
+        assert_eq!(LockKeys::new("p", "").unwrap_err().code(), "ERR_SNATCH_INVALID_ARG");
+        assert!(LockKeys::new("p", &"x".repeat(MAX_KEY_BYTES)).is_ok());
+        let err = LockKeys::new("p", &"x".repeat(MAX_KEY_BYTES + 1)).unwrap_err();
+        assert!(matches!(err, crate::SnatchError::InvalidArg { kind: crate::ArgKind::Range, .. }));
+    }
+}

@@ -1,0 +1,168 @@
+//! A held lock: its identity, the state of its lease, and the supervisor that renews it or declares it lost.
+
+use crate::keys::LockKeys;
+use crate::quorum::{Extend, Grant, Nodes};
+use crate::SnatchError;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::{sleep_until, Instant};
+
+/// Where a lease stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseState {
+    /// Ours and guaranteed until `valid_until` (monotonic).
+    Held { valid_until: Instant },
+    /// No longer guaranteed: an extension was refused, or the validity ran out before a renewal got through.
+    Lost,
+    /// Given back by its owner.
+    Released,
+}
+
+/// One acquisition of a lock. Shared by the owner and its supervisor task.
+pub struct Lease {
+    keys: LockKeys,
+    token: String,
+    fence: i64,
+    acquired_at: Instant,
+    ttl: Duration,
+    min_hold: Duration,
+    nodes: Arc<Nodes>,
+    state: watch::Sender<LeaseState>,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease").field("key", &self.keys.key).field("fence", &self.fence).finish()
+    }
+}
+
+impl Lease {
+    pub(crate) fn new(
+        keys: LockKeys,
+        token: String,
+        grant: Grant,
+        ttl: Duration,
+        min_hold: Duration,
+        nodes: Arc<Nodes>,
+    ) -> Self {
+        let state = watch::Sender::new(LeaseState::Held { valid_until: grant.valid_until });
+        Self { keys, token, fence: grant.fence, acquired_at: grant.started, ttl, min_hold, nodes, state }
+    }
+
+    /// The key as the user gave it.
+    pub fn key(&self) -> &str {
+        &self.keys.key
+    }
+
+    /// The owner's random token (128 bits, hex).
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// The fencing token: strictly increasing per key across all holders.
+    pub fn fence(&self) -> i64 {
+        self.fence
+    }
+
+    /// The current state.
+    pub fn state(&self) -> LeaseState {
+        *self.state.borrow()
+    }
+
+    /// How long the lease is still guaranteed; zero once lost or released.
+    pub fn remaining(&self) -> Duration {
+        match self.state() {
+            LeaseState::Held { valid_until } => valid_until.saturating_duration_since(Instant::now()),
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// Resolves when the lease ends: true if it was lost, false if it was released.
+    pub async fn ended(&self) -> bool {
+        let mut rx = self.state.subscribe();
+        let state = *rx.wait_for(|s| !matches!(s, LeaseState::Held { .. })).await.expect("sender lives in self");
+        state == LeaseState::Lost
+    }
+
+    /// Sets the lease to `ttl` from now (owner-checked). False, and the lease counts as lost, when the key is no
+    /// longer ours or was already declared lost.
+    pub async fn extend(&self, ttl: Option<Duration>) -> Result<bool, SnatchError> {
+        let ttl = ttl.unwrap_or(self.ttl);
+        crate::config::validate_duration("ttl", ttl, false)?;
+        if !matches!(self.state(), LeaseState::Held { .. }) {
+            return Ok(false);
+        }
+        match self.nodes.extend(&self.keys, &self.token, ttl).await? {
+            Extend::Renewed { valid_until } if valid_until > Instant::now() => {
+                Ok(self.state.send_if_modified(|s| match s {
+                    LeaseState::Held { valid_until: v } => {
+                        *v = valid_until;
+                        true
+                    }
+                    _ => false,
+                }))
+            }
+            Extend::Renewed { .. } | Extend::Refused => {
+                self.mark_lost();
+                Ok(false)
+            }
+        }
+    }
+
+    /// Gives the lock back (owner-checked); the key stays for the rest of `min_hold` if that has not passed yet.
+    /// Returns whether the key was still ours in Redis; false without a round trip when already released.
+    pub async fn release(&self) -> Result<bool, SnatchError> {
+        if self.state.send_replace(LeaseState::Released) == LeaseState::Released {
+            return Ok(false);
+        }
+        let held_for = self.acquired_at.elapsed();
+        if held_for < self.min_hold {
+            let rest = (self.min_hold - held_for).max(Duration::from_millis(1));
+            Ok(matches!(self.nodes.extend(&self.keys, &self.token, rest).await?, Extend::Renewed { .. }))
+        } else {
+            self.nodes.try_release(&self.keys, &self.token).await
+        }
+    }
+
+    fn mark_lost(&self) {
+        self.state.send_if_modified(|s| {
+            let held = matches!(s, LeaseState::Held { .. });
+            if held {
+                *s = LeaseState::Lost;
+            }
+            held
+        });
+    }
+
+    /// Watches the lease until it ends: renews it every ttl/3 when `auto_extend`, and declares it lost the moment
+    /// its validity runs out without a renewal (an extension refused is lost at once).
+    pub(crate) async fn supervise(self: Arc<Self>, auto_extend: bool) {
+        let mut rx = self.state.subscribe();
+        let period = self.ttl / 3;
+        let retry = (self.ttl / 10).clamp(Duration::from_millis(1), Duration::from_millis(250));
+        let mut renew_at = self.acquired_at + period;
+        loop {
+            let valid_until = match *rx.borrow_and_update() {
+                LeaseState::Held { valid_until } => valid_until,
+                _ => return,
+            };
+            tokio::select! {
+                changed = rx.changed() => if changed.is_err() { return },
+                () = sleep_until(valid_until) => { self.mark_lost(); return }
+                () = sleep_until(renew_at), if auto_extend => {
+                    let started = Instant::now();
+                    tokio::select! {
+                        result = self.extend(None) => {
+                            renew_at = match result {
+                                Ok(_) => started + period,
+                                Err(_) => Instant::now() + retry,
+                            };
+                        }
+                        () = sleep_until(valid_until) => { self.mark_lost(); return }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! redis-snatch core: distributed locks on one Redis or on a Redlock majority of independent masters, with
+//! fencing tokens, lease renewal and owner-checked release. No Node.js types: the N-API binding wraps this crate.
+
+mod config;
+mod error;
+mod keys;
+mod lease;
+mod locker;
+mod node;
+mod quorum;
+mod scripts;
+
+pub use config::{validate_duration, LockOptions, LockerConfig, MAX_DURATION_MS};
+pub use error::{ArgKind, SnatchError};
+pub use keys::{validate_key, LockKeys, MAX_KEY_BYTES};
+pub use lease::{Lease, LeaseState};
+pub use locker::{not_acquired, Locker, Ran};

@@ -1,0 +1,187 @@
+//! The locker: acquisition (one attempt or waiting), run-under-lock, and the bookkeeping that lets `close` release
+//! everything it still holds.
+
+use crate::config::{LockOptions, LockerConfig};
+use crate::keys::LockKeys;
+use crate::lease::{Lease, LeaseState};
+use crate::node::Node;
+use crate::quorum::{Acquire, Nodes};
+use crate::SnatchError;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{watch, OnceCell};
+use tokio::time::{sleep, Instant};
+
+/// Bounds of the jittered delay between two attempts of a waiting acquisition.
+const RETRY_DELAY_MS: std::ops::RangeInclusive<u64> = 50..=150;
+
+/// What [`Locker::run`] did.
+#[derive(Debug)]
+pub struct Ran<T> {
+    /// The fence of the acquisition the task ran under.
+    pub fence: i64,
+    /// What the task returned.
+    pub output: T,
+    /// The lease could not be guaranteed for the whole run.
+    pub lost: bool,
+}
+
+/// Acquires and releases locks on one Redis or on a Redlock set of independent masters.
+pub struct Locker {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    config: LockerConfig,
+    nodes: Arc<Nodes>,
+    /// Leases not yet released, by id, so that `close` can release them.
+    held: Mutex<HashMap<u64, Arc<Lease>>>,
+    next_id: AtomicU64,
+    closed: AtomicBool,
+    /// Number of calls under way; `close` waits for zero.
+    busy: watch::Sender<usize>,
+    close_done: OnceCell<()>,
+}
+
+/// Counts one call under way for as long as it lives.
+struct Busy(Arc<Shared>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.send_modify(|n| *n -= 1);
+    }
+}
+
+impl Locker {
+    /// Validates `config` and parses its URLs. Nothing connects until the first command.
+    pub fn new(config: LockerConfig) -> Result<Self, SnatchError> {
+        config.validate()?;
+        let nodes = config.urls.iter().map(|u| Node::new(u, config.command_timeout)).collect::<Result<_, _>>()?;
+        let nodes = Arc::new(Nodes::new(nodes, config.drift_factor));
+        Ok(Self {
+            shared: Arc::new(Shared {
+                config,
+                nodes,
+                held: Mutex::new(HashMap::new()),
+                next_id: AtomicU64::new(0),
+                closed: AtomicBool::new(false),
+                busy: watch::Sender::new(0),
+                close_done: OnceCell::new(),
+            }),
+        })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &LockerConfig {
+        &self.shared.config
+    }
+
+    /// One attempt; `None` when someone else holds the key.
+    pub async fn try_lock(&self, key: &str, options: &LockOptions) -> Result<Option<Arc<Lease>>, SnatchError> {
+        let once = LockOptions { wait: Duration::ZERO, ..options.clone() };
+        let _busy = self.enter()?;
+        self.acquire(key, &once).await
+    }
+
+    /// Keeps trying for `options.wait` (at least one attempt); [`SnatchError::Timeout`] when it elapses.
+    pub async fn lock(&self, key: &str, options: &LockOptions) -> Result<Arc<Lease>, SnatchError> {
+        let _busy = self.enter()?;
+        self.acquire(key, options).await?.ok_or_else(|| not_acquired(key, options.wait))
+    }
+
+    /// Acquires `key` (waiting up to `options.wait`), runs `task` with the lease, then releases it (subject to
+    /// `min_hold`). `None` when the lock was not acquired; the task is then not run. A failure to release after
+    /// the task is not an error: the key then expires with its lease.
+    pub async fn run<T, F, Fut>(&self, key: &str, options: &LockOptions, task: F) -> Result<Option<Ran<T>>, SnatchError>
+    where
+        F: FnOnce(Arc<Lease>) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let _busy = self.enter()?;
+        let Some(lease) = self.acquire(key, options).await? else { return Ok(None) };
+        let output = task(lease.clone()).await;
+        let lost = match lease.state() {
+            LeaseState::Held { valid_until } => valid_until <= Instant::now(),
+            LeaseState::Lost => true,
+            LeaseState::Released => false,
+        };
+        let _ = lease.release().await;
+        Ok(Some(Ran { fence: lease.fence(), output, lost }))
+    }
+
+    /// Stops accepting calls, waits for the calls under way, releases every lock still held and closes the
+    /// connections. Idempotent; concurrent calls all wait for the same close.
+    pub async fn close(&self) {
+        let shared = &self.shared;
+        shared.closed.store(true, Ordering::SeqCst);
+        shared
+            .close_done
+            .get_or_init(|| async {
+                let mut busy = shared.busy.subscribe();
+                let _ = busy.wait_for(|n| *n == 0).await;
+                let leases: Vec<_> = shared.held.lock().expect("held poisoned").drain().map(|(_, l)| l).collect();
+                futures_util::future::join_all(leases.iter().map(|l| l.release())).await;
+                shared.nodes.close();
+            })
+            .await;
+    }
+
+    /// Whether `close` was called.
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::SeqCst)
+    }
+
+    fn enter(&self) -> Result<Busy, SnatchError> {
+        self.shared.busy.send_modify(|n| *n += 1);
+        let busy = Busy(self.shared.clone());
+        if self.is_closed() {
+            return Err(SnatchError::Closed);
+        }
+        Ok(busy)
+    }
+
+    async fn acquire(&self, key: &str, options: &LockOptions) -> Result<Option<Arc<Lease>>, SnatchError> {
+        options.validate()?;
+        let shared = &self.shared;
+        let keys = LockKeys::new(&shared.config.prefix, key)?;
+        let ttl = options.ttl.unwrap_or(shared.config.ttl);
+        let deadline = Instant::now() + options.wait;
+        loop {
+            let token = format!("{:032x}", rand::random::<u128>());
+            match shared.nodes.acquire(&keys, &token, ttl).await? {
+                Acquire::Won(grant) => {
+                    let lease = Arc::new(Lease::new(keys, token, grant, ttl, options.min_hold, shared.nodes.clone()));
+                    self.supervise(lease.clone(), options.auto_extend);
+                    return Ok(Some(lease));
+                }
+                Acquire::Taken { retry_in } => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Ok(None);
+                    }
+                    let jitter = Duration::from_millis(rand::random_range(RETRY_DELAY_MS));
+                    sleep(jitter.min(retry_in + Duration::from_millis(1)).min(left)).await;
+                }
+            }
+        }
+    }
+
+    /// Registers `lease` for `close` and starts its supervisor, which unregisters it when the lease ends.
+    fn supervise(&self, lease: Arc<Lease>, auto_extend: bool) {
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        self.shared.held.lock().expect("held poisoned").insert(id, lease.clone());
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            lease.supervise(auto_extend).await;
+            shared.held.lock().expect("held poisoned").remove(&id);
+        });
+    }
+}
+
+/// The error for a lock not acquired within `waited` (for callers of [`Locker::run`] that treat that as a failure).
+pub fn not_acquired(key: &str, waited: Duration) -> SnatchError {
+    SnatchError::Timeout { key: key.to_owned(), waited_ms: waited.as_millis() as u64 }
+}

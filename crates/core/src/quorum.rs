@@ -1,0 +1,162 @@
+//! The set of Redis nodes a locker writes to, and the majority rule over their answers.
+//!
+//! One URL is the single-node case of the same rule (a majority of one). Several URLs are Redlock: every command
+//! goes to all nodes in parallel, and an acquisition or extension holds only when a majority agreed and the lease
+//! still has validity left: `ttl − elapsed − (ttl·drift_factor + 2 ms)`, on a monotonic clock started before the
+//! first request.
+
+use crate::keys::LockKeys;
+use crate::node::{Node, NodeAcquire};
+use crate::SnatchError;
+use futures_util::future::join_all;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// A won acquire round.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Grant {
+    /// The highest fence of the nodes that granted the lock.
+    pub(crate) fence: i64,
+    /// When the round started (monotonic).
+    pub(crate) started: Instant,
+    /// Until when the lease is guaranteed.
+    pub(crate) valid_until: Instant,
+}
+
+/// The outcome of one acquire round.
+#[derive(Debug)]
+pub(crate) enum Acquire {
+    /// A majority is ours.
+    Won(Grant),
+    /// Held by someone else; `retry_in` hints when the lease of the holder ends.
+    Taken { retry_in: Duration },
+}
+
+/// The outcome of one extension round.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Extend {
+    /// A majority renewed the lease, valid until this instant (in the past when the round took longer than the
+    /// validity it bought).
+    Renewed { valid_until: Instant },
+    /// A majority answered that the key is no longer ours.
+    Refused,
+}
+
+/// The Redis nodes of a locker.
+pub(crate) struct Nodes {
+    nodes: Vec<Node>,
+    drift_factor: f64,
+}
+
+impl Nodes {
+    pub(crate) fn new(nodes: Vec<Node>, drift_factor: f64) -> Self {
+        Self { nodes, drift_factor }
+    }
+
+    fn quorum(&self) -> usize {
+        self.nodes.len() / 2 + 1
+    }
+
+    /// When a lease of `ttl` requested at `start` stops being guaranteed: `start + ttl − drift`.
+    pub(crate) fn valid_until(&self, start: Instant, ttl: Duration) -> Instant {
+        let drift = ttl.mul_f64(self.drift_factor) + Duration::from_millis(2);
+        start + ttl.saturating_sub(drift)
+    }
+
+    /// Tries to acquire on every node. On a failed round, our token is removed from every node again.
+    pub(crate) async fn acquire(&self, keys: &LockKeys, token: &str, ttl: Duration) -> Result<Acquire, SnatchError> {
+        let start = Instant::now();
+        let ttl_ms = ttl.as_millis() as u64;
+        let answers = join_all(self.nodes.iter().map(|n| n.acquire(keys, token, ttl_ms))).await;
+        let valid_until = self.valid_until(start, ttl);
+
+        let mut won = 0;
+        let mut fence = 0;
+        let mut retry_in = Duration::MAX;
+        let mut failures = Vec::new();
+        for (node, answer) in self.nodes.iter().zip(answers) {
+            match answer {
+                Ok(NodeAcquire::Acquired { fence: f }) => {
+                    won += 1;
+                    fence = fence.max(f);
+                }
+                Ok(NodeAcquire::Taken { pttl_ms }) => {
+                    retry_in = retry_in.min(Duration::from_millis(pttl_ms.max(0) as u64));
+                }
+                Err(e) => failures.push((node, e)),
+            }
+        }
+        if won >= self.quorum() && Instant::now() < valid_until {
+            return Ok(Acquire::Won(Grant { fence, started: start, valid_until }));
+        }
+        if won > 0 || !failures.is_empty() {
+            self.release(keys, token).await;
+        }
+        if won + failures.len() < self.quorum() {
+            // Even the failed nodes could not have made a majority: the key is simply held elsewhere.
+            return Ok(Acquire::Taken { retry_in });
+        }
+        Err(self.failure(failures, "the validity window elapsed before a majority answered"))
+    }
+
+    /// Sets the lease of our key to `ttl` on every node.
+    pub(crate) async fn extend(&self, keys: &LockKeys, token: &str, ttl: Duration) -> Result<Extend, SnatchError> {
+        let start = Instant::now();
+        let ttl_ms = ttl.as_millis() as u64;
+        let answers = join_all(self.nodes.iter().map(|n| n.extend(keys, token, ttl_ms))).await;
+        let valid_until = self.valid_until(start, ttl);
+
+        let mut renewed = 0;
+        let mut failures = Vec::new();
+        for (node, answer) in self.nodes.iter().zip(answers) {
+            match answer {
+                Ok(true) => renewed += 1,
+                Ok(false) => {}
+                Err(e) => failures.push((node, e)),
+            }
+        }
+        if renewed >= self.quorum() {
+            return Ok(Extend::Renewed { valid_until });
+        }
+        if renewed + failures.len() < self.quorum() {
+            return Ok(Extend::Refused);
+        }
+        Err(self.failure(failures, "no majority answered"))
+    }
+
+    /// Deletes our key on every node. With one node, true when it was ours and a failure is an error; with
+    /// several, true when a majority confirmed, and nodes that are down are ignored.
+    pub(crate) async fn release(&self, keys: &LockKeys, token: &str) -> bool {
+        self.try_release(keys, token).await.unwrap_or(false)
+    }
+
+    /// Like [`Nodes::release`], but a single node's failure is reported.
+    pub(crate) async fn try_release(&self, keys: &LockKeys, token: &str) -> Result<bool, SnatchError> {
+        let answers = join_all(self.nodes.iter().map(|n| n.release(keys, token))).await;
+        if let [single] = answers.as_slice() {
+            return single.clone();
+        }
+        Ok(answers.iter().filter(|a| matches!(a, Ok(true))).count() >= self.quorum())
+    }
+
+    /// Drops every connection.
+    pub(crate) fn close(&self) {
+        self.nodes.iter().for_each(Node::close);
+    }
+
+    /// The error for a round that failed because nodes did not answer in time: with one node, that node's own
+    /// error; with several, a quorum error naming each failed node.
+    fn failure(&self, failures: Vec<(&Node, SnatchError)>, none_failed: &str) -> SnatchError {
+        if self.nodes.len() == 1 {
+            if let Some((_, e)) = failures.into_iter().next() {
+                return e;
+            }
+            return SnatchError::Redis { cause: none_failed.to_owned() };
+        }
+        let mut lines: Vec<String> = failures.into_iter().map(|(n, e)| format!("{}: {e}", n.label())).collect();
+        if lines.is_empty() {
+            lines.push(none_failed.to_owned());
+        }
+        SnatchError::Quorum { failures: lines }
+    }
+}

@@ -1,0 +1,31 @@
+'use strict'
+
+const errors = require('./lib/errors')
+const { Locker } = require('./lib/locker')
+const { Lock } = require('./lib/lock')
+
+let defaultLocker = null
+
+/** A new Locker; see LockerOptions. */
+function createLocker(options) {
+  return new Locker(options)
+}
+
+/** `snatchTask` on a default Locker, built on first use from REDIS_URL (else redis://127.0.0.1:6379). */
+function snatchTask(key, fn, options) {
+  defaultLocker ??= new Locker()
+  return defaultLocker.snatchTask(key, fn, options)
+}
+
+module.exports = {
+  Locker,
+  Lock,
+  createLocker,
+  snatchTask,
+  SnatchError: errors.SnatchError,
+  RedisError: errors.RedisError,
+  QuorumError: errors.QuorumError,
+  LockTimeoutError: errors.LockTimeoutError,
+  LockLostError: errors.LockLostError,
+  ClosedError: errors.ClosedError,
+}

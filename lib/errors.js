@@ -1,0 +1,90 @@
+'use strict'
+
+/** Base class of every error redis-snatch raises itself; `code` is stable (see the README's error table). */
+class SnatchError extends Error {
+  constructor(message, code, options) {
+    super(message, options)
+    this.name = new.target.name
+    Object.defineProperty(this, 'code', { value: code, enumerable: true })
+  }
+}
+
+/** A Redis server could not be reached or a command failed; `cause` says why. */
+class RedisError extends SnatchError {
+  constructor(message, options) {
+    super(message, 'ERR_SNATCH_REDIS', options)
+  }
+}
+
+/** Redlock could not lock a majority of the nodes within the validity window. */
+class QuorumError extends SnatchError {
+  constructor(message, options) {
+    super(message, 'ERR_SNATCH_QUORUM', options)
+  }
+}
+
+/** `wait` elapsed without getting the lock. */
+class LockTimeoutError extends SnatchError {
+  constructor(message, options) {
+    super(message, 'ERR_SNATCH_TIMEOUT', options)
+  }
+}
+
+/** The lease was lost while the lock was held; `value` is what the task returned, if it returned. */
+class LockLostError extends SnatchError {
+  constructor(key, options) {
+    super(`the lease of lock '${key}' was lost`, 'ERR_SNATCH_LOCK_LOST', options)
+    this.value = undefined
+  }
+}
+
+/** The locker was closed. */
+class ClosedError extends SnatchError {
+  constructor(message, options) {
+    super(message, 'ERR_SNATCH_CLOSED', options)
+  }
+}
+
+const INVALID_ARG = 'ERR_SNATCH_INVALID_ARG'
+
+/** A TypeError or RangeError (`Class`) with code ERR_SNATCH_INVALID_ARG. */
+function invalidArg(Class, message) {
+  const err = new Class(message)
+  err.code = INVALID_ARG
+  return err
+}
+
+const CLASSES = { TypeError, RangeError, RedisError, QuorumError, LockTimeoutError, ClosedError }
+
+/**
+ * Converts an error thrown by the native binding into the exported class it names (the binding's reason is a JSON
+ * object `{code, class, message, cause?}`). Anything else is returned unchanged.
+ */
+function fromNative(err) {
+  if (!(err instanceof Error) || !err.message.startsWith('{') || !err.message.includes('"ERR_SNATCH_')) return err
+  const { class: name, message, cause } = JSON.parse(err.message)
+  const Class = CLASSES[name]
+  if (Class === TypeError || Class === RangeError) return invalidArg(Class, message)
+  return new Class(message, cause === undefined ? undefined : { cause: new Error(cause) })
+}
+
+/** Awaits `promise`, converting a native rejection with `fromNative`. */
+async function native(promise) {
+  try {
+    return await promise
+  } catch (err) {
+    throw fromNative(err)
+  }
+}
+
+module.exports = {
+  SnatchError,
+  RedisError,
+  QuorumError,
+  LockTimeoutError,
+  LockLostError,
+  ClosedError,
+  invalidArg,
+  fromNative,
+  native,
+}

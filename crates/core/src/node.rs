@@ -74,18 +74,19 @@ impl Node {
     /// reopened by the manager; the script is then sent once more if time remains. All three scripts are safe to
     /// repeat with the same token.
     async fn invoke<T: redis::FromRedisValue>(&self, call: &ScriptInvocation<'_>) -> Result<T, SnatchError> {
-        let deadline = tokio::time::Instant::now() + self.timeout;
-        let mut retried = false;
-        loop {
+        let attempts = async {
             let mut conn = self.connection().await?;
-            let result = tokio::time::timeout_at(deadline, call.invoke_async(&mut conn)).await;
-            match result {
-                Ok(Ok(value)) => return Ok(value),
-                Ok(Err(e)) if !retried && is_dropped(&e) && tokio::time::Instant::now() < deadline => retried = true,
-                Ok(Err(e)) => return Err(self.failure(e.to_string())),
-                Err(_) => return Err(self.failure(format!("timed out after {} ms", self.timeout.as_millis()))),
+            match call.invoke_async(&mut conn).await {
+                Err(e) if is_dropped(&e) => {
+                    let mut conn = self.connection().await?;
+                    call.invoke_async(&mut conn).await.map_err(|e| self.failure(e.to_string()))
+                }
+                result => result.map_err(|e| self.failure(e.to_string())),
             }
-        }
+        };
+        tokio::time::timeout(self.timeout, attempts)
+            .await
+            .unwrap_or_else(|_| Err(self.failure(format!("timed out after {} ms", self.timeout.as_millis()))))
     }
 
     /// The shared connection handle (cheap to clone; commands from many tasks are pipelined on one socket).

@@ -9,6 +9,7 @@ use crate::keys::LockKeys;
 use crate::node::{Node, NodeAcquire};
 use crate::SnatchError;
 use futures_util::future::join_all;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -63,8 +64,14 @@ impl Nodes {
         start + ttl.saturating_sub(drift)
     }
 
-    /// Tries to acquire on every node. On a failed round, our token is removed from every node again.
-    pub(crate) async fn acquire(&self, keys: &LockKeys, token: &str, ttl: Duration) -> Result<Acquire, SnatchError> {
+    /// Tries to acquire on every node. On a failed round, our token is removed from every node again (in the
+    /// background).
+    pub(crate) async fn acquire(
+        self: &Arc<Self>,
+        keys: &LockKeys,
+        token: &str,
+        ttl: Duration,
+    ) -> Result<Acquire, SnatchError> {
         let start = Instant::now();
         let ttl_ms = ttl.as_millis() as u64;
         let answers = join_all(self.nodes.iter().map(|n| n.acquire(keys, token, ttl_ms))).await;
@@ -90,7 +97,10 @@ impl Nodes {
             return Ok(Acquire::Won(Grant { fence, started: start, valid_until }));
         }
         if won > 0 || !failures.is_empty() {
-            self.release(keys, token).await;
+            // A node that timed out may still have set our token: remove it everywhere, without making the
+            // caller wait for nodes that do not answer.
+            let (nodes, keys, token) = (self.clone(), keys.clone(), token.to_owned());
+            tokio::spawn(async move { nodes.release(&keys, &token).await });
         }
         if won + failures.len() < self.quorum() {
             // Even the failed nodes could not have made a majority: the key is simply held elsewhere.

@@ -8,49 +8,14 @@ use std::sync::LazyLock;
 /// KEYS: lock key, fence key. ARGV: token, ttl in ms.
 /// Returns `{1, fence}` when the lock is ours (a new acquisition increments the fence counter; a holder asking again
 /// with its own token refreshes its lease and keeps its fence), else `{0, pttl of the holder}`.
-pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local holder = redis.call('GET', KEYS[1])
-if not holder then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return {1, redis.call('INCR', KEYS[2])}
-end
-if holder == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
-end
-return {0, redis.call('PTTL', KEYS[1])}
-",
-    )
-});
+pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/acquire.lua")));
 
 /// Set the lease of a lock we own: extension, and the minHold release (the key stays for the remainder).
 ///
 /// KEYS: lock key. ARGV: token, ttl in ms. Returns 1 when the key was ours, else 0.
-pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
-",
-    )
-});
+pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/extend.lua")));
 
 /// Delete a lock we own (compare-and-delete) and wake its waiters.
 ///
 /// KEYS: lock key. ARGV: token, release channel. Returns 1 when the key was ours, else 0.
-pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], '')
-  return 1
-end
-return 0
-",
-    )
-});
+pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/release.lua")));

@@ -1,0 +1,247 @@
+//! The single-Redis lock against a real redis-server.
+
+mod support;
+
+use redis::Commands;
+use snatch_core::{LeaseState, LockOptions, Locker, LockerConfig, SnatchError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::{inspect, redis_url, unique_key, RedisServer};
+
+fn locker(url: &str) -> Locker {
+    Locker::new(LockerConfig { urls: vec![url.to_owned()], ..LockerConfig::default() }).unwrap()
+}
+
+fn ttl(ms: u64) -> LockOptions {
+    LockOptions { ttl: Some(Duration::from_millis(ms)), ..LockOptions::default() }
+}
+
+#[tokio::test]
+async fn one_of_many_concurrent_attempts_wins() {
+    let (_server, url) = redis_url();
+    let locker = Arc::new(locker(&url));
+    let key = unique_key("race");
+    let ran = Arc::new(AtomicUsize::new(0));
+    let attempts = (0..20).map(|_| {
+        let (locker, key, ran) = (locker.clone(), key.clone(), ran.clone());
+        tokio::spawn(async move {
+            locker
+                .run(&key, &LockOptions::default(), |_| async {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                })
+                .await
+                .unwrap()
+                .is_some()
+        })
+    });
+    let won = futures_util::future::join_all(attempts).await.into_iter().filter(|r| *r.as_ref().unwrap()).count();
+    assert_eq!(won, 1);
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn fences_strictly_increase_and_release_deletes_the_key() {
+    let (_server, url) = redis_url();
+    let locker = locker(&url);
+    let key = unique_key("fence");
+    let mut last = 0;
+    for _ in 0..100 {
+        let lease = locker.try_lock(&key, &LockOptions::default()).await.unwrap().expect("free key");
+        assert!(lease.fence() > last, "fence {} after {last}", lease.fence());
+        last = lease.fence();
+        assert_eq!(lease.token().len(), 32);
+        assert!(lease.release().await.unwrap());
+    }
+    let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
+    assert!(!exists);
+}
+
+#[tokio::test]
+async fn a_held_key_is_not_acquired_and_the_holder_is_untouched() {
+    let (_server, url) = redis_url();
+    let (a, b) = (locker(&url), locker(&url));
+    let key = unique_key("held");
+    let held = a.try_lock(&key, &LockOptions::default()).await.unwrap().unwrap();
+    assert!(b.try_lock(&key, &LockOptions::default()).await.unwrap().is_none());
+    let owner: String = inspect(&url).get(format!("snatch:{key}")).unwrap();
+    assert_eq!(owner, held.token());
+}
+
+#[tokio::test]
+async fn an_expired_holder_cannot_release_or_extend_the_next_owner() {
+    let (_server, url) = redis_url();
+    let locker = locker(&url);
+    let key = unique_key("expired");
+    let stale = locker.try_lock(&key, &ttl(50)).await.unwrap().unwrap();
+    assert!(stale.ended().await, "the supervisor declares the lease lost when it runs out");
+    let owner = loop {
+        if let Some(lease) = locker.try_lock(&key, &LockOptions::default()).await.unwrap() {
+            break lease;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert!(!stale.extend(None).await.unwrap());
+    assert!(!stale.release().await.unwrap());
+    let token: String = inspect(&url).get(format!("snatch:{key}")).unwrap();
+    assert_eq!(token, owner.token());
+    assert!(owner.fence() > stale.fence());
+}
+
+#[tokio::test]
+async fn min_hold_keeps_the_key_for_the_rest_of_the_hold() {
+    let (_server, url) = redis_url();
+    let locker = locker(&url);
+    let key = unique_key("minhold");
+    let opts = LockOptions { min_hold: Duration::from_millis(400), ..LockOptions::default() };
+    let lease = locker.try_lock(&key, &opts).await.unwrap().unwrap();
+    assert!(lease.release().await.unwrap());
+    let pttl: i64 = inspect(&url).pttl(format!("snatch:{key}")).unwrap();
+    assert!(pttl > 0 && pttl <= 400, "pttl {pttl}");
+    assert!(locker.try_lock(&key, &LockOptions::default()).await.unwrap().is_none());
+    tokio::time::sleep(Duration::from_millis(pttl as u64 + 20)).await;
+    assert!(locker.try_lock(&key, &LockOptions::default()).await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn auto_extension_outlives_the_ttl_and_deletion_is_detected_as_lost() {
+    let (_server, url) = redis_url();
+    let locker = locker(&url);
+    let key = unique_key("renew");
+    let opts = LockOptions { auto_extend: true, ..ttl(150) };
+    let lease = locker.try_lock(&key, &opts).await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(matches!(lease.state(), LeaseState::Held { .. }));
+    assert!(locker.try_lock(&key, &LockOptions::default()).await.unwrap().is_none());
+    let _: () = inspect(&url).del(format!("snatch:{key}")).unwrap();
+    assert!(lease.ended().await);
+    assert_eq!(lease.state(), LeaseState::Lost);
+}
+
+#[tokio::test]
+async fn reasking_with_the_same_token_keeps_the_fence() {
+    let (_server, url) = redis_url();
+    let locker = locker(&url);
+    let key = unique_key("reenter");
+    let lease = locker.try_lock(&key, &ttl(10_000)).await.unwrap().unwrap();
+    let mut con = inspect(&url);
+    // The acquire script, asked again with the holder's token, refreshes the lease and answers the same fence.
+    let (won, fence): (i64, i64) = redis::cmd("EVALSHA")
+        .arg(redis::Script::new(include_str!("../src/scripts/acquire.lua")).get_hash())
+        .arg(2)
+        .arg(format!("snatch:{key}"))
+        .arg(format!("{{snatch:{key}}}:fence"))
+        .arg(lease.token())
+        .arg(60_000)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!((won, fence), (1, lease.fence()));
+    let pttl: i64 = con.pttl(format!("snatch:{key}")).unwrap();
+    assert!(pttl > 10_000);
+}
+
+#[tokio::test]
+async fn waiting_acquires_after_release_and_times_out_otherwise() {
+    let (_server, url) = redis_url();
+    let locker = Arc::new(locker(&url));
+    let key = unique_key("wait");
+    let held = locker.try_lock(&key, &LockOptions::default()).await.unwrap().unwrap();
+    let wait = LockOptions { wait: Duration::from_millis(300), ..LockOptions::default() };
+    let started = Instant::now();
+    let err = locker.lock(&key, &wait).await.unwrap_err();
+    assert_eq!(err.code(), "ERR_SNATCH_TIMEOUT");
+    assert!(started.elapsed() >= Duration::from_millis(300));
+
+    let waiter = {
+        let (locker, key) = (locker.clone(), key.clone());
+        tokio::spawn(async move {
+            let wait = LockOptions { wait: Duration::from_secs(10), ..LockOptions::default() };
+            locker.lock(&key, &wait).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(held.release().await.unwrap());
+    let next = waiter.await.unwrap().unwrap();
+    assert!(next.fence() > held.fence());
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_fails_within_the_command_timeout_and_skips_the_task() {
+    let mut server = RedisServer::start();
+    let url = server.url();
+    server.kill();
+    let timeout = Duration::from_millis(300);
+    let locker =
+        Locker::new(LockerConfig { urls: vec![url], command_timeout: timeout, ..LockerConfig::default() }).unwrap();
+    let started = Instant::now();
+    let mut ran = false;
+    let err = locker.run("down", &LockOptions::default(), |_| async { ran = true }).await.unwrap_err();
+    assert!(matches!(err, SnatchError::Redis { .. }), "{err}");
+    assert!(!ran);
+    assert!(started.elapsed() < timeout * 2, "took {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn a_paused_redis_fails_within_the_command_timeout() {
+    let server = RedisServer::start();
+    let timeout = Duration::from_millis(200);
+    let locker =
+        Locker::new(LockerConfig { urls: vec![server.url()], command_timeout: timeout, ..LockerConfig::default() })
+            .unwrap();
+    assert!(locker.try_lock("p", &LockOptions::default()).await.unwrap().is_some());
+    server.pause();
+    let started = Instant::now();
+    let err = locker.try_lock("q", &LockOptions::default()).await.unwrap_err();
+    server.resume();
+    assert_eq!(err.code(), "ERR_SNATCH_REDIS");
+    assert!(started.elapsed() < timeout * 2, "took {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn the_next_call_after_a_restart_works() {
+    let mut server = RedisServer::start();
+    let locker = locker(&server.url());
+    assert!(locker.try_lock("before", &LockOptions::default()).await.unwrap().is_some());
+    server.restart();
+    let lease = locker.try_lock("after", &LockOptions::default()).await.unwrap().expect("fresh server");
+    assert_eq!(lease.fence(), 1);
+}
+
+#[tokio::test]
+async fn close_releases_held_locks_and_refuses_later_calls() {
+    let (_server, url) = redis_url();
+    let locker = locker(&url);
+    let key = unique_key("close");
+    let lease = locker.try_lock(&key, &LockOptions { auto_extend: true, ..LockOptions::default() }).await.unwrap();
+    assert!(lease.is_some());
+    locker.close().await;
+    locker.close().await;
+    let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
+    assert!(!exists);
+    let err = locker.try_lock(&key, &LockOptions::default()).await.unwrap_err();
+    assert_eq!(err, SnatchError::Closed);
+}
+
+#[tokio::test]
+async fn bad_input_is_rejected_with_invalid_arg() {
+    let (_server, url) = redis_url();
+    let locker = locker(&url);
+    for (key, opts) in [
+        (String::new(), LockOptions::default()),
+        ("x".repeat(64 * 1024 + 1), LockOptions::default()),
+        ("k".to_owned(), ttl(0)),
+        ("k".to_owned(), LockOptions { wait: Duration::from_millis(1 << 31), ..LockOptions::default() }),
+    ] {
+        let err = locker.lock(&key, &opts).await.unwrap_err();
+        assert_eq!(err.code(), "ERR_SNATCH_INVALID_ARG", "{err}");
+    }
+    for config in [
+        LockerConfig { urls: vec!["http://x".into()], ..LockerConfig::default() },
+        LockerConfig { urls: vec![url.clone(), url.clone()], ..LockerConfig::default() },
+        LockerConfig { ttl: Duration::ZERO, ..LockerConfig::default() },
+        LockerConfig { drift_factor: 0.7, ..LockerConfig::default() },
+    ] {
+        assert_eq!(Locker::new(config).err().unwrap().code(), "ERR_SNATCH_INVALID_ARG");
+    }
+}

@@ -61,8 +61,10 @@ const CLASSES = { TypeError, RangeError, RedisError, QuorumError, LockTimeoutErr
  * object `{code, class, message, cause?}`). Anything else is returned unchanged.
  */
 function fromNative(err) {
-  if (!(err instanceof Error) || !err.message.startsWith('{') || !err.message.includes('"ERR_SNATCH_')) return err
-  const { class: name, message, cause } = JSON.parse(err.message)
+  // Duck-typed: the binding's errors come from the main realm, which `instanceof` misses inside vm contexts (Jest).
+  const text = typeof err?.message === 'string' ? err.message : ''
+  if (!text.startsWith('{') || !text.includes('"ERR_SNATCH_')) return err
+  const { class: name, message, cause } = JSON.parse(text)
   const Class = CLASSES[name]
   if (Class === TypeError || Class === RangeError) return invalidArg(Class, message)
   return new Class(message, cause === undefined ? undefined : { cause: new Error(cause) })

@@ -55,6 +55,11 @@ class Lock {
     this.#end(new LockLostError(this.key))
   }
 
+  /** @internal Called by the Locker when `close()` released the lock. */
+  _released() {
+    this.#end()
+  }
+
   #end(reason) {
     if (this.#controller.signal.aborted) return
     this.#controller.abort(reason)

@@ -9,17 +9,22 @@ const { lockerInit, lockInit, checkKey, checkFn } = require('./options')
 /** Acquires locks and runs tasks under them, on one Redis (`url`) or a Redlock set (`urls`). */
 class Locker {
   #native
-  /** Acquisition id → what to do when the core reports its lease lost. */
-  #onLost = new Map()
+  /** Acquisition id → what to do when the core reports the lease of a running task lost. */
+  #runs = new Map()
+  /** Acquisition id → a Lock not yet released or lost. */
+  #locks = new Map()
   #nextId = 1
   #keepAlive = new KeepAlive()
 
   constructor(options) {
     const init = lockerInit(options)
-    const onLost = this.#onLost
+    const [runs, locks] = [this.#runs, this.#locks]
     try {
-      // The callback holds the map, not the Locker, so an unclosed Locker can still be collected.
-      this.#native = new NativeLocker(init, (id) => onLost.get(id)?.())
+      // The callback holds the maps, not the Locker, so an unclosed Locker can still be collected.
+      this.#native = new NativeLocker(init, (id) => {
+        if (runs.has(id)) runs.get(id)()
+        else locks.get(id)?._lost()
+      })
     } catch (err) {
       throw fromNative(err)
     }
@@ -56,6 +61,7 @@ class Locker {
   /** Waits for running tasks, releases every lock still held, closes the connections. Idempotent. */
   async close() {
     await native(this.#native.close())
+    for (const lock of this.#locks.values()) lock._released()
   }
 
   /** Wraps a native lock; one renewed in the background keeps the process alive until it ends. */
@@ -63,10 +69,10 @@ class Locker {
     if (nativeLock === null) return null
     if (init.autoExtend) this.#keepAlive.hold()
     const lock = new Lock(nativeLock, () => {
-      this.#onLost.delete(id)
+      this.#locks.delete(id)
       if (init.autoExtend) this.#keepAlive.drop()
     })
-    this.#onLost.set(id, () => lock._lost())
+    this.#locks.set(id, lock)
     return lock
   }
 
@@ -77,7 +83,7 @@ class Locker {
     const id = this.#nextId++
     const controller = new AbortController()
     const lost = () => controller.signal.reason ?? new LockLostError(key)
-    this.#onLost.set(id, () => controller.abort(lost()))
+    this.#runs.set(id, () => controller.abort(lost()))
     const settled = {}
     const task = async (fence) => {
       try {
@@ -91,7 +97,7 @@ class Locker {
     try {
       result = await native(this.#native.run(key, id, init, required, task))
     } finally {
-      this.#onLost.delete(id)
+      this.#runs.delete(id)
     }
     if (result === null) return undefined
     if (result.lost) {

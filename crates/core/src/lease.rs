@@ -8,6 +8,12 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
+/// The lost notice is given this fraction of the ttl before the validity ends.
+const NOTICE_FRACTION: u32 = 10;
+
+/// The lost notice is given at most this long before the validity ends.
+const MAX_NOTICE: Duration = Duration::from_secs(1);
+
 /// Where a lease stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeaseState {
@@ -135,21 +141,23 @@ impl Lease {
         });
     }
 
-    /// Watches the lease until it ends: renews it every ttl/3 when `auto_extend`, and declares it lost the moment
-    /// its validity runs out without a renewal (an extension refused is lost at once).
+    /// Watches the lease until it ends: renews it every ttl/3 when `auto_extend`, and declares it lost when its
+    /// validity is about to run out without a renewal: [`NOTICE_FRACTION`] of the ttl (at most [`MAX_NOTICE`])
+    /// before, so that the owner hears of it while the lease still holds. An extension refused is lost at once.
     pub(crate) async fn supervise(self: Arc<Self>, auto_extend: bool) {
         let mut rx = self.state.subscribe();
         let period = self.ttl / 3;
+        let notice = (self.ttl / NOTICE_FRACTION).min(MAX_NOTICE);
         let retry = (self.ttl / 10).clamp(Duration::from_millis(1), Duration::from_millis(250));
         let mut renew_at = self.acquired_at + period;
         loop {
-            let valid_until = match *rx.borrow_and_update() {
-                LeaseState::Held { valid_until } => valid_until,
+            let lost_at = match *rx.borrow_and_update() {
+                LeaseState::Held { valid_until } => valid_until - notice,
                 _ => return,
             };
             tokio::select! {
                 changed = rx.changed() => if changed.is_err() { return },
-                () = sleep_until(valid_until) => { self.mark_lost(); return }
+                () = sleep_until(lost_at) => { self.mark_lost(); return }
                 () = sleep_until(renew_at), if auto_extend => {
                     let started = Instant::now();
                     tokio::select! {
@@ -159,7 +167,7 @@ impl Lease {
                                 Err(_) => Instant::now() + retry,
                             };
                         }
-                        () = sleep_until(valid_until) => { self.mark_lost(); return }
+                        () = sleep_until(lost_at) => { self.mark_lost(); return }
                     }
                 }
             }

@@ -1,0 +1,18 @@
+'use strict'
+// A separate process racing for one key: on the parent's message `{ key, attempts }` it makes that many concurrent
+// snatchTask calls and reports how many ran.
+
+const { createLocker } = require('../..')
+
+process.once('message', async ({ key, attempts }) => {
+  const locker = createLocker({ url: process.env.REDIS_URL })
+  const results = await Promise.all(
+    Array.from({ length: attempts }, () =>
+      locker.snatchTask(key, () => new Promise((resolve) => setTimeout(() => resolve(process.pid), 200))),
+    ),
+  )
+  await locker.close()
+  process.send({ ran: results.filter((r) => r.ran).length })
+  process.disconnect()
+})
+process.send({ ready: true })

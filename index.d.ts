@@ -1,0 +1,111 @@
+/** Options of a Locker. Times are milliseconds. */
+export interface LockerOptions {
+  /** One Redis: 'redis://[user:pass@]host:port[/db]' or 'rediss://…' (TLS). Default: REDIS_URL, else 'redis://127.0.0.1:6379'. */
+  url?: string
+  /** Redlock: independent Redis masters (odd count >= 3). A lock needs a majority. Exclusive with `url`. */
+  urls?: string[]
+  /** Prefix of every key this locker writes. Default 'snatch:'. */
+  prefix?: string
+  /** Default lease of a lock. Default 30000. */
+  ttl?: number
+  /** Time one Redis command may take before it counts as failed. Default 1000. */
+  commandTimeout?: number
+  /** Redlock clock-drift factor. Default 0.01. */
+  driftFactor?: number
+}
+
+/** Options of one acquisition. */
+export interface LockOptions {
+  /** Lease; default: the locker's ttl. */
+  ttl?: number
+  /** Renew the lease (every ttl/3) while held; default true for snatchTask/withLock, false for tryLock/lock. */
+  autoExtend?: boolean
+  /** Keep the key at least this long after acquisition, even if released earlier; default 0. */
+  minHold?: number
+}
+
+/** Options of an acquisition that may wait. */
+export interface WaitOptions extends LockOptions {
+  /** How long to wait for the lock; default 0 (one attempt). */
+  wait?: number
+}
+
+/** What a task run under a lock receives. */
+export interface TaskContext {
+  /** Aborts (reason: LockLostError) as soon as the lease can no longer be guaranteed, before it expires. */
+  signal: AbortSignal
+  /** Fencing token: strictly increasing per key across all holders. */
+  fence: bigint
+  key: string
+}
+
+export type SnatchResult<T> = { ran: true; value: T; fence: bigint } | { ran: false }
+
+/** Acquires locks and runs tasks under them, on one Redis (`url`) or a Redlock set (`urls`). */
+export declare class Locker {
+  constructor(options?: LockerOptions)
+  /** One attempt. If this process wins the key, run fn, await it, release; else resolve { ran: false } without running fn. */
+  snatchTask<T>(key: string, fn: (ctx: TaskContext) => T | Promise<T>, options?: LockOptions): Promise<SnatchResult<T>>
+  /** Wait up to options.wait for the key, run fn, release. Resolves fn's value; rejects LockTimeoutError if not acquired. */
+  withLock<T>(key: string, fn: (ctx: TaskContext) => T | Promise<T>, options?: WaitOptions): Promise<T>
+  /** One attempt; null when the key is held by someone else. */
+  tryLock(key: string, options?: LockOptions): Promise<Lock | null>
+  /** Wait up to options.wait; rejects LockTimeoutError. */
+  lock(key: string, options?: WaitOptions): Promise<Lock>
+  /** Wait for running tasks, release every lock still held, close connections. Idempotent. */
+  close(): Promise<void>
+}
+
+/** A held lock. */
+export declare class Lock {
+  private constructor()
+  readonly key: string
+  /** >= 128 random bits, unique per acquisition. */
+  readonly token: string
+  readonly fence: bigint
+  /** Aborts when the lock is lost (reason: LockLostError), or released. */
+  readonly signal: AbortSignal
+  /** Date.now()-based estimate of the guaranteed end of the lease. */
+  readonly validUntil: number
+  /** false (and signal aborted) if it was no longer ours. */
+  extend(ttl?: number): Promise<boolean>
+  /** false if it was no longer ours; never deletes another owner's key. */
+  release(): Promise<boolean>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** snatchTask on a default Locker built on first use from REDIS_URL. */
+export declare function snatchTask<T>(
+  key: string,
+  fn: (ctx: TaskContext) => T | Promise<T>,
+  options?: LockOptions,
+): Promise<SnatchResult<T>>
+
+/** A new Locker. */
+export declare function createLocker(options?: LockerOptions): Locker
+
+/** Base of every error redis-snatch raises; `code` is stable. */
+export declare class SnatchError extends Error {
+  readonly code: string
+}
+/** ERR_SNATCH_REDIS: connection refused / timed out / command failed; `cause` says why. */
+export declare class RedisError extends SnatchError {
+  readonly code: 'ERR_SNATCH_REDIS'
+}
+/** ERR_SNATCH_QUORUM: Redlock could not reach a majority within the validity window. */
+export declare class QuorumError extends SnatchError {
+  readonly code: 'ERR_SNATCH_QUORUM'
+}
+/** ERR_SNATCH_TIMEOUT: `wait` elapsed without getting the lock. */
+export declare class LockTimeoutError extends SnatchError {
+  readonly code: 'ERR_SNATCH_TIMEOUT'
+}
+/** ERR_SNATCH_LOCK_LOST: the lease was lost while held; `value` is what the task returned, if it returned. */
+export declare class LockLostError extends SnatchError {
+  readonly code: 'ERR_SNATCH_LOCK_LOST'
+  readonly value?: unknown
+}
+/** ERR_SNATCH_CLOSED: the locker was closed. */
+export declare class ClosedError extends SnatchError {
+  readonly code: 'ERR_SNATCH_CLOSED'
+}

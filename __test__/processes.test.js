@@ -2,7 +2,7 @@
 
 const { fork } = require('node:child_process')
 const path = require('node:path')
-const { redisCommand } = require('./support/redis-server')
+const { redisCommand, startRedis } = require('./support/redis-server')
 
 /** Forks a contender and resolves once it is loaded and waiting for the start message. */
 function startContender() {
@@ -13,13 +13,26 @@ function startContender() {
   })
 }
 
-test('4 processes x 5 concurrent snatchTask calls on one key: exactly one runs', async () => {
+/** Races 4 processes x 5 concurrent snatchTask calls on one key; resolves how many ran in total. */
+async function race(urls) {
   const key = `processes:${process.pid}:${Date.now()}`
   const children = await Promise.all(Array.from({ length: 4 }, startContender))
   const reports = children.map((child) => new Promise((resolve) => child.once('message', resolve)))
-  for (const child of children) child.send({ key, attempts: 5 })
-  const ran = (await Promise.all(reports)).map((r) => r.ran)
-  expect(ran.reduce((a, b) => a + b, 0)).toBe(1)
+  for (const child of children) child.send({ key, attempts: 5, urls })
+  return (await Promise.all(reports)).reduce((total, r) => total + r.ran, 0)
+}
+
+test('4 processes x 5 concurrent snatchTask calls on one key: exactly one runs', async () => {
+  expect(await race()).toBe(1)
+})
+
+test('the same race over a Redlock set of 3 servers: exactly one runs', async () => {
+  const servers = await Promise.all([startRedis(), startRedis(), startRedis()])
+  try {
+    expect(await race(servers.map((s) => s.url))).toBe(1)
+  } finally {
+    await Promise.all(servers.map((s) => s.stop()))
+  }
 })
 
 /** Runs `code` in a fresh Node process with IPC; resolves its exit code once it exits by itself. */

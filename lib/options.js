@@ -34,6 +34,9 @@ function lockerInit(options) {
   if (o.url !== undefined && o.urls !== undefined) {
     throw invalidArg(TypeError, 'url and urls are exclusive: give one Redis (url) or a Redlock set (urls)')
   }
+  if (o.urls !== undefined && o.urls.length < 3) {
+    throw invalidArg(RangeError, `urls must list an odd number (>= 3) of independent Redis masters, got ${o.urls.length}`)
+  }
   checkType('prefix', o.prefix, 'string')
   for (const name of ['ttl', 'commandTimeout', 'driftFactor']) checkType(name, o[name], 'number')
   const urls = o.urls ?? [o.url ?? (process.env.REDIS_URL || DEFAULT_URL)]

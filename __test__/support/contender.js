@@ -1,11 +1,11 @@
 'use strict'
-// A separate process racing for one key: on the parent's message `{ key, attempts }` it makes that many concurrent
-// snatchTask calls and reports how many ran.
+// A separate process racing for one key: on the parent's message `{ key, attempts, urls? }` it makes that many
+// concurrent snatchTask calls (on REDIS_URL, or on the Redlock set `urls`) and reports how many ran.
 
 const { createLocker } = require('../..')
 
-process.once('message', async ({ key, attempts }) => {
-  const locker = createLocker({ url: process.env.REDIS_URL })
+process.once('message', async ({ key, attempts, urls }) => {
+  const locker = createLocker(urls ? { urls } : { url: process.env.REDIS_URL })
   const results = await Promise.all(
     Array.from({ length: attempts }, () =>
       locker.snatchTask(key, () => new Promise((resolve) => setTimeout(() => resolve(process.pid), 200))),

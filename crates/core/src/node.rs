@@ -36,11 +36,6 @@ impl Node {
         Ok(Self { label: redact(url), client, manager: OnceCell::new(), timeout })
     }
 
-    /// The URL without credentials.
-    pub(crate) fn label(&self) -> &str {
-        &self.label
-    }
-
     /// Runs ACQUIRE for `keys` with `token` and a lease of `ttl_ms`.
     pub(crate) async fn acquire(&self, keys: &LockKeys, token: &str, ttl_ms: u64) -> Result<NodeAcquire, SnatchError> {
         let mut call = scripts::ACQUIRE.prepare_invoke();

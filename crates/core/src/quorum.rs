@@ -65,7 +65,7 @@ impl Nodes {
     }
 
     /// Tries to acquire on every node. On a failed round, our token is removed from every node again (in the
-    /// background).
+    /// background when some node failed to answer).
     pub(crate) async fn acquire(
         self: &Arc<Self>,
         keys: &LockKeys,
@@ -81,7 +81,7 @@ impl Nodes {
         let mut fence = 0;
         let mut retry_in = Duration::MAX;
         let mut failures = Vec::new();
-        for (node, answer) in self.nodes.iter().zip(answers) {
+        for answer in answers {
             match answer {
                 Ok(NodeAcquire::Acquired { fence: f }) => {
                     won += 1;
@@ -90,17 +90,19 @@ impl Nodes {
                 Ok(NodeAcquire::Taken { pttl_ms }) => {
                     retry_in = retry_in.min(Duration::from_millis(pttl_ms.max(0) as u64));
                 }
-                Err(e) => failures.push((node, e)),
+                Err(e) => failures.push(e),
             }
         }
         if won >= self.quorum() && Instant::now() < valid_until {
             return Ok(Acquire::Won(Grant { fence, started: start, valid_until }));
         }
-        if won > 0 || !failures.is_empty() {
-            // A node that timed out may still have set our token: remove it everywhere, without making the
-            // caller wait for nodes that do not answer.
+        if !failures.is_empty() {
+            // A node that failed may still have set our token: remove it everywhere, without making the caller
+            // wait for nodes that do not answer.
             let (nodes, keys, token) = (self.clone(), keys.clone(), token.to_owned());
             tokio::spawn(async move { nodes.release(&keys, &token).await });
+        } else if won > 0 {
+            self.release(keys, token).await;
         }
         if won + failures.len() < self.quorum() {
             // Even the failed nodes could not have made a majority: the key is simply held elsewhere.
@@ -118,11 +120,11 @@ impl Nodes {
 
         let mut renewed = 0;
         let mut failures = Vec::new();
-        for (node, answer) in self.nodes.iter().zip(answers) {
+        for answer in answers {
             match answer {
                 Ok(true) => renewed += 1,
                 Ok(false) => {}
-                Err(e) => failures.push((node, e)),
+                Err(e) => failures.push(e),
             }
         }
         if renewed >= self.quorum() {
@@ -156,14 +158,14 @@ impl Nodes {
 
     /// The error for a round that failed because nodes did not answer in time: with one node, that node's own
     /// error; with several, a quorum error naming each failed node.
-    fn failure(&self, failures: Vec<(&Node, SnatchError)>, none_failed: &str) -> SnatchError {
+    fn failure(&self, failures: Vec<SnatchError>, none_failed: &str) -> SnatchError {
         if self.nodes.len() == 1 {
-            if let Some((_, e)) = failures.into_iter().next() {
+            if let Some(e) = failures.into_iter().next() {
                 return e;
             }
             return SnatchError::Redis { cause: none_failed.to_owned() };
         }
-        let mut lines: Vec<String> = failures.into_iter().map(|(n, e)| format!("{}: {e}", n.label())).collect();
+        let mut lines: Vec<String> = failures.iter().map(SnatchError::to_string).collect();
         if lines.is_empty() {
             lines.push(none_failed.to_owned());
         }

@@ -1,0 +1,77 @@
+'use strict'
+
+const { createLocker, QuorumError, LockLostError } = require('..')
+const { startRedis, redisCommand } = require('./support/redis-server')
+
+let servers
+let n = 0
+const uniqueKey = (name) => `${name}:${process.pid}:${Date.now()}:${n++}`
+
+beforeEach(async () => {
+  servers = await Promise.all([startRedis(), startRedis(), startRedis()])
+})
+afterEach(() => Promise.all(servers.map((s) => s.stop())))
+
+const urls = () => servers.map((s) => s.url)
+
+test('snatchTask, withLock, tryLock, extend, release and fences work over a majority', async () => {
+  const locker = createLocker({ urls: urls() })
+  const key = uniqueKey('basic')
+  const r = await locker.snatchTask(key, ({ fence }) => fence)
+  expect(r).toEqual({ ran: true, value: r.fence, fence: expect.any(BigInt) })
+  const lock = await locker.tryLock(key, { ttl: 5000 })
+  expect(lock.fence > r.fence).toBe(true)
+  for (const s of servers) expect(await redisCommand(s.url, 'GET', `snatch:${key}`)).toBe(lock.token)
+  expect(await locker.tryLock(key)).toBeNull()
+  expect(lock.validUntil).toBeLessThanOrEqual(Date.now() + 5000 - 50)
+  expect(await lock.extend(10_000)).toBe(true)
+  expect(await lock.release()).toBe(true)
+  for (const s of servers) expect(await redisCommand(s.url, 'EXISTS', `snatch:${key}`)).toBe(0)
+  expect(await locker.withLock(key, () => 'ok', { wait: 1000 })).toBe('ok')
+  await locker.close()
+})
+
+test('one node of three killed: still works; two killed: QuorumError, fn not run', async () => {
+  const locker = createLocker({ urls: urls(), commandTimeout: 300 })
+  await servers[0].kill()
+  expect((await locker.snatchTask(uniqueKey('one'), () => 1)).ran).toBe(true)
+  await servers[1].kill()
+  let ran = false
+  const err = await locker
+    .snatchTask(uniqueKey('two'), () => {
+      ran = true
+    })
+    .catch((e) => e)
+  expect(err).toBeInstanceOf(QuorumError)
+  expect(err.code).toBe('ERR_SNATCH_QUORUM')
+  expect(err.message).toContain(String(servers[0].port))
+  expect(ran).toBe(false)
+  await locker.close()
+})
+
+test('losing the majority mid-run aborts the signal and rejects LOCK_LOST', async () => {
+  const locker = createLocker({ urls: urls(), commandTimeout: 200 })
+  const key = uniqueKey('lost')
+  const err = await locker
+    .snatchTask(
+      key,
+      async ({ signal }) => {
+        await servers[0].kill()
+        await servers[1].kill()
+        await new Promise((resolve) => signal.addEventListener('abort', resolve))
+        return 'saw abort'
+      },
+      { ttl: 600 },
+    )
+    .catch((e) => e)
+  expect(err).toBeInstanceOf(LockLostError)
+  expect(err.value).toBe('saw abort')
+  await locker.close()
+})
+
+test('urls must be an odd number of at least three', () => {
+  for (const list of [[], [servers[0].url], [servers[0].url, servers[1].url], [...urls(), servers[0].url]]) {
+    expect(() => createLocker({ urls: list })).toThrow(RangeError)
+    expect(() => createLocker({ urls: list })).toThrow(expect.objectContaining({ code: 'ERR_SNATCH_INVALID_ARG' }))
+  }
+})

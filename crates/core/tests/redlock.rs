@@ -1,0 +1,191 @@
+//! Redlock over 3 and 5 real redis-server processes: majority rule, cleanup, node failures, slow nodes.
+
+mod support;
+
+use redis::Commands;
+use snatch_core::{LeaseState, LockOptions, Locker, LockerConfig, SnatchError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::{inspect, unique_key, RedisServer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+fn start(n: usize) -> Vec<RedisServer> {
+    (0..n).map(|_| RedisServer::start()).collect()
+}
+
+fn redlock(urls: Vec<String>, command_timeout: Duration) -> Locker {
+    Locker::new(LockerConfig { urls, command_timeout, ..LockerConfig::default() }).unwrap()
+}
+
+fn urls(servers: &[RedisServer]) -> Vec<String> {
+    servers.iter().map(RedisServer::url).collect()
+}
+
+fn once() -> LockOptions {
+    LockOptions::default()
+}
+
+#[tokio::test]
+async fn every_subset_of_foreign_holders_n3_and_n5() {
+    for n in [3usize, 5] {
+        let servers = start(n);
+        let locker = redlock(urls(&servers), Duration::from_secs(1));
+        let mut cons: Vec<_> = servers.iter().map(|s| inspect(&s.url())).collect();
+        for mask in 0u32..(1 << n) {
+            let key = unique_key("mask");
+            let lock_key = format!("snatch:{key}");
+            for (i, con) in cons.iter_mut().enumerate() {
+                if mask & (1 << i) != 0 {
+                    let _: () = con.set_ex(&lock_key, "foreign", 60).unwrap();
+                }
+            }
+            let free = n - mask.count_ones() as usize;
+            let lease = locker.try_lock(&key, &once()).await.unwrap();
+            assert_eq!(lease.is_some(), free > n / 2, "n={n} mask={mask:b}");
+            for (i, con) in cons.iter_mut().enumerate() {
+                let value: Option<String> = con.get(&lock_key).unwrap();
+                let expected = if mask & (1 << i) != 0 {
+                    Some("foreign".to_owned())
+                } else {
+                    lease.as_ref().map(|l| l.token().to_owned())
+                };
+                assert_eq!(value, expected, "n={n} mask={mask:b} node={i}");
+            }
+            if let Some(lease) = lease {
+                assert!(lease.release().await.unwrap());
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn fences_are_the_majority_maximum_and_increase() {
+    let servers = start(3);
+    let locker = redlock(urls(&servers), Duration::from_secs(1));
+    let key = unique_key("fence");
+    // Node 2 has seen more acquisitions than the others.
+    let _: () = inspect(&servers[2].url()).set(format!("{{snatch:{key}}}:fence"), 41).unwrap();
+    let mut last = 0;
+    for _ in 0..10 {
+        let lease = locker.try_lock(&key, &once()).await.unwrap().unwrap();
+        assert!(lease.fence() > last.max(41));
+        last = lease.fence();
+        lease.release().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn one_node_down_before_and_during_a_held_lock() {
+    let mut servers = start(3);
+    servers[0].kill();
+    let locker = redlock(urls(&servers), Duration::from_millis(300));
+    let key = unique_key("onedown");
+    let lease = locker.try_lock(&key, &once()).await.unwrap().expect("2 of 3 is a majority");
+    assert!(lease.extend(None).await.unwrap());
+    servers[1].kill();
+    servers[0].restart();
+    // Node 0 is back empty and refuses, node 2 confirms, node 1 is down: no majority either way, a quorum error.
+    assert_eq!(lease.extend(None).await.unwrap_err().code(), "ERR_SNATCH_QUORUM");
+    assert!(matches!(lease.state(), LeaseState::Held { .. }), "still valid until its lease runs out");
+    // Once node 1 is back empty too, a majority refuses: the lease is lost.
+    servers[1].restart();
+    assert!(!lease.extend(None).await.unwrap());
+    assert_eq!(lease.state(), LeaseState::Lost);
+
+    let key = unique_key("during");
+    let lease = locker.try_lock(&key, &LockOptions { auto_extend: true, ..once() }).await.unwrap().unwrap();
+    servers[0].kill();
+    servers[1].restart();
+    let _ = locker.try_lock(&unique_key("reconnect"), &once()).await; // lets the manager see node 1's restart
+                                                                      // Node 1 came back empty and node 0 is gone: only node 2 still holds the lock.
+    assert!(!lease.release().await.unwrap());
+
+    let key = unique_key("survive");
+    servers[0].restart();
+    let lease = locker.try_lock(&key, &once()).await.unwrap().unwrap();
+    servers[2].kill();
+    assert!(lease.extend(None).await.unwrap(), "nodes 0 and 1 still confirm");
+    assert!(lease.release().await.unwrap());
+}
+
+#[tokio::test]
+async fn two_of_three_down_is_a_quorum_error_in_bounded_time_and_the_task_does_not_run() {
+    let mut servers = start(3);
+    servers[0].kill();
+    servers[1].kill();
+    let timeout = Duration::from_millis(300);
+    let locker = redlock(urls(&servers), timeout);
+    let started = Instant::now();
+    let mut ran = false;
+    let err = locker.run(&unique_key("quorum"), &once(), |_| async { ran = true }).await.unwrap_err();
+    assert!(!ran);
+    let SnatchError::Quorum { failures } = &err else { panic!("expected a quorum error, got {err}") };
+    assert_eq!(failures.len(), 2, "{failures:?}");
+    assert!(failures[0].contains(&servers[0].port.to_string()), "{failures:?}");
+    assert_eq!(err.code(), "ERR_SNATCH_QUORUM");
+    assert!(started.elapsed() < timeout * 2, "took {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn a_node_restarted_empty_does_not_break_exclusion_while_a_majority_holds() {
+    let mut servers = start(3);
+    let (a, b) = (redlock(urls(&servers), Duration::from_secs(1)), redlock(urls(&servers), Duration::from_secs(1)));
+    let key = unique_key("restart");
+    let held = a.try_lock(&key, &once()).await.unwrap().unwrap();
+    servers[0].restart();
+    assert!(b.try_lock(&key, &once()).await.unwrap().is_none(), "B only gets the restarted node");
+    let value: Option<String> = inspect(&servers[0].url()).get(format!("snatch:{key}")).unwrap();
+    assert_eq!(value, None, "B's token was removed from the restarted node");
+    assert!(held.release().await.unwrap(), "A still owns a majority (nodes 1 and 2)");
+}
+
+/// A TCP proxy to `upstream` that delays every chunk in both directions by `latency`.
+async fn slow_proxy(upstream: u16, latency: Duration) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let server = TcpStream::connect(("127.0.0.1", upstream)).await.unwrap();
+            let (cr, cw) = client.into_split();
+            let (sr, sw) = server.into_split();
+            tokio::spawn(pipe(cr, sw, latency));
+            tokio::spawn(pipe(sr, cw, latency));
+        }
+    });
+    port
+}
+
+async fn pipe(mut from: tokio::net::tcp::OwnedReadHalf, mut to: tokio::net::tcp::OwnedWriteHalf, latency: Duration) {
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n) = from.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        tokio::time::sleep(latency).await;
+        if to.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+    }
+}
+
+#[tokio::test]
+async fn slow_nodes_beyond_the_validity_fail_the_acquisition_and_are_cleaned_up() {
+    let servers = start(3);
+    let latency = Duration::from_millis(150);
+    let slow = [slow_proxy(servers[1].port, latency).await, slow_proxy(servers[2].port, latency).await];
+    let urls =
+        vec![servers[0].url(), format!("redis://127.0.0.1:{}", slow[0]), format!("redis://127.0.0.1:{}", slow[1])];
+    let locker = Arc::new(redlock(urls, Duration::from_secs(2)));
+    let key = unique_key("slow");
+    let opts = LockOptions { ttl: Some(Duration::from_millis(100)), ..once() };
+    let err = locker.try_lock(&key, &opts).await.unwrap_err();
+    assert_eq!(err.code(), "ERR_SNATCH_QUORUM", "{err}");
+    for server in &servers {
+        let exists: bool = inspect(&server.url()).exists(format!("snatch:{key}")).unwrap();
+        assert!(!exists, "our token was left on {}", server.url());
+    }
+    // With a ttl the latency fits in, the same nodes grant the lock.
+    let lease = locker.try_lock(&key, &LockOptions { ttl: Some(Duration::from_secs(5)), ..once() }).await.unwrap();
+    assert!(lease.is_some());
+}

@@ -38,8 +38,19 @@ export declare class NativeLocker {
   tryLock(key: string, id: number, options: LockInit): Promise<NativeLock | null>
   /** Waits up to `options.wait` for `key`; rejects with a timeout error. */
   lock(key: string, id: number, options: LockInit): Promise<NativeLock>
+  /**
+   * Runs `task(tick, fence)` at every occurrence of `cron` on exactly one replica; `on_event` hears each
+   * occurrence's outcome. Throws on a bad name, expression, zone or ttl.
+   */
+  schedule(name: string, cron: string, options: ScheduleInit, task: (tick: number, fence: bigint) => Promise<void>, onEvent: (event: ScheduleEvent) => void): NativeSchedule
   /** Waits for calls under way, releases every lock still held, closes the connections. Idempotent. */
   close(): Promise<void>
+}
+
+/** A running schedule; the facade's `ScheduledTask` wraps it. */
+export declare class NativeSchedule {
+  /** No new occurrences; resolves once a running task has settled. */
+  stop(): Promise<void>
 }
 
 /** Options of a locker (`url` already folded into `urls`, `REDIS_URL` applied by the facade). */
@@ -64,4 +75,29 @@ export interface RunOutcome {
   fence: bigint
   /** The lease could not be guaranteed for the whole run. */
   lost: boolean
+}
+
+/** One event of a schedule, for the facade's emitter. */
+export interface ScheduleEvent {
+  /** `run`, `skip`, `error` (claiming failed) or `lost` (the lease of a running task was lost). */
+  kind: string
+  /** The occurrence, in epoch milliseconds. */
+  tick: number
+  fence?: bigint
+  durationMs?: number
+  /** With `run`: the lease could not be guaranteed for the whole run. */
+  lost?: boolean
+  /** With `skip`: `taken` or `overlap`. */
+  reason?: string
+  /** With `error`: the error's JSON reason (see errors.rs). */
+  error?: string
+}
+
+/** Options of a schedule (the facade has applied the test-only clock offset from the environment). */
+export interface ScheduleInit {
+  ttl?: number
+  /** IANA zone; default UTC. */
+  timezone?: string
+  /** Test only: milliseconds added to this process's clock when deciding when occurrences are due. */
+  clockOffset?: number
 }

@@ -1,3 +1,5 @@
+import type { EventEmitter } from 'node:events'
+
 /** Options of a Locker. Times are milliseconds. */
 export interface LockerOptions {
   /** One Redis: 'redis://[user:pass@]host:port[/db]' or 'rediss://…' (TLS). Default: REDIS_URL, else 'redis://127.0.0.1:6379'. */
@@ -52,8 +54,37 @@ export declare class Locker {
   tryLock(key: string, options?: LockOptions): Promise<Lock | null>
   /** Wait up to options.wait; rejects LockTimeoutError. */
   lock(key: string, options?: WaitOptions): Promise<Lock>
-  /** Wait for running tasks, release every lock still held, close connections. Idempotent. */
+  /** Cluster-safe cron: each occurrence of `cron` runs fn on exactly one replica. Throws on a bad expression or zone. */
+  schedule(name: string, cron: string, fn: (ctx: TickContext) => unknown, options?: ScheduleOptions): ScheduledTask
+  /** Stop schedules, wait for running tasks, release every lock still held, close connections. Idempotent. */
   close(): Promise<void>
+}
+
+/** Options of a schedule. */
+export interface ScheduleOptions {
+  /** Lease of each run; auto-extended while fn runs. Default: the locker's ttl. */
+  ttl?: number
+  /** IANA time zone name; default 'UTC'. */
+  timezone?: string
+}
+
+/** What a scheduled task receives. */
+export interface TickContext extends TaskContext {
+  /** The scheduled occurrence, not the local start time. */
+  tick: Date
+}
+
+/** A running schedule (an EventEmitter). */
+export interface ScheduledTask extends EventEmitter {
+  readonly name: string
+  /** No new ticks; waits for a running one. */
+  stop(): Promise<void>
+  on(event: 'run', listener: (info: { tick: Date; fence: bigint; durationMs: number }) => void): this
+  on(event: 'skip', listener: (info: { tick: Date; reason: 'taken' | 'overlap' }) => void): this
+  on(event: 'error', listener: (err: unknown, info: { tick: Date }) => void): this
+  once(event: 'run', listener: (info: { tick: Date; fence: bigint; durationMs: number }) => void): this
+  once(event: 'skip', listener: (info: { tick: Date; reason: 'taken' | 'overlap' }) => void): this
+  once(event: 'error', listener: (err: unknown, info: { tick: Date }) => void): this
 }
 
 /** A held lock. */

@@ -64,6 +64,11 @@ function fromNative(err) {
   // Duck-typed: the binding's errors come from the main realm, which `instanceof` misses inside vm contexts (Jest).
   const text = typeof err?.message === 'string' ? err.message : ''
   if (!text.startsWith('{') || !text.includes('"ERR_SNATCH_')) return err
+  return fromReason(text)
+}
+
+/** The exported error a native JSON reason `{code, class, message, cause?}` describes. */
+function fromReason(text) {
   const { class: name, message, cause } = JSON.parse(text)
   const Class = CLASSES[name]
   if (Class === TypeError || Class === RangeError) return invalidArg(Class, message)
@@ -88,5 +93,6 @@ module.exports = {
   ClosedError,
   invalidArg,
   fromNative,
+  fromReason,
   native,
 }

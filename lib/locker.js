@@ -4,7 +4,8 @@ const { NativeLocker } = require('../binding')
 const { LockLostError, native, fromNative } = require('./errors')
 const { KeepAlive } = require('./keep-alive')
 const { Lock } = require('./lock')
-const { lockerInit, lockInit, checkKey, checkFn } = require('./options')
+const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkType } = require('./options')
+const { ScheduledTask } = require('./schedule')
 
 /** Acquires locks and runs tasks under them, on one Redis (`url`) or a Redlock set (`urls`). */
 class Locker {
@@ -58,7 +59,25 @@ class Locker {
     return this.#adopt(id, init, await native(this.#native.lock(key, id, init)))
   }
 
-  /** Waits for running tasks, releases every lock still held, closes the connections. Idempotent. */
+  /**
+   * Runs `fn` at every occurrence of `cron` (5 or 6 fields, or a macro like '@hourly') on exactly one replica.
+   * Options: `ttl` (lease of each run, renewed while fn runs), `timezone` (IANA, default 'UTC').
+   */
+  schedule(name, cron, fn, options) {
+    checkKey(name)
+    checkType('cron', cron, 'string')
+    checkFn(fn)
+    const init = scheduleInit(options)
+    return new ScheduledTask(name, fn, (task, onEvent) => {
+      try {
+        return this.#native.schedule(name, cron, init, task, onEvent)
+      } catch (err) {
+        throw fromNative(err)
+      }
+    })
+  }
+
+  /** Stops schedules, waits for running tasks, releases every lock still held, closes the connections. Idempotent. */
   async close() {
     await native(this.#native.close())
     for (const lock of this.#locks.values()) lock._released()

@@ -60,6 +60,21 @@ function lockInit(options, { autoExtend, canWait }) {
   return { ttl: o.ttl, minHold: o.minHold, wait: o.wait, autoExtend: o.autoExtend ?? autoExtend }
 }
 
+/**
+ * Checks the JS types of ScheduleOptions. The test-only environment variable SNATCH_TEST_CLOCK_OFFSET_MS shifts
+ * this process's clock for the scheduler, to simulate replicas with skewed clocks.
+ */
+function scheduleInit(options) {
+  const o = checkObject('options', options)
+  checkType('ttl', o.ttl, 'number')
+  checkType('timezone', o.timezone, 'string')
+  const offset = process.env.SNATCH_TEST_CLOCK_OFFSET_MS
+  if (offset !== undefined && !Number.isSafeInteger(Number(offset))) {
+    throw invalidArg(TypeError, `SNATCH_TEST_CLOCK_OFFSET_MS must be an integer, got '${offset}'`)
+  }
+  return { ttl: o.ttl, timezone: o.timezone, clockOffset: offset === undefined ? undefined : Number(offset) }
+}
+
 /** Checks that `key` is a string (emptiness and length are checked natively). */
 function checkKey(key) {
   if (typeof key !== 'string') throw invalidArg(TypeError, `key must be a string, got ${describe(key)}`)
@@ -70,4 +85,4 @@ function checkFn(fn) {
   if (typeof fn !== 'function') throw invalidArg(TypeError, `fn must be a function, got ${describe(fn)}`)
 }
 
-module.exports = { lockerInit, lockInit, checkKey, checkFn, checkType }
+module.exports = { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkType }

@@ -17,11 +17,16 @@ fn class_of(e: &SnatchError) -> &'static str {
     }
 }
 
-/// Converts a core error for N-API.
-pub(crate) fn to_napi(e: SnatchError) -> napi::Error {
-    let mut reason = serde_json::json!({ "code": e.code(), "class": class_of(&e), "message": e.to_string() });
-    if let SnatchError::Redis { cause } = &e {
+/// The JSON reason the facade reads for `e`.
+pub(crate) fn reason(e: &SnatchError) -> String {
+    let mut reason = serde_json::json!({ "code": e.code(), "class": class_of(e), "message": e.to_string() });
+    if let SnatchError::Redis { cause } = e {
         reason["cause"] = cause.as_str().into();
     }
-    napi::Error::from_reason(reason.to_string())
+    reason.to_string()
+}
+
+/// Converts a core error for N-API.
+pub(crate) fn to_napi(e: SnatchError) -> napi::Error {
+    napi::Error::from_reason(reason(&e))
 }

@@ -5,3 +5,4 @@ mod errors;
 mod lock;
 mod locker;
 mod options;
+mod schedule;

@@ -2,12 +2,13 @@
 
 use crate::errors::to_napi;
 use crate::lock::NativeLock;
-use crate::options::{LockInit, LockerInit};
-use napi::bindgen_prelude::{BigInt, Function, Promise};
+use crate::options::{LockInit, LockerInit, ScheduleInit};
+use crate::schedule::{JsTickHandler, NativeSchedule, ScheduleEvent, TickTask};
+use napi::bindgen_prelude::{within_runtime_if_available, BigInt, Function, Promise};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use napi_derive::napi;
-use snatch_core::{Lease, Locker, LockerConfig};
+use snatch_core::{CronSchedule, Lease, Locker, LockerConfig};
 use std::sync::Arc;
 
 /// The facade's wrapper around the user's function: called with the fence, it runs the function and keeps its
@@ -94,6 +95,28 @@ impl NativeLocker {
         let lease = self.locker.lock(&key, &options).await.map_err(to_napi)?;
         self.watch(&lease, id);
         Ok(NativeLock::new(lease))
+    }
+
+    /// Runs `task(tick, fence)` at every occurrence of `cron` on exactly one replica; `on_event` hears each
+    /// occurrence's outcome. Throws on a bad name, expression, zone or ttl.
+    #[napi(
+        ts_args_type = "name: string, cron: string, options: ScheduleInit, task: (tick: number, fence: bigint) => Promise<void>, onEvent: (event: ScheduleEvent) => void"
+    )]
+    pub fn schedule(
+        &self,
+        name: String,
+        cron: String,
+        options: ScheduleInit,
+        task: TickTask,
+        on_event: Function<ScheduleEvent, ()>,
+    ) -> napi::Result<NativeSchedule> {
+        let zone = options.timezone.clone().unwrap_or_else(|| "UTC".to_owned());
+        let cron = CronSchedule::new(&cron, &zone).map_err(to_napi)?;
+        let options = options.try_into().map_err(to_napi)?;
+        let sink = on_event.build_threadsafe_function().callee_handled::<false>().build()?;
+        let handler = Arc::new(JsTickHandler { task: Arc::new(task), sink: Arc::new(sink) });
+        let schedule = within_runtime_if_available(|| self.locker.schedule(&name, cron, options, handler));
+        schedule.map(NativeSchedule::new).map_err(to_napi)
     }
 
     /// Waits for calls under way, releases every lock still held, closes the connections. Idempotent.

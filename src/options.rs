@@ -65,3 +65,24 @@ pub(crate) fn millis(name: &str, value: f64) -> Result<Duration, SnatchError> {
 fn millis_or(name: &str, value: Option<f64>, default: Duration) -> Result<Duration, SnatchError> {
     value.map_or(Ok(default), |v| millis(name, v))
 }
+
+/// Options of a schedule (the facade has applied the test-only clock offset from the environment).
+#[napi(object)]
+pub struct ScheduleInit {
+    pub ttl: Option<f64>,
+    /// IANA zone; default UTC.
+    pub timezone: Option<String>,
+    /// Test only: milliseconds added to this process's clock when deciding when occurrences are due.
+    pub clock_offset: Option<f64>,
+}
+
+impl TryFrom<ScheduleInit> for snatch_core::ScheduleOptions {
+    type Error = SnatchError;
+
+    fn try_from(o: ScheduleInit) -> Result<Self, SnatchError> {
+        Ok(snatch_core::ScheduleOptions {
+            ttl: o.ttl.map(|v| millis("ttl", v)).transpose()?,
+            clock_offset_ms: o.clock_offset.unwrap_or(0.0) as i64,
+        })
+    }
+}

@@ -12,10 +12,32 @@ import {
   SnatchError,
   type LockerOptions,
   type LockOptions,
+  type ScheduledTask,
+  type ScheduleOptions,
+  type TickContext,
   type SnatchResult,
   type TaskContext,
   type WaitOptions,
 } from '../..'
+
+function scheduling(locker: Locker): ScheduledTask {
+  const options: ScheduleOptions = { ttl: 60_000, timezone: 'Europe/Paris' }
+  const task = locker.schedule('report:daily', '0 0 * * *', async ({ tick, fence, signal, key }: TickContext) => {
+    const when: Date = tick
+    void when, fence, signal, key
+  }, options)
+  task.on('run', ({ tick, fence, durationMs }) => void [tick.getTime(), fence + 1n, durationMs + 1])
+  task.on('skip', ({ reason }) => {
+    const r: 'taken' | 'overlap' = reason
+    void r
+  })
+  task.on('error', (err, { tick }) => void [err, tick])
+  // @ts-expect-error the cron expression is a string
+  locker.schedule('n', 5, () => {})
+  void task.stop()
+  return task
+}
+void scheduling
 
 async function usage(): Promise<void> {
   const options: LockerOptions = { url: 'redis://127.0.0.1:6379', prefix: 'app:', ttl: 10_000, commandTimeout: 500 }

@@ -31,6 +31,20 @@ impl LockKeys {
     }
 }
 
+impl LockKeys {
+    /// The claim of occurrence `tick_ms` of the schedule whose run lock is `run`: key `name:<tick_ms>`, sharing the
+    /// run lock's fence counter (fences stay per schedule, and claims leave no counter behind).
+    pub fn occurrence(run: &LockKeys, tick_ms: i64) -> Self {
+        let lock = format!("{}:{tick_ms}", run.lock);
+        Self {
+            key: format!("{}:{tick_ms}", run.key),
+            fence: run.fence.clone(),
+            channel: format!("{{{lock}}}:released"),
+            lock,
+        }
+    }
+}
+
 /// Rejects an empty key or one over [`MAX_KEY_BYTES`].
 pub fn validate_key(key: &str) -> Result<(), crate::SnatchError> {
     if key.is_empty() {

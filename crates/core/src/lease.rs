@@ -119,15 +119,32 @@ impl Lease {
     /// Gives the lock back (owner-checked); the key stays for the rest of `min_hold` if that has not passed yet.
     /// Returns whether the key was still ours in Redis; false without a round trip when already released.
     pub async fn release(&self) -> Result<bool, SnatchError> {
+        let held_for = self.acquired_at.elapsed();
+        if held_for < self.min_hold {
+            return self.release_keeping(self.min_hold - held_for).await;
+        }
         if self.state.send_replace(LeaseState::Released) == LeaseState::Released {
             return Ok(false);
         }
-        let held_for = self.acquired_at.elapsed();
-        if held_for < self.min_hold {
-            let rest = (self.min_hold - held_for).max(Duration::from_millis(1));
-            Ok(matches!(self.nodes.extend(&self.keys, &self.token, rest).await?, Extend::Renewed { .. }))
-        } else {
-            self.nodes.try_release(&self.keys, &self.token).await
+        self.nodes.try_release(&self.keys, &self.token).await
+    }
+
+    /// Gives the lock back but keeps the key (owner-checked) for `hold` more, so nobody acquires it before then.
+    /// Returns whether the key was still ours in Redis; false without a round trip when already released.
+    pub async fn release_keeping(&self, hold: Duration) -> Result<bool, SnatchError> {
+        if self.state.send_replace(LeaseState::Released) == LeaseState::Released {
+            return Ok(false);
+        }
+        let hold = hold.max(Duration::from_millis(1));
+        Ok(matches!(self.nodes.extend(&self.keys, &self.token, hold).await?, Extend::Renewed { .. }))
+    }
+
+    /// Whether the lease failed to stay guaranteed: lost, or held past its validity. False once released.
+    pub fn lapsed(&self) -> bool {
+        match self.state() {
+            LeaseState::Held { valid_until } => valid_until <= Instant::now(),
+            LeaseState::Lost => true,
+            LeaseState::Released => false,
         }
     }
 

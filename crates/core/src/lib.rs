@@ -2,16 +2,21 @@
 //! fencing tokens, lease renewal and owner-checked release. No Node.js types: the N-API binding wraps this crate.
 
 mod config;
+mod cron;
 mod error;
 mod keys;
 mod lease;
 mod locker;
 mod node;
 mod quorum;
+mod scheduler;
 mod scripts;
 
+pub use chrono;
 pub use config::{validate_duration, LockOptions, LockerConfig, MAX_DURATION_MS};
+pub use cron::CronSchedule;
 pub use error::{ArgKind, SnatchError};
 pub use keys::{validate_key, LockKeys, MAX_KEY_BYTES};
 pub use lease::{Lease, LeaseState};
 pub use locker::{not_acquired, Locker, Ran};
+pub use scheduler::{Schedule, ScheduleOptions, SkipReason, TickEvent, TickHandler};

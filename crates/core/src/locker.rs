@@ -3,9 +3,10 @@
 
 use crate::config::{LockOptions, LockerConfig};
 use crate::keys::LockKeys;
-use crate::lease::{Lease, LeaseState};
+use crate::lease::Lease;
 use crate::node::Node;
 use crate::quorum::{Acquire, Nodes};
+use crate::scheduler::Schedule;
 use crate::SnatchError;
 use std::collections::HashMap;
 use std::future::Future;
@@ -29,7 +30,9 @@ pub struct Ran<T> {
     pub lost: bool,
 }
 
-/// Acquires and releases locks on one Redis or on a Redlock set of independent masters.
+/// Acquires and releases locks on one Redis or on a Redlock set of independent masters. Cloning gives another
+/// handle to the same locker.
+#[derive(Clone)]
 pub struct Locker {
     shared: Arc<Shared>,
 }
@@ -44,10 +47,12 @@ struct Shared {
     /// Number of calls under way; `close` waits for zero.
     busy: watch::Sender<usize>,
     close_done: OnceCell<()>,
+    /// Schedules started on this locker, stopped by `close`.
+    schedules: Mutex<Vec<Schedule>>,
 }
 
 /// Counts one call under way for as long as it lives.
-struct Busy(Arc<Shared>);
+pub(crate) struct Busy(Arc<Shared>);
 
 impl Drop for Busy {
     fn drop(&mut self) {
@@ -70,6 +75,7 @@ impl Locker {
                 closed: AtomicBool::new(false),
                 busy: watch::Sender::new(0),
                 close_done: OnceCell::new(),
+                schedules: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -103,23 +109,21 @@ impl Locker {
         let _busy = self.enter()?;
         let Some(lease) = self.acquire(key, options).await? else { return Ok(None) };
         let output = task(lease.clone()).await;
-        let lost = match lease.state() {
-            LeaseState::Held { valid_until } => valid_until <= Instant::now(),
-            LeaseState::Lost => true,
-            LeaseState::Released => false,
-        };
+        let lost = lease.lapsed();
         let _ = lease.release().await;
         Ok(Some(Ran { fence: lease.fence(), output, lost }))
     }
 
-    /// Stops accepting calls, waits for the calls under way, releases every lock still held and closes the
-    /// connections. Idempotent; concurrent calls all wait for the same close.
+    /// Stops accepting calls and schedules, waits for the calls and runs under way, releases every lock still held
+    /// and closes the connections. Idempotent; concurrent calls all wait for the same close.
     pub async fn close(&self) {
         let shared = &self.shared;
         shared.closed.store(true, Ordering::SeqCst);
         shared
             .close_done
             .get_or_init(|| async {
+                let schedules = std::mem::take(&mut *shared.schedules.lock().expect("schedules poisoned"));
+                futures_util::future::join_all(schedules.iter().map(Schedule::stop)).await;
                 let mut busy = shared.busy.subscribe();
                 let _ = busy.wait_for(|n| *n == 0).await;
                 let leases: Vec<_> = shared.held.lock().expect("held poisoned").drain().map(|(_, l)| l).collect();
@@ -134,7 +138,8 @@ impl Locker {
         self.shared.closed.load(Ordering::SeqCst)
     }
 
-    fn enter(&self) -> Result<Busy, SnatchError> {
+    /// Counts a call under way until the returned guard drops; [`SnatchError::Closed`] once closing.
+    pub(crate) fn enter(&self) -> Result<Busy, SnatchError> {
         self.shared.busy.send_modify(|n| *n += 1);
         let busy = Busy(self.shared.clone());
         if self.is_closed() {
@@ -145,8 +150,16 @@ impl Locker {
 
     async fn acquire(&self, key: &str, options: &LockOptions) -> Result<Option<Arc<Lease>>, SnatchError> {
         options.validate()?;
+        self.acquire_keys(LockKeys::new(&self.shared.config.prefix, key)?, options).await
+    }
+
+    /// Acquires `keys` with checked `options` (waiting up to `options.wait`); `None` when not acquired in time.
+    pub(crate) async fn acquire_keys(
+        &self,
+        keys: LockKeys,
+        options: &LockOptions,
+    ) -> Result<Option<Arc<Lease>>, SnatchError> {
         let shared = &self.shared;
-        let keys = LockKeys::new(&shared.config.prefix, key)?;
         let ttl = options.ttl.unwrap_or(shared.config.ttl);
         let deadline = Instant::now() + options.wait;
         loop {
@@ -167,6 +180,11 @@ impl Locker {
                 }
             }
         }
+    }
+
+    /// Registers `schedule` for `close`.
+    pub(crate) fn register_schedule(&self, schedule: Schedule) {
+        self.shared.schedules.lock().expect("schedules poisoned").push(schedule);
     }
 
     /// Registers `lease` for `close` and starts its supervisor, which unregisters it when the lease ends.

@@ -1,0 +1,178 @@
+'use strict'
+
+const { fork } = require('node:child_process')
+const path = require('node:path')
+const { createLocker, LockLostError } = require('..')
+const { redisCommand, startRedis } = require('./support/redis-server')
+
+let n = 0
+const uniqueName = (name) => `${name}:${process.pid}:${Date.now()}:${n++}`
+const once = (emitter, event) => new Promise((resolve) => emitter.once(event, (...args) => resolve(args)))
+
+let locker
+beforeAll(() => {
+  locker = createLocker({ url: process.env.REDIS_URL })
+})
+afterAll(() => locker.close())
+
+/** Forks a scheduler replica whose clock is shifted by `offsetMs`; resolves once it is ready. */
+async function startReplica(offsetMs) {
+  const env = { ...process.env, SNATCH_TEST_CLOCK_OFFSET_MS: String(offsetMs) }
+  const child = fork(path.join(__dirname, 'support', 'scheduler-replica.js'), { env })
+  await once(child, 'message')
+  return child
+}
+
+test('three replica processes, clocks skewed by up to 500 ms: every occurrence ran exactly once', async () => {
+  const replicas = await Promise.all([0, 250, 500].map(startReplica))
+  const reports = replicas.map((child) => once(child, 'message').then(([report]) => report))
+  const job = { name: uniqueName('cluster'), cron: '*/1 * * * * *', durationMs: 8000, workMs: 50 }
+  for (const child of replicas) child.send(job)
+  const all = await Promise.all(reports)
+  const ran = all.flatMap((r) => r.ran).sort()
+  expect(all.flatMap((r) => r.errors)).toEqual([])
+  expect(new Set(ran).size).toBe(ran.length)
+  expect(ran.length).toBeGreaterThanOrEqual(6)
+  // Consecutive seconds: no occurrence between the first and the last run went missing.
+  expect((ran[ran.length - 1] - ran[0]) / 1000 + 1).toBe(ran.length)
+  // The replicas that did not run an occurrence saw it taken.
+  expect(all.flatMap((r) => r.skipped).filter((s) => s.reason !== 'taken')).toEqual([])
+}, 20000)
+
+test('the task gets tick, fence, key and signal; run events carry them', async () => {
+  const name = uniqueName('ctx')
+  let ctx
+  const task = locker.schedule(name, '*/1 * * * * *', (c) => {
+    ctx = c
+    return 'value'
+  })
+  const [run] = await once(task, 'run')
+  await task.stop()
+  expect(run.tick).toBeInstanceOf(Date)
+  expect(run.tick.getMilliseconds()).toBe(0)
+  expect(typeof run.fence).toBe('bigint')
+  expect(run.durationMs).toBeGreaterThanOrEqual(0)
+  expect(ctx.tick.getTime()).toBe(run.tick.getTime())
+  expect(ctx.fence).toBe(run.fence)
+  expect(ctx.key).toBe(`${name}:${run.tick.getTime()}`)
+  expect(ctx.signal.aborted).toBe(false)
+  expect(task.name).toBe(name)
+  // The claim outlives the run, so a lagging replica finds it.
+  expect(await redisCommand(process.env.REDIS_URL, 'PTTL', `snatch:${ctx.key}`)).toBeGreaterThan(0)
+})
+
+test('a rejected fn emits error and the schedule keeps going', async () => {
+  const task = locker.schedule(uniqueName('reject'), '*/1 * * * * *', async ({ tick }) => {
+    throw Object.assign(new Error('job failed'), { at: tick })
+  })
+  const [first, info] = await once(task, 'error')
+  const [second] = await once(task, 'error')
+  await task.stop()
+  expect(first.message).toBe('job failed')
+  expect(first.at.getTime()).toBe(info.tick.getTime())
+  expect(second.at.getTime()).toBeGreaterThan(first.at.getTime())
+})
+
+test('a run still going at the next occurrence skips it as an overlap; stop() waits for the run', async () => {
+  let finished = false
+  const task = locker.schedule(uniqueName('overlap'), '*/1 * * * * *', async () => {
+    await new Promise((resolve) => setTimeout(resolve, 1600))
+    finished = true
+  })
+  const [skip] = await once(task, 'skip')
+  expect(skip.reason).toBe('overlap')
+  await task.stop()
+  expect(finished).toBe(true)
+})
+
+test('losing the lease mid-run aborts the signal and emits LockLostError with the value', async () => {
+  const name = uniqueName('lost')
+  const task = locker.schedule(
+    name,
+    '*/1 * * * * *',
+    async ({ signal }) => {
+      await redisCommand(process.env.REDIS_URL, 'DEL', `snatch:${name}`)
+      await new Promise((resolve) => signal.addEventListener('abort', resolve))
+      return 'aborted'
+    },
+    { ttl: 600 },
+  )
+  const [err] = await once(task, 'error')
+  await task.stop()
+  expect(err).toBeInstanceOf(LockLostError)
+  expect(err.value).toBe('aborted')
+})
+
+test('a Redis failure while claiming emits a RedisError and fn does not run', async () => {
+  const server = await startRedis()
+  const down = createLocker({ url: server.url, commandTimeout: 200 })
+  await server.kill()
+  let ran = false
+  const task = down.schedule(uniqueName('down'), '*/1 * * * * *', () => {
+    ran = true
+  })
+  const [err, { tick }] = await once(task, 'error')
+  await down.close()
+  expect(err.code).toBe('ERR_SNATCH_REDIS')
+  expect(tick).toBeInstanceOf(Date)
+  expect(ran).toBe(false)
+})
+
+test('close() stops every schedule', async () => {
+  const own = createLocker({ url: process.env.REDIS_URL })
+  const runs = []
+  const task = own.schedule(uniqueName('close'), '*/1 * * * * *', ({ tick }) => runs.push(tick))
+  await once(task, 'run')
+  await own.close()
+  const count = runs.length
+  await new Promise((resolve) => setTimeout(resolve, 1200))
+  expect(runs.length).toBe(count)
+  expect(() => own.schedule('again', '* * * * *', () => {})).toThrow(expect.objectContaining({ code: 'ERR_SNATCH_CLOSED' }))
+})
+
+test.each([
+  ['a bad expression', (l) => l.schedule('n', 'every minute', () => {}), TypeError],
+  ['too many fields', (l) => l.schedule('n', '* * * * * * * *', () => {}), TypeError],
+  ['an unknown time zone', (l) => l.schedule('n', '* * * * *', () => {}, { timezone: 'Mars/Base' }), TypeError],
+  ['a cron that is not a string', (l) => l.schedule('n', 5, () => {}), TypeError],
+  ['a missing fn', (l) => l.schedule('n', '* * * * *'), TypeError],
+  ['an empty name', (l) => l.schedule('', '* * * * *', () => {}), TypeError],
+  ['a zero ttl', (l) => l.schedule('n', '* * * * *', () => {}, { ttl: 0 }), RangeError],
+])('schedule() with %s throws synchronously with ERR_SNATCH_INVALID_ARG', (_name, call, Class) => {
+  let err
+  try {
+    call(locker)
+  } catch (e) {
+    err = e
+  }
+  expect(err).toBeInstanceOf(Class)
+  expect(err.code).toBe('ERR_SNATCH_INVALID_ARG')
+})
+
+test('accepted expressions: 5 and 6 fields, names, lists, steps, macros, time zones', () => {
+  for (const [cron, options] of [
+    ['0 0 * * MON-FRI', {}],
+    ['*/5 1,2,3 * JAN,JUL *', {}],
+    ['30 */10 * * * *', {}],
+    ['@hourly', {}],
+    ['@daily', { timezone: 'Europe/Paris' }],
+  ]) {
+    const task = locker.schedule(uniqueName('parse'), cron, () => {}, options)
+    task.stop()
+  }
+})
+
+test('without an error listener, a failing schedule logs once to stderr and the process survives', async () => {
+  const code = `
+    const locker = require('.').createLocker()
+    locker.schedule('nolistener:${process.pid}:${Date.now()}', '*/1 * * * * *', () => { throw new Error('unheard') })
+    setTimeout(() => locker.close().then(() => process.exit(0)), 2500)
+  `
+  const child = fork('-e', [code], { cwd: path.join(__dirname, '..'), env: process.env, stdio: 'pipe' })
+  let stderr = ''
+  child.stderr.on('data', (d) => (stderr += d))
+  const [status] = await once(child, 'exit')
+  expect(status).toBe(0)
+  expect(stderr.match(/unheard/g)).toHaveLength(1)
+  expect(stderr).toContain("no 'error' listener")
+})

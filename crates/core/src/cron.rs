@@ -1,0 +1,90 @@
+//! Cron expressions in a time zone: parsing and the occurrences after a given instant.
+
+use crate::SnatchError;
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use croner::parser::CronParser;
+use croner::Cron;
+
+/// A parsed cron expression evaluated in an IANA time zone.
+///
+/// Five fields (minute precision) or six (seconds first), ranges, steps, lists, names (`MON`, `JAN`) and the
+/// macros `@yearly`, `@monthly`, `@weekly`, `@daily`, `@hourly`. Daylight-saving transitions follow the croner
+/// crate: in a spring-forward gap a fixed-time job runs at the first valid time after the gap and interval jobs
+/// skip the missing times; in a fall-back overlap a fixed-time job runs once and interval jobs run in both passes.
+#[derive(Debug, Clone)]
+pub struct CronSchedule {
+    cron: Cron,
+    zone: Tz,
+}
+
+impl CronSchedule {
+    /// Parses `expression` for the zone named `timezone` (for example `Europe/Paris`, or `UTC`).
+    pub fn new(expression: &str, timezone: &str) -> Result<Self, SnatchError> {
+        let cron = CronParser::builder()
+            .build()
+            .parse(expression.trim())
+            .map_err(|e| SnatchError::type_arg(format!("invalid cron expression '{expression}': {e}")))?;
+        let zone: Tz = timezone
+            .parse()
+            .map_err(|_| SnatchError::type_arg(format!("unknown time zone '{timezone}' (expected an IANA name)")))?;
+        Ok(Self { cron, zone })
+    }
+
+    /// The first occurrence strictly after `after`, if any.
+    pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let local = after.with_timezone(&self.zone);
+        self.cron.find_next_occurrence(&local, false).ok().map(|t| t.with_timezone(&Utc))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn five_and_six_fields_names_steps_and_macros() {
+        let start = at("2026-01-05T10:00:30Z"); // a Monday
+        let cases = [
+            ("*/15 * * * *", "2026-01-05T10:15:00Z"),
+            ("*/10 * * * * *", "2026-01-05T10:00:40Z"),
+            ("0 12 * * MON-FRI", "2026-01-05T12:00:00Z"),
+            ("0 0 1 FEB *", "2026-02-01T00:00:00Z"),
+            ("5,7 10 * * *", "2026-01-05T10:05:00Z"),
+            ("@hourly", "2026-01-05T11:00:00Z"),
+            ("@daily", "2026-01-06T00:00:00Z"),
+        ];
+        for (expr, want) in cases {
+            let s = CronSchedule::new(expr, "UTC").unwrap();
+            assert_eq!(s.next_after(start), Some(at(want)), "{expr}");
+        }
+    }
+
+    #[test]
+    fn time_zones_shift_occurrences() {
+        let s = CronSchedule::new("0 9 * * *", "America/New_York").unwrap();
+        assert_eq!(s.next_after(at("2026-01-05T00:00:00Z")), Some(at("2026-01-05T14:00:00Z")));
+        assert_eq!(s.next_after(at("2026-07-05T00:00:00Z")), Some(at("2026-07-05T13:00:00Z")));
+    }
+
+    #[test]
+    fn spring_forward_gap_runs_fixed_jobs_after_the_gap() {
+        // Europe/Paris skips 02:00-03:00 on 2026-03-29.
+        let s = CronSchedule::new("30 2 * * *", "Europe/Paris").unwrap();
+        let next = s.next_after(Utc.with_ymd_and_hms(2026, 3, 28, 23, 0, 0).unwrap()).unwrap();
+        assert_eq!(next, at("2026-03-29T01:00:00Z"), "03:00 local, right after the gap");
+    }
+
+    #[test]
+    fn bad_expressions_and_zones_are_rejected() {
+        for expr in ["", "* * *", "61 * * * *", "* * * * * * * *", "@sometimes"] {
+            assert_eq!(CronSchedule::new(expr, "UTC").unwrap_err().code(), "ERR_SNATCH_INVALID_ARG", "{expr}");
+        }
+        assert_eq!(CronSchedule::new("* * * * *", "Mars/Olympus").unwrap_err().code(), "ERR_SNATCH_INVALID_ARG");
+    }
+}

@@ -1,0 +1,83 @@
+'use strict'
+
+const { EventEmitter } = require('node:events')
+const { LockLostError, fromReason, native } = require('./errors')
+
+/**
+ * A cluster-safe cron schedule, from `Locker.schedule()`. Events: 'run' { tick, fence, durationMs } after fn
+ * resolved; 'skip' { tick, reason: 'taken' | 'overlap' }; 'error' (err, { tick }) when fn threw or rejected, its
+ * lease was lost (LockLostError with fn's value), or claiming the occurrence failed (RedisError, QuorumError).
+ */
+class ScheduledTask extends EventEmitter {
+  #native
+  #fn
+  /** Occurrence (epoch ms) → the state of its run in this process. */
+  #runs = new Map()
+  #warned = false
+
+  /** @internal Built by the Locker; `start(task, onEvent)` starts the native schedule. */
+  constructor(name, fn, start) {
+    super()
+    this.name = name
+    this.#fn = fn
+    this.#native = start(
+      (tick, fence) => this.#run(tick, fence),
+      (event) => this.#onEvent(event),
+    )
+  }
+
+  /** No new occurrences; resolves once a running fn has settled. */
+  async stop() {
+    await native(this.#native.stop())
+  }
+
+  async #run(tickMs, fence) {
+    const key = `${this.name}:${tickMs}`
+    const run = { controller: new AbortController(), key }
+    this.#runs.set(tickMs, run)
+    try {
+      run.value = await this.#fn({ signal: run.controller.signal, fence, key, tick: new Date(tickMs) })
+    } catch (err) {
+      run.threw = true
+      run.error = err
+    }
+  }
+
+  #onEvent(event) {
+    const tick = new Date(event.tick)
+    if (event.kind === 'skip') {
+      this.emit('skip', { tick, reason: event.reason })
+    } else if (event.kind === 'error') {
+      this.#error(fromReason(event.error), tick)
+    } else if (event.kind === 'lost') {
+      const run = this.#runs.get(event.tick)
+      run?.controller.abort(new LockLostError(run.key))
+    } else if (event.kind === 'run') {
+      const run = this.#runs.get(event.tick)
+      this.#runs.delete(event.tick)
+      if (event.lost) {
+        const err = run.controller.signal.reason ?? new LockLostError(run.key)
+        run.controller.abort(err)
+        if (run.threw && run.error !== err) err.cause = run.error
+        err.value = run.value
+        this.#error(err, tick)
+      } else if (run.threw) {
+        this.#error(run.error, tick)
+      } else {
+        this.emit('run', { tick, fence: event.fence, durationMs: event.durationMs })
+      }
+    }
+  }
+
+  /** Emits 'error'; without a listener, logs the first one to stderr instead of crashing the process. */
+  #error(err, tick) {
+    if (this.listenerCount('error') > 0) {
+      this.emit('error', err, { tick })
+    } else if (!this.#warned) {
+      this.#warned = true
+      console.error(`redis-snatch: schedule '${this.name}' failed at ${tick.toISOString()} (no 'error' listener):`, err)
+    }
+  }
+}
+
+module.exports = { ScheduledTask }

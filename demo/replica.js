@@ -1,42 +1,53 @@
 'use strict'
-// One demo replica (forked by demo/run.js): at each round's wall-clock second it races the other replicas for
-// the job's key, and reports { round, ran, fence } to the parent.
+// One demo replica (forked by demo/run.js). For `durationMs` it runs the same every-second job two ways, and tells
+// the parent each time it ran an occurrence:
+//  - with redis-snatch: `locker.schedule()`;
+//  - with the blog posts' naive coordinator: at each second, SET key NX PX, run, DEL.
+// Its clock may be skewed (SNATCH_TEST_CLOCK_OFFSET_MS), like a replica whose NTP lags.
 
+const { randomUUID } = require('node:crypto')
 const { createLocker } = require('..')
+const { redisCommand } = require('../__test__/support/redis-server')
 
 const name = process.argv[2]
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const offset = Number(process.env.SNATCH_TEST_CLOCK_OFFSET_MS || 0)
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)))
+const now = () => Date.now() + offset
 
-/** The task that must run once per round: ~100 ms of work, returning who did it. */
-async function report() {
-  await sleep(100)
-  return name
+/** The job: ~50 ms of work. */
+const work = () => sleep(50)
+
+/** The naive coordinator of the posts: SET NX PX at each second of this replica's clock, run, DEL right after. */
+async function naive(key, until) {
+  for (let tick = Math.ceil(now() / 1000) * 1000; tick < until; tick += 1000) {
+    await sleep(tick - now())
+    const won = await redisCommand(process.env.REDIS_URL, 'SET', key, randomUUID(), 'NX', 'PX', '5000')
+    if (won === 'OK') {
+      process.send({ kind: 'naive', tick })
+      await work()
+      await redisCommand(process.env.REDIS_URL, 'DEL', key)
+    }
+  }
 }
 
-/** Run every round of the plan the parent sent, then close the locker and let the process end. */
-async function run({ runId, start, rounds }) {
+/** Runs both coordinators until `until` (epoch ms on the real clock), then closes and exits. */
+async function run({ runId, until }) {
   const locker = createLocker({ url: process.env.REDIS_URL })
-  for (let round = 1; round <= rounds; round++) {
-    await sleep(start + (round - 1) * 1000 - Date.now())
-    // One key for every round, like a cron job's. minHold keeps it for 900 ms after acquisition even though the
-    // task ends after 100 ms, so a replica arriving late in the same round cannot run it again.
-    const result = await locker.snatchTask(`demo:report:${runId}`, report, { minHold: 900 })
-    process.send({ round, ran: result.ran, fence: result.ran ? String(result.fence) : null })
-  }
+  const task = locker.schedule(`demo:report:${runId}`, '*/1 * * * * *', async ({ tick, fence }) => {
+    process.send({ kind: 'snatch', tick: tick.getTime(), fence: String(fence) })
+    await work()
+  })
+  task.on('error', (err) => console.error(`${name}: ${err.message}`))
+  await Promise.all([naive(`demo:naive:${runId}`, until + offset), sleep(until - Date.now())])
   await locker.close()
-  process.off('disconnect', exitWithParent)
   process.disconnect()
 }
 
-function exitWithParent() {
-  process.exit(1)
-}
-
-process.on('disconnect', exitWithParent)
-process.once('message', (plan) => {
+process.once('message', (plan) =>
   run(plan).catch((err) => {
     console.error(`${name}: ${err.message}`)
     process.exit(1)
-  })
-})
+  }),
+)
+process.on('disconnect', () => process.exit(0))
 process.send({ ready: true })

@@ -1,13 +1,19 @@
 'use strict'
-// `npm run demo`: three replica processes race for the same key once a second; each round must run on exactly one.
+// `npm run demo`: three replica processes run the same every-second cron job, one with a clock 400 ms behind.
+// redis-snatch's schedule() runs every occurrence on exactly one replica; the blog posts' naive SET NX + DEL
+// coordinator, under the same skew, runs occurrences twice.
 
 const { fork } = require('node:child_process')
 const path = require('node:path')
 const { requireRedisServer, startRedis } = require('../__test__/support/redis-server')
 
-const REPLICAS = ['replica-1', 'replica-2', 'replica-3']
-const ROUNDS = 6
-const COLUMN = 11
+/** The replicas and their clock offsets (ms). */
+const REPLICAS = [
+  ['replica-1', 0],
+  ['replica-2', 0],
+  ['replica-3', -400],
+]
+const SECONDS = 6
 const children = []
 
 process.on('exit', () => {
@@ -16,7 +22,7 @@ process.on('exit', () => {
 process.on('SIGINT', () => process.exit(130))
 process.on('SIGTERM', () => process.exit(143))
 
-/** Start (or reuse) Redis, run the replicas, print the table and a verdict; exit code 1 unless every round ran once. */
+/** Starts (or reuses) Redis, runs the replicas, prints the table; exit code 1 unless each occurrence ran once. */
 async function main() {
   let redis = null
   let url = process.env.REDIS_URL
@@ -25,45 +31,51 @@ async function main() {
     redis = await startRedis()
     url = redis.url
   }
-  console.log(`${REPLICAS.length} replicas race for demo:report once a second, ${ROUNDS} rounds (redis at ${url})\n`)
-  const rows = await runReplicas(url)
+  console.log(`3 replicas schedule the same job every second for ${SECONDS} s; replica-3's clock is 400 ms behind`)
+  console.log(`(redis at ${url})\n`)
+  const { snatch, naive, first, last } = await runReplicas(url)
   if (redis) await redis.stop()
 
-  const problems = rows.flatMap((row, i) => {
-    const ran = row.filter((cell) => cell.ran).length
-    return ran === 1 ? [] : [`round ${i + 1} ran on ${ran} replicas`]
-  })
-  if (problems.length === 0) {
-    console.log(`\n${ROUNDS} rounds, each ran on exactly one replica`)
-  } else {
-    console.error(`\nerror: ${problems.join(', ')} (expected exactly one)`)
-    process.exitCode = 1
+  console.log('occurrence   | redis-snatch schedule() | naive SET NX + DEL')
+  console.log('-------------+-------------------------+---------------------------------')
+  let wrong = 0
+  let doubled = 0
+  for (let tick = first; tick <= last; tick += 1000) {
+    const ours = snatch.get(tick) ?? []
+    const theirs = naive.get(tick) ?? []
+    if (ours.length !== 1) wrong++
+    if (theirs.length > 1) doubled++
+    const time = new Date(tick).toISOString().slice(11, 19)
+    const cell = (runs) => (runs.length === 0 ? 'nobody' : runs.join(', ')) + (runs.length > 1 ? '  ← twice' : '')
+    console.log(`${time.padEnd(12)} | ${cell(ours).padEnd(23)} | ${cell(theirs)}`)
   }
+  const count = (last - first) / 1000 + 1
+  console.log(`\nredis-snatch: ${count - wrong} of ${count} occurrences ran exactly once`)
+  console.log(`naive SET NX + DEL: ${doubled} of ${count} occurrences ran twice`)
+  if (wrong > 0) process.exitCode = 1
 }
 
-/** Fork the replicas, start them on the same second boundary, print each round as it completes; resolve all rows. */
+/** Forks the replicas, starts them together, and collects who ran which occurrence with each coordinator. */
 function runReplicas(url) {
   return new Promise((resolve, reject) => {
-    const rows = Array.from({ length: ROUNDS }, () => [])
+    const snatch = new Map()
+    const naive = new Map()
     let ready = 0
     let closed = 0
-    let printed = 0
-    const timer = setTimeout(() => reject(new Error('the replicas did not finish in time')), (ROUNDS + 20) * 1000)
-    console.log(['round', ...REPLICAS.map((name) => name.padEnd(COLUMN)), 'ran'].join(' | '))
-    console.log(['-'.repeat(5), ...REPLICAS.map(() => '-'.repeat(COLUMN)), '---'].join('-+-'))
-
-    REPLICAS.forEach((name, index) => {
-      const child = fork(path.join(__dirname, 'replica.js'), [name], { env: { ...process.env, REDIS_URL: url } })
+    const start = Math.ceil(Date.now() / 1000) * 1000 + 1000
+    const until = start + SECONDS * 1000
+    const timer = setTimeout(() => reject(new Error('the replicas did not finish in time')), (SECONDS + 20) * 1000)
+    for (const [name, offset] of REPLICAS) {
+      const env = { ...process.env, REDIS_URL: url, SNATCH_TEST_CLOCK_OFFSET_MS: String(offset) }
+      const child = fork(path.join(__dirname, 'replica.js'), [name], { env })
       children.push(child)
       child.on('message', (message) => {
         if (message.ready) {
-          if (++ready === REPLICAS.length) start()
+          if (++ready === REPLICAS.length) for (const c of children) c.send({ runId: process.pid, until })
           return
         }
-        rows[message.round - 1][index] = message
-        while (printed < ROUNDS && rows[printed].filter(Boolean).length === REPLICAS.length) {
-          printRow(printed + 1, rows[printed++])
-        }
+        const runs = message.kind === 'snatch' ? snatch : naive
+        runs.set(message.tick, [...(runs.get(message.tick) ?? []), name])
       })
       child.on('close', (code, signal) => {
         if (code !== 0) {
@@ -71,24 +83,13 @@ function runReplicas(url) {
           reject(new Error(`${name} exited with ${signal || `code ${code}`}`))
         } else if (++closed === REPLICAS.length) {
           clearTimeout(timer)
-          if (printed === ROUNDS) resolve(rows)
-          else reject(new Error(`the replicas exited after reporting only ${printed} complete rounds`))
+          // Only the occurrences every replica was running for: from the first full second to the last.
+          const ticks = [...snatch.keys(), ...naive.keys()]
+          resolve({ snatch, naive, first: Math.max(start, Math.min(...ticks)), last: until - 1000 })
         }
       })
-    })
-
-    function start() {
-      const plan = { runId: process.pid, start: Math.ceil(Date.now() / 1000) * 1000 + 1000, rounds: ROUNDS }
-      for (const child of children) child.send(plan)
     }
   })
-}
-
-/** Print one table row: ✓ and the fence for the replica that ran the task, · for the others. */
-function printRow(round, cells) {
-  const marks = cells.map((cell) => (cell.ran ? `✓ fence ${cell.fence}` : '·').padEnd(COLUMN))
-  const ran = cells.filter((cell) => cell.ran).length
-  console.log([String(round).padStart(5), ...marks, String(ran).padStart(3)].join(' | '))
 }
 
 main().catch((err) => {

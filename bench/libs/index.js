@@ -1,0 +1,21 @@
+'use strict'
+// The libraries under comparison, in the order they run and are listed. `raw` is the floor; `pkg` names the npm
+// package whose installed version the report shows.
+
+const LIBS = [
+  { id: 'snatch', name: 'redis-snatch', module: './redis-snatch' },
+  { id: 'redlock', name: 'redlock', pkg: 'redlock', module: './redlock' },
+  { id: 'sesame', name: '@sesamecare-oss/redlock', pkg: '@sesamecare-oss/redlock', module: './sesamecare-redlock' },
+  { id: 'semaphore', name: 'redis-semaphore Mutex', pkg: 'redis-semaphore', module: './redis-semaphore' },
+  { id: 'helper', name: 'node-redis helper', pkg: 'redis', module: './node-redis-helper' },
+  { id: 'raw', name: 'raw ioredis', pkg: 'ioredis', module: './ioredis-raw' },
+]
+
+/** The adapter of library `id`: `{ tryAcquire, release, withFn, acquireWait?, close }`. */
+async function createAdapter(id, options) {
+  const lib = LIBS.find((l) => l.id === id)
+  if (!lib) throw new Error(`unknown library ${id}`)
+  return require(lib.module).create(options)
+}
+
+module.exports = { LIBS, createAdapter }

@@ -1,0 +1,208 @@
+'use strict'
+// The markdown report: the machine, the floor, one table per scenario and concurrency, the targets; and the soak.
+
+const { LIBS } = require('../libs')
+const { median } = require('./stats')
+
+const MIB = 1024 * 1024
+const PEERS = ['redlock', 'sesame', 'semaphore', 'helper']
+const MIN_SOAK_SAMPLES = 10
+
+const DESCRIPTIONS = {
+  uncontended: 'own key per loop: acquire, release. A cycle is one acquire + release.',
+  contended: 'one key for all loops, one attempt per cycle, released when won. "won/s" counts the successes.',
+  withfn:
+    'own key per loop: acquire, run an async fn that resolves at once, release (redis-snatch: `snatchTask`; ' +
+    'Redlocks: `using`; the others: acquire, try/finally release).',
+  handoff:
+    'waiters on one key with the library\'s own wait/retry (redis-snatch: `lock(key, { wait })`). A cycle is one ' +
+    'handoff, its latency the time from the holder\'s release call to the next holder\'s acquisition. ' +
+    'The raw floor has no waiting and is not run.',
+}
+
+/** The median of each field over the repetitions of one library in one scenario; `{ error }` if one failed. */
+function summarize(reps) {
+  const failed = reps.find((r) => r.error)
+  if (failed) return { error: failed.error.split('\n')[0] }
+  const field = (name) => median(reps.map((r) => r[name]))
+  const fields = ['perSecond', 'ok', 'seconds', 'p50', 'p99', 'maxRss', 'nodeCpu', 'redisCpu']
+  const summary = Object.fromEntries(fields.map((name) => [name, field(name)]))
+  summary.okPerSecond = median(reps.map((r) => r.ok / r.seconds))
+  return summary
+}
+
+/** SET + EVALSHA cycles per second that a floor row allows (one of each per cycle). */
+function floorCycles(row) {
+  return 1 / (1 / row.set.rps + 1 / row.evalsha.rps)
+}
+
+/** The whole report of a comparison run. */
+function renderReport({ header, floor, results }) {
+  const lines = [...header, '']
+  if (floor) lines.push(...renderFloor(floor), '')
+  for (const [scenario, byConcurrency] of Object.entries(results)) {
+    for (const [concurrency, byLib] of Object.entries(byConcurrency)) {
+      const floorRow = floor?.find((row) => row.pipeline === 1 && row.clients === Number(concurrency))
+      lines.push(...renderScenario(scenario, Number(concurrency), byLib, floorRow), '')
+    }
+  }
+  lines.push(...renderTargets(results))
+  return lines.join('\n') + '\n'
+}
+
+function renderFloor(floor) {
+  const lines = [
+    '## Floor: redis-benchmark on the same server',
+    '',
+    'SET and EVALSHA of the raw floor\'s compare-and-delete script; "cycles/s" is one SET plus one EVALSHA each, ' +
+      'the bound for an acquire + release over non-pipelined connections.',
+    '',
+    '| clients | pipeline | SET/s | EVALSHA/s | cycles/s | SET p50/p99 ms | EVALSHA p50/p99 ms | redis CPU |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ]
+  for (const row of floor) {
+    lines.push(
+      cells([
+        row.clients,
+        row.pipeline,
+        rate(row.set.rps),
+        rate(row.evalsha.rps),
+        rate(floorCycles(row)),
+        `${ms(row.set.p50)} / ${ms(row.set.p99)}`,
+        `${ms(row.evalsha.p50)} / ${ms(row.evalsha.p99)}`,
+        cpu(median([row.set.redisCpu, row.evalsha.redisCpu])),
+      ]),
+    )
+  }
+  return lines
+}
+
+function renderScenario(scenario, concurrency, byLib, floorRow) {
+  const handoff = scenario === 'handoff'
+  const contended = scenario === 'contended'
+  const raw = byLib.raw && summarize(byLib.raw)
+  const lines = [`## ${scenario}, c=${concurrency}`, '', DESCRIPTIONS[scenario], '']
+  const head = ['library', handoff ? 'handoffs/s' : 'cycles/s']
+  if (contended) head.push('won/s')
+  head.push('p50 ms', 'p99 ms', 'max RSS MiB', 'node CPU', 'node CPU µs/cycle', 'redis CPU')
+  if (!handoff) head.push('× raw ioredis', '× floor')
+  lines.push(cells(head), cells(head.map((_, i) => (i === 0 ? '---' : '---:'))))
+  for (const lib of LIBS) {
+    if (!byLib[lib.id]) continue
+    const s = summarize(byLib[lib.id])
+    if (s.error) {
+      lines.push(cells([lib.name, `error: ${s.error}`, ...head.slice(2).map(() => '')]))
+      continue
+    }
+    const row = [lib.name, rate(s.perSecond)]
+    if (contended) row.push(rate(s.okPerSecond))
+    const cpuPerCycle = Math.round((s.nodeCpu / s.perSecond) * 1e6)
+    row.push(ms(s.p50), ms(s.p99), mib(s.maxRss), cpu(s.nodeCpu), cpuPerCycle, cpu(s.redisCpu))
+    if (!handoff) {
+      row.push(raw && !raw.error ? ratio(s.perSecond / raw.perSecond) : '—')
+      row.push(floorRow ? ratio(s.perSecond / floorCycles(floorRow)) : '—')
+    }
+    lines.push(cells(row))
+  }
+  return lines
+}
+
+/** The issue's targets against this run's medians (reported, not asserted). */
+function renderTargets(results) {
+  const get = (scenario, concurrency, id) => {
+    const reps = results[scenario]?.[concurrency]?.[id]
+    const s = reps && summarize(reps)
+    return s && !s.error ? s : null
+  }
+  const targets = []
+  const snatch50 = get('withfn', 50, 'snatch')
+  const peers50 = PEERS.map((id) => get('withfn', 50, id)).filter(Boolean)
+  if (snatch50 && peers50.length) {
+    const best = Math.max(...peers50.map((s) => s.perSecond))
+    const r = snatch50.perSecond / best
+    targets.push(['withfn c=50 ≥ 2.5× the best peer', ratio(r), r >= 2.5])
+  }
+  const raw50 = get('withfn', 50, 'raw')
+  if (snatch50 && raw50) {
+    const r = snatch50.perSecond / raw50.perSecond
+    targets.push(['withfn c=50 ≥ 1.5× raw ioredis', ratio(r), r >= 1.5])
+  }
+  const snatch1 = get('withfn', 1, 'snatch')
+  const raw1 = get('withfn', 1, 'raw')
+  if (snatch1 && raw1) {
+    targets.push([
+      'withfn c=1 p50 no worse than raw ioredis',
+      `${ms(snatch1.p50)} vs ${ms(raw1.p50)} ms`,
+      snatch1.p50 <= raw1.p50,
+    ])
+  }
+  const handoff = get('handoff', 10, 'snatch')
+  if (handoff) targets.push(['handoff p50 ≤ 1 ms', `${ms(handoff.p50)} ms`, handoff.p50 <= 1])
+  const rss = ['uncontended', 'contended', 'withfn'].flatMap((scenario) => {
+    const own = get(scenario, 50, 'snatch')
+    const peers = PEERS.map((id) => get(scenario, 50, id)).filter(Boolean)
+    if (!own || !peers.length) return []
+    const lightest = Math.min(...peers.map((s) => s.maxRss))
+    const name = `${scenario} c=50 max RSS ≤ the lightest peer`
+    return [[name, `${mib(own.maxRss)} vs ${mib(lightest)} MiB`, own.maxRss <= lightest]]
+  })
+  targets.push(...rss)
+  if (targets.length === 0) return []
+  return [
+    '## Targets (issue 5; reported, not asserted)',
+    '',
+    '| target | this run | met |',
+    '|---|---:|:---:|',
+    ...targets.map(([name, value, met]) => cells([name, value, met ? 'yes' : 'no'])),
+  ]
+}
+
+/** The soak report: throughput and RSS over time, and whether RSS grew. */
+function renderSoak({ header, seconds, result }) {
+  const { rss } = result
+  const trend = rssTrend(rss)
+  const thirds = `the median of the last third is ${mib(trend.last)} MiB against ${mib(trend.first)} MiB`
+  const verdict = !trend.enough
+    ? `cannot be judged from ${rss.length} samples (it takes ${MIN_SOAK_SAMPLES})`
+    : trend.grew
+      ? `**grew**: ${thirds}`
+      : `did not grow: ${thirds}`
+  return [
+    ...header,
+    '',
+    `## Soak: redis-snatch withfn, c=50, ${seconds} s`,
+    '',
+    `${rate(result.perSecond)} cycles/s, p50 ${ms(result.p50)} ms, p99 ${ms(result.p99)} ms, ` +
+      `node CPU ${cpu(result.nodeCpu)}, redis CPU ${cpu(result.redisCpu)}.`,
+    '',
+    `RSS: start ${mib(rss[0])} MiB, end ${mib(rss.at(-1))} MiB, max ${mib(Math.max(...rss))} MiB ` +
+      `(peak RSS of the process ${mib(result.maxRss)} MiB). RSS ${verdict} ` +
+      '(first 10% of the samples skipped as warmup; "grew" means by more than 5% and 2 MiB).',
+    '',
+    'RSS (MiB) each second:',
+    '',
+    '```',
+    rss.map((bytes) => mib(bytes)).join(' '),
+    '```',
+    '',
+  ].join('\n')
+}
+
+/** Median RSS of the first and last thirds of the samples after warmup, and whether it grew. */
+function rssTrend(samples) {
+  const kept = samples.slice(Math.ceil(samples.length / 10))
+  const third = Math.max(1, Math.floor(kept.length / 3))
+  const first = median(kept.slice(0, third))
+  const last = median(kept.slice(-third))
+  const enough = samples.length >= MIN_SOAK_SAMPLES
+  return { first, last, enough, grew: last - first > Math.max(2 * MIB, 0.05 * first) }
+}
+
+const cells = (values) => `| ${values.join(' | ')} |`
+const rate = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '—')
+const ms = (n) => (Number.isFinite(n) ? (n < 10 ? n.toFixed(3) : n.toFixed(1)) : '—')
+const cpu = (cores) => (Number.isFinite(cores) ? `${Math.round(cores * 100)}%` : '—')
+const ratio = (n) => (Number.isFinite(n) ? `${n.toFixed(2)}×` : '—')
+const mib = (bytes) => (bytes / MIB).toFixed(1)
+
+module.exports = { renderReport, renderSoak }

@@ -1,0 +1,91 @@
+'use strict'
+// The scenarios: for an adapter, the loop that `measure` runs in each of its concurrent copies.
+
+const { performance } = require('node:perf_hooks')
+const { sleep } = require('./measure')
+
+const HANDOFF_WAIT_MS = 30_000
+const HANDOFF_HOLD_MS = 5
+
+/** The task of `withfn`: an async function that resolves at once. */
+const task = async () => {}
+
+const SCENARIOS = {
+  /** Own key per loop: acquire, release. */
+  uncontended: {
+    concurrencies: [1, 50],
+    loop: (lib) => async (index, run) => {
+      const key = `u${index}`
+      while (!run.stopped) {
+        const start = performance.now()
+        const lock = await lib.tryAcquire(key)
+        if (!lock) throw new Error(`the loop's own key ${key} was taken`)
+        await lib.release(lock)
+        run.record(performance.now() - start)
+      }
+    },
+  },
+  /** One key for all loops, one attempt per cycle (released when won); successes are counted. */
+  contended: {
+    concurrencies: [1, 50],
+    loop: (lib) => async (index, run) => {
+      while (!run.stopped) {
+        const start = performance.now()
+        const lock = await lib.tryAcquire('c')
+        if (lock) await lib.release(lock)
+        run.record(performance.now() - start, lock !== null)
+      }
+    },
+  },
+  /** Own key per loop: acquire, run an async fn that resolves at once, release, the library's way. */
+  withfn: {
+    concurrencies: [1, 50],
+    loop: (lib) => async (index, run) => {
+      const key = `w${index}`
+      while (!run.stopped) {
+        const start = performance.now()
+        if (!(await lib.withFn(key, task))) throw new Error(`the loop's own key ${key} was taken`)
+        run.record(performance.now() - start)
+      }
+    },
+  },
+  /**
+   * Waiters on one key, using the library's wait/retry; a cycle is one handoff, recorded as the time from the
+   * holder's release call to the next holder's acquisition. A releaser queues again only once someone else holds
+   * the key, and a holder keeps it HANDOFF_HOLD_MS, so at each release the others are all waiting (none is
+   * making its first attempt just then), as between replicas.
+   */
+  handoff: {
+    concurrencies: [10],
+    needs: 'acquireWait',
+    loop: (lib) => {
+      let releasedAt = null
+      let handedOff = null
+      return async (index, run) => {
+        for (;;) {
+          const lock = await lib.acquireWait('h', HANDOFF_WAIT_MS)
+          if (releasedAt !== null) run.record(performance.now() - releasedAt)
+          handedOff?.resolve()
+          const next = (handedOff = deferred())
+          await sleep(HANDOFF_HOLD_MS)
+          releasedAt = performance.now()
+          await lib.release(lock)
+          if (run.stopped) return
+          await next.promise
+          if (run.stopped) return
+        }
+      }
+    },
+  },
+}
+
+/** A promise with its resolve function. */
+function deferred() {
+  let resolve
+  const promise = new Promise((r) => {
+    resolve = r
+  })
+  return { promise, resolve }
+}
+
+module.exports = { SCENARIOS }

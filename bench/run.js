@@ -1,0 +1,276 @@
+'use strict'
+// `npm run bench`: redis-snatch against other Redis lock libraries and a raw ioredis floor, each library and
+// scenario in a fresh process, interleaved and repeated; plus the redis-benchmark floor. Writes
+// results/<date>.md and prints it. `npm run bench -- --help` lists the options.
+
+const { fork, spawnSync } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { LIBS } = require('./libs')
+const { hasRedisBenchmark, measureFloor } = require('./lib/floor')
+const { renderReport, renderSoak } = require('./lib/report')
+const { SCENARIOS } = require('./lib/scenarios')
+
+const root = path.join(__dirname, '..')
+const { requireRedisServer, startRedis, redisCommand } = require(path.join(root, '__test__/support/redis-server'))
+
+const USAGE = `usage: npm run bench -- [options]
+  --seconds N        measured seconds per run (default 5)
+  --reps N           repetitions of each run (default 3)
+  --quick            smoke run: 1 s per run, 1 repetition
+  --soak N           only redis-snatch withfn at c=50 for N seconds, RSS sampled every second
+  --libs a,b         only these libraries (${LIBS.map((l) => l.id).join(', ')})
+  --scenarios a,b    only these scenarios (${Object.keys(SCENARIOS).join(', ')})
+REDIS_URL=redis://… uses that server instead of starting a throwaway redis-server.`
+
+const children = new Set()
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL')
+})
+process.on('SIGINT', () => process.exit(130))
+process.on('SIGTERM', () => process.exit(143))
+
+/** The options from argv; exits with the usage on a bad one. */
+function parseArgs(argv) {
+  const options = { seconds: 5, reps: 3, quick: false, soak: 0, libs: null, scenarios: null }
+  const fail = (message) => {
+    console.error(`${message}\n${USAGE}`)
+    process.exit(2)
+  }
+  const positive = (name, value) => {
+    const n = Number(value)
+    if (!(n > 0)) fail(`${name} needs a positive number, got ${value}`)
+    return n
+  }
+  const list = (name, value, known) => {
+    const items = String(value ?? '').split(',').filter(Boolean)
+    const unknown = items.filter((item) => !known.includes(item))
+    if (!items.length || unknown.length) fail(`${name}: unknown or missing ${unknown.join(', ') || 'value'}`)
+    return items
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    if (arg === '--help' || arg === '-h') {
+      console.log(USAGE)
+      process.exit(0)
+    } else if (arg === '--quick') options.quick = true
+    else if (arg === '--seconds') options.seconds = positive(arg, argv[++i])
+    else if (arg === '--reps') options.reps = Math.round(positive(arg, argv[++i]))
+    else if (arg === '--soak') options.soak = positive(arg, argv[++i])
+    else if (arg === '--libs') options.libs = list(arg, argv[++i], LIBS.map((l) => l.id))
+    else if (arg === '--scenarios') options.scenarios = list(arg, argv[++i], Object.keys(SCENARIOS))
+    else fail(`unknown option ${arg}`)
+  }
+  if (options.quick) Object.assign(options, { seconds: 1, reps: 1 })
+  return options
+}
+
+/** Install the peers into bench/node_modules (npm install) when one of them is missing. */
+function ensurePeersInstalled() {
+  const missing = LIBS.filter((lib) => lib.pkg && !fs.existsSync(path.join(__dirname, 'node_modules', lib.pkg)))
+  if (missing.length === 0) return
+  console.error(`installing the benchmark's peers in ${__dirname} (npm install)…`)
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
+  const result = spawnSync(npm, ['install', '--no-audit', '--no-fund'], { cwd: __dirname, stdio: 'inherit' })
+  if (result.status !== 0) throw new Error(`npm install in ${__dirname} failed`)
+}
+
+/** Fail early, with a hint, if the native module of the package is not built. */
+function requireBuiltPackage() {
+  try {
+    require(root)
+  } catch (err) {
+    throw new Error(`cannot load redis-snatch from ${root} (build it with \`npm run build\`): ${err.message}`)
+  }
+}
+
+/** Our own redis-server, or the one at REDIS_URL: its url, pid (when local) and version, and how to stop it. */
+async function connectRedis() {
+  let server = null
+  let url = process.env.REDIS_URL
+  if (!url) {
+    requireRedisServer()
+    server = await startRedis()
+    url = server.url
+  }
+  const info = await redisCommand(url, 'INFO', 'server')
+  const field = (name) => new RegExp(`^${name}:(.*)\r?$`, 'm').exec(info)?.[1]
+  let pid = server ? server.process.pid : Number(field('process_id'))
+  // A REDIS_URL server's pid is ours to read only when it is a redis-server on this machine.
+  if (!server && !readComm(pid).includes('redis')) pid = 0
+  return { url, pid, version: field('redis_version'), own: !!server, stop: () => server?.stop() }
+}
+
+function readComm(pid) {
+  try {
+    return fs.readFileSync(`/proc/${pid}/comm`, 'utf8')
+  } catch {
+    return ''
+  }
+}
+
+/** Fork a worker for one job; resolve its result, or `{ error }` if it failed or hung. */
+function runWorker(job) {
+  return new Promise((resolve) => {
+    const child = fork(path.join(__dirname, 'worker.js'), [JSON.stringify(job)], { stdio: 'inherit' })
+    children.add(child)
+    let reply = null
+    const limit = job.warmupMs + job.durationMs + 60_000
+    const timer = setTimeout(() => {
+      reply ??= { error: `the worker did not finish within ${limit} ms` }
+      child.kill('SIGKILL')
+    }, limit)
+    child.on('message', (message) => {
+      reply ??= message
+    })
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer)
+      children.delete(child)
+      resolve(reply?.result ?? { error: reply?.error ?? `the worker exited (${signal || code}) without a result` })
+    })
+  })
+}
+
+/** The lines at the top of a report: date, machine, versions, method. */
+function headerLines(options, redis, title) {
+  const version = (pkg) => {
+    try {
+      return JSON.parse(fs.readFileSync(path.join(__dirname, 'node_modules', pkg, 'package.json'), 'utf8')).version
+    } catch {
+      return '?'
+    }
+  }
+  const git = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).stdout?.trim()
+  const own = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).version
+  const cpus = os.cpus()
+  const lines = [`# ${title}, ${new Date().toISOString().slice(0, 10)}`, '']
+  if (options.quick) {
+    lines.push(
+      '**Quick run (`--quick`): 1 s per run after a 0.2 s warmup, 1 repetition. A smoke test of the benchmark; ' +
+        'the numbers are noisy and not for comparison.**',
+      '',
+    )
+  }
+  const load = os.loadavg().map((n) => n.toFixed(2)).join(' ')
+  lines.push(
+    `- Machine: ${os.availableParallelism()} CPUs (${cpus[0]?.model.trim() || 'unknown'}), ` +
+      `${os.type()} ${os.release()}, load average ${load} at start`,
+    `- Node ${process.version}; redis-server ${redis.version} (${redis.own ? 'own throwaway server' : 'REDIS_URL'})`,
+    `- redis-snatch ${own} (the built module in the package root, HEAD ${git || '?'}); ` +
+      LIBS.filter((l) => l.pkg).map((l) => `${l.pkg} ${version(l.pkg)}`).join(', '),
+  )
+  if (!options.soak) {
+    lines.push(
+      `- ${options.seconds} s measured per run after ${warmupMs(options) / 1000} s warmup, ` +
+        `${options.reps} repetition(s) with the libraries interleaved, medians shown; each run in a fresh process. ` +
+        'Latency is per cycle; CPU is the share of one core over the measured window; max RSS is the peak of ' +
+        'the worker process.',
+    )
+  }
+  if (options.libs || options.scenarios) {
+    lines.push(`- Partial run: ${[options.libs, options.scenarios].filter(Boolean).flat().join(', ')}`)
+  }
+  return lines
+}
+
+const warmupMs = (options) => Math.min(1000, (options.seconds * 1000) / 5)
+
+/** Write `text` to results/<date><suffix>.md and print it. */
+function publish(text, suffix) {
+  const dir = path.join(__dirname, 'results')
+  fs.mkdirSync(dir, { recursive: true })
+  const file = path.join(dir, `${new Date().toISOString().slice(0, 10)}${suffix}.md`)
+  fs.writeFileSync(file, text)
+  console.log(text)
+  console.error(`written to ${path.relative(process.cwd(), file)}`)
+}
+
+async function compare(options, redis) {
+  const libs = LIBS.filter((lib) => !options.libs || options.libs.includes(lib.id))
+  const scenarios = Object.keys(SCENARIOS).filter((name) => !options.scenarios || options.scenarios.includes(name))
+  const header = headerLines(options, redis, 'redis-snatch benchmark')
+
+  let floor = null
+  if (!hasRedisBenchmark()) {
+    header.push('- redis-benchmark not found: no floor (install redis-tools)')
+  } else {
+    console.error('floor: redis-benchmark…')
+    const { RELEASE_SCRIPT } = require('./libs/ioredis-raw')
+    try {
+      const sha = await redisCommand(redis.url, 'SCRIPT', 'LOAD', RELEASE_SCRIPT)
+      floor = measureFloor({ url: redis.url, sha, redisPid: redis.pid, seconds: options.seconds, reps: options.reps })
+    } catch (err) {
+      header.push(`- no floor: ${err.message.split('\n')[0]}`)
+    }
+  }
+
+  const plan = []
+  for (const scenario of scenarios) {
+    const { concurrencies, needs } = SCENARIOS[scenario]
+    for (const concurrency of concurrencies) {
+      for (let rep = 0; rep < options.reps; rep++) {
+        for (const lib of libs) {
+          if (needs && lib.id === 'raw') continue
+          plan.push({ scenario, concurrency, rep, lib })
+        }
+      }
+    }
+  }
+  const tag = Date.now().toString(36)
+  const results = {}
+  for (const [index, { scenario, concurrency, rep, lib }] of plan.entries()) {
+    const result = await runWorker({
+      lib: lib.id,
+      scenario,
+      concurrency,
+      url: redis.url,
+      redisPid: redis.pid,
+      prefix: `bench:${tag}:${lib.id}:${scenario}:${concurrency}:${rep}:`,
+      warmupMs: warmupMs(options),
+      durationMs: options.seconds * 1000,
+    })
+    results[scenario] ??= {}
+    results[scenario][concurrency] ??= {}
+    ;(results[scenario][concurrency][lib.id] ??= []).push(result)
+    const outcome = result.error ? `error: ${result.error.split('\n')[0]}` : `${Math.round(result.perSecond)}/s`
+    const step = `[${index + 1}/${plan.length}] ${scenario} c=${concurrency} rep ${rep + 1}/${options.reps}`
+    console.error(`${step} ${lib.name}: ${outcome}`)
+  }
+  publish(renderReport({ header, floor, results }), '')
+}
+
+async function soak(options, redis) {
+  console.error(`soak: redis-snatch withfn c=50 for ${options.soak} s…`)
+  const result = await runWorker({
+    lib: 'snatch',
+    scenario: 'withfn',
+    concurrency: 50,
+    url: redis.url,
+    redisPid: redis.pid,
+    prefix: `bench:${Date.now().toString(36)}:soak:`,
+    warmupMs: 0,
+    durationMs: options.soak * 1000,
+    soak: true,
+  })
+  if (result.error) throw new Error(`the soak run failed: ${result.error}`)
+  const header = headerLines(options, redis, 'redis-snatch soak')
+  publish(renderSoak({ header, seconds: options.soak, result }), '-soak')
+}
+
+async function main() {
+  const options = parseArgs(process.argv.slice(2))
+  ensurePeersInstalled()
+  requireBuiltPackage()
+  const redis = await connectRedis()
+  try {
+    await (options.soak ? soak(options, redis) : compare(options, redis))
+  } finally {
+    await redis.stop()
+  }
+}
+
+main().catch((err) => {
+  console.error(err.message)
+  process.exitCode = 1
+})

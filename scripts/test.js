@@ -1,6 +1,7 @@
 'use strict'
 // `npm test`: build the native module if it is stale, check Rust formatting and lints, run the Rust tests, the
-// TypeScript type test and the Jest suite; stops at the first failure. Arguments after `npm test --` go to Jest.
+// TypeScript type test, the Jest suite and the packaging test (scripts/pack-test.js); stops at the first failure.
+// Arguments after `npm test --` go to Jest.
 
 const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
@@ -61,6 +62,7 @@ function main() {
   run('Rust tests', 'cargo', ['test', '-p', 'snatch-core'])
   run('type test', 'npx', ['tsc', '-p', '__test__/types/tsconfig.json'])
   run('Jest tests', 'npx', ['jest', ...process.argv.slice(2)])
+  run('packaging test', 'node', ['scripts/pack-test.js'])
 }
 
 main()

@@ -1,0 +1,20 @@
+'use strict'
+// Run by the pack test inside its temp project: `require('redis-snatch')` as a CommonJS user would.
+// argv: the host's platform name (e.g. linux-x64-gnu) and the JSON list of value names index.d.ts declares.
+
+const assert = require('node:assert/strict')
+const path = require('node:path')
+
+const [platform, declared] = [process.argv[2], JSON.parse(process.argv[3])]
+const snatch = require('redis-snatch')
+
+assert.equal(require.resolve('redis-snatch'), path.join(__dirname, 'node_modules', 'redis-snatch', 'index.js'))
+console.log('  require: resolves to node_modules/redis-snatch/index.js')
+
+assert.deepEqual(Object.keys(snatch).sort(), declared)
+console.log(`  require: exports exactly the ${declared.length} values index.d.ts declares`)
+
+const addon = path.join(__dirname, 'node_modules', `redis-snatch-${platform}`, `redis-snatch.${platform}.node`)
+const addons = Object.keys(require.cache).filter((file) => file.endsWith('.node'))
+assert.deepEqual(addons, [addon])
+console.log(`  require: the native module came from the redis-snatch-${platform} package`)

@@ -1,0 +1,92 @@
+// Type test of the installed package (strict tsc --noEmit): every public name, and wrong calls rejected. The pack
+// test copies it into its temp project as usage.mts (ESM: the `import` condition, index.d.mts) and usage.cts
+// (CommonJS: the `require` condition, index.d.ts), and checks it under node16 and bundler resolution.
+import {
+  ClosedError,
+  createLocker,
+  Lock,
+  Locker,
+  LockLostError,
+  LockTimeoutError,
+  QuorumError,
+  RedisError,
+  snatchTask,
+  SnatchError,
+  type LockerOptions,
+  type LockOptions,
+  type ScheduledTask,
+  type ScheduleOptions,
+  type SnatchResult,
+  type TaskContext,
+  type TickContext,
+  type WaitOptions,
+} from 'redis-snatch'
+
+/** Uses every export the way the README does; never called, only type-checked. */
+export async function usage(): Promise<void> {
+  const options: LockerOptions = { url: 'redis://127.0.0.1:6379', prefix: 'app:', ttl: 10_000, commandTimeout: 500 }
+  const redlock: LockerOptions = { urls: ['redis://a:6379', 'redis://b:6379', 'redis://c:6379'], driftFactor: 0.01 }
+  const locker: Locker = createLocker(options)
+  new Locker(redlock)
+
+  const result: SnatchResult<string> = await snatchTask('k', async ({ signal, fence, key }: TaskContext) => {
+    signal.throwIfAborted()
+    return `${key}:${fence}`
+  })
+  if (result.ran) {
+    const value: string = result.value
+    const fence: bigint = result.fence
+    void value, fence
+  } else {
+    // @ts-expect-error no value when the task did not run
+    void result.value
+  }
+
+  const lockOptions: LockOptions = { ttl: 1000, autoExtend: true, minHold: 500 }
+  const waitOptions: WaitOptions = { ...lockOptions, wait: 2000 }
+  const n: number = await locker.withLock('k', () => 1, waitOptions)
+  const maybe: Lock | null = await locker.tryLock('k', lockOptions)
+  const lock: Lock = await locker.lock('k', { wait: 100 })
+  const fields: [string, string, bigint, AbortSignal, number] = [lock.key, lock.token, lock.fence, lock.signal, lock.validUntil]
+  const extended: boolean = await lock.extend(5000)
+  const released: boolean = await lock.release()
+  await lock[Symbol.asyncDispose]()
+  void n, maybe, fields, extended, released
+
+  const scheduleOptions: ScheduleOptions = { ttl: 60_000, timezone: 'Europe/Paris' }
+  const task: ScheduledTask = locker.schedule('report', '0 6 * * *', ({ tick, fence }: TickContext) => {
+    const when: Date = tick
+    return [when, fence]
+  }, scheduleOptions)
+  task.on('run', ({ tick, fence, durationMs }) => void [tick.getTime(), fence + 1n, durationMs + 1])
+  task.on('error', (err, { tick }) => void [err, tick])
+  await task.stop()
+  await locker.close()
+
+  try {
+    await locker.snatchTask('k', () => 1)
+  } catch (err) {
+    if (err instanceof LockLostError) void (err.value as unknown)
+    if (err instanceof SnatchError) {
+      const code: string = err.code
+      void code
+    }
+    const timeout: 'ERR_SNATCH_TIMEOUT' = new LockTimeoutError().code
+    void timeout, [RedisError, QuorumError, ClosedError]
+  }
+
+  // @ts-expect-error the key must be a string
+  await snatchTask(1, () => 1)
+  // @ts-expect-error fn is required
+  await locker.withLock('k')
+  // @ts-expect-error snatchTask makes one attempt: no wait option
+  await locker.snatchTask('k', () => 1, { wait: 10 })
+  // @ts-expect-error ttl is a number
+  createLocker({ ttl: '1000' })
+  // @ts-expect-error the cron expression is a string
+  locker.schedule('report', 6, () => {})
+  // @ts-expect-error the fence is read-only
+  lock.fence = 2n
+  // @ts-expect-error a Lock comes from a Locker, not from its constructor
+  new Lock()
+}

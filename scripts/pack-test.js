@@ -1,0 +1,244 @@
+'use strict'
+// `npm run test:pack`, also the last step of `npm test`: what `npm install redis-snatch` gives a user on this host.
+// Checks npm/<platform>/ against napi.targets and binding.js, packs the main package and this host's platform
+// package (with the built .node) into a temp dir, installs both tarballs into an empty project there whose PATH has
+// no Rust toolchain, then requires it (CJS), imports it (ESM), type-checks a strict TypeScript usage under node16 and
+// bundler resolution, and runs one snatchTask against REDIS_URL (else a throwaway redis-server). Exits non-zero on
+// the first failed check; removes what it made.
+
+const assert = require('node:assert/strict')
+const { spawnSync } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { parseTriple } = require('@napi-rs/cli')
+const ts = require('typescript')
+const { requireRedisServer, startRedis } = require('../__test__/support/redis-server')
+
+const root = path.join(__dirname, '..')
+const fixtures = path.join(__dirname, 'pack-fixture')
+const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'))
+const tsc = path.join(path.dirname(require.resolve('typescript/package.json')), 'bin', 'tsc')
+// A TypeScript user of a Node package has @types/node (index.d.ts refers to node:events); the temp project uses ours.
+const typeRoots = [path.join(root, 'node_modules', '@types')]
+const MAX_ADDON_BYTES = 4 * 1024 * 1024
+const COMMAND_TIMEOUT_MS = 60_000
+
+/** Print a passed check. */
+function ok(message) {
+  console.log(`ok - ${message}`)
+}
+
+/** `bytes` for humans. */
+function formatSize(bytes) {
+  return `${bytes} bytes (${(bytes / 1024 / 1024).toFixed(2)} MiB)`
+}
+
+/** Run a command (printed first) and return its stdout; throw with its output if it fails. */
+function run(command, args, options) {
+  console.log(`$ ${[command, ...args].join(' ')}`)
+  const result = spawnSync(command, args, { encoding: 'utf8', timeout: COMMAND_TIMEOUT_MS, ...options })
+  if (result.error) throw result.error
+  if (result.status !== 0) {
+    throw new Error(`${command} failed (${result.status ?? result.signal}):\n${result.stdout}${result.stderr}`)
+  }
+  return result.stdout
+}
+
+/** The napi-rs name of this host's platform, e.g. linux-x64-gnu, linux-arm64-musl, darwin-arm64, win32-x64-msvc. */
+function hostPlatform() {
+  const { platform, arch } = process
+  if (platform === 'win32') return `win32-${arch}-msvc`
+  if (platform !== 'linux') return `${platform}-${arch}`
+  const glibc = process.report.getReport().header.glibcVersionRuntime
+  return `linux-${arch}-${glibc ? 'gnu' : 'musl'}`
+}
+
+/** npm/<platform>/ has one package per napi target, at the root's version, named as binding.js requires it. */
+function checkPlatformPackages() {
+  const binding = fs.readFileSync(path.join(root, 'binding.js'), 'utf8')
+  const platforms = pkg.napi.targets.map((triple) => parseTriple(triple).platformArchABI).sort()
+  assert.deepEqual(fs.readdirSync(path.join(root, 'npm')).sort(), platforms, 'npm/ (napi create-npm-dirs)')
+  for (const platform of platforms) {
+    const manifest = JSON.parse(fs.readFileSync(path.join(root, 'npm', platform, 'package.json'), 'utf8'))
+    const addon = `${pkg.napi.binaryName}.${platform}.node`
+    assert.equal(manifest.name, `${pkg.name}-${platform}`)
+    assert.equal(manifest.version, pkg.version, `npm/${platform}/package.json version (napi version)`)
+    assert.equal(manifest.main, addon)
+    assert.deepEqual(manifest.files, [addon])
+    assert.ok(binding.includes(`require('${manifest.name}')`), `binding.js does not load ${manifest.name}`)
+    assert.ok(binding.includes(`require('./${addon}')`), `binding.js does not load ./${addon}`)
+  }
+  ok(`npm/ has a package for each of the ${platforms.length} napi targets at ${pkg.version}, as binding.js names them`)
+}
+
+/** The path of the built .node for `platform`. */
+function builtAddon(platform) {
+  const file = path.join(root, `${pkg.napi.binaryName}.${platform}.node`)
+  assert.ok(fs.existsSync(file), `${path.basename(file)} is missing: run \`npm run build\` first`)
+  return file
+}
+
+/** The .node is at most MAX_ADDON_BYTES. */
+function checkAddonSize(addon) {
+  const { size } = fs.statSync(addon)
+  const limit = formatSize(MAX_ADDON_BYTES)
+  assert.ok(size <= MAX_ADDON_BYTES, `${path.basename(addon)} is ${formatSize(size)}, over the limit of ${limit}`)
+  ok(`${path.basename(addon)} is ${formatSize(size)}, within ${limit}`)
+}
+
+/** A PATH of node's own directory, /usr/bin and /bin, after checking that it has no cargo or rustc. */
+function toolchainFreePath() {
+  const dirs = [...new Set([path.dirname(process.execPath), '/usr/bin', '/bin'])]
+  for (const tool of ['cargo', 'rustc']) {
+    const dir = dirs.find((candidate) => fs.existsSync(path.join(candidate, tool)))
+    assert.equal(dir, undefined, `${tool} is in ${dir}, a directory the temp project's PATH needs`)
+  }
+  ok(`no cargo or rustc on the temp project's PATH (${dirs.join(path.delimiter)})`)
+  return dirs.join(path.delimiter)
+}
+
+/**
+ * The environment of every command: `PATH`, `extra`, and none of the npm_* variables of an enclosing `npm test`
+ * (npm_config_local_prefix would point a nested `npm install` back at this repository).
+ */
+function commandEnv(PATH, extra = {}) {
+  const inherited = Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name))
+  return { ...Object.fromEntries(inherited), PATH, ...extra }
+}
+
+/** `npm pack` the package in `dir` into `dest`; npm's report of it (filename, size, files). */
+function pack(dir, dest, env) {
+  const [report] = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: dir, env }))
+  return report
+}
+
+/** The main tarball holds what `files` lists (plus package.json and README.md), and no .node. */
+function checkMainTarball(report) {
+  const packed = report.files.map((file) => file.path)
+  const listed = (file) => pkg.files.some((entry) => (entry.endsWith('/') ? file.startsWith(entry) : file === entry))
+  const unexpected = packed.filter((file) => !listed(file) && file !== 'package.json' && file !== 'README.md')
+  assert.deepEqual(unexpected, [], 'files the main tarball should not ship')
+  const missing = pkg.files.filter((entry) => !packed.some((file) => listed(file) && file.startsWith(entry)))
+  assert.deepEqual(missing, [], '`files` entries missing from the main tarball')
+  ok(`${report.filename}: ${formatSize(report.size)}, ${packed.length} files, all from \`files\`, no .node`)
+}
+
+/**
+ * Pack the main package and npm/<platform>/ (with `addon` copied in, and removed again unless it was there before)
+ * into `dest`; the two tarballs' paths.
+ */
+function packTarballs(platform, addon, dest, env) {
+  const platformDir = path.join(root, 'npm', platform)
+  const copy = path.join(platformDir, path.basename(addon))
+  const existed = fs.existsSync(copy)
+  fs.copyFileSync(addon, copy)
+  try {
+    const main = pack(root, dest, env)
+    checkMainTarball(main)
+    const native = pack(platformDir, dest, env)
+    assert.ok(native.files.some((file) => file.path === path.basename(addon)), `${native.filename} lacks the .node`)
+    ok(`${native.filename}: ${formatSize(native.size)} (the .node unpacked: ${formatSize(native.unpackedSize)})`)
+    return [main, native].map((report) => path.join(dest, report.filename))
+  } finally {
+    if (!existed) fs.rmSync(copy, { force: true })
+  }
+}
+
+/** What the declaration file `dts` exports, read with the TypeScript compiler: all names, and those of values. */
+function declaredExports(dts) {
+  const program = ts.createProgram([dts], { noEmit: true, typeRoots, types: ['node'] })
+  const checker = program.getTypeChecker()
+  const exported = checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(dts)))
+  const names = (symbols) => symbols.map((symbol) => symbol.name).sort()
+  return { all: names(exported), values: names(exported.filter((symbol) => symbol.flags & ts.SymbolFlags.Value)) }
+}
+
+/** The names the usage fixture imports from 'redis-snatch'. */
+function usedNames() {
+  const file = path.join(fixtures, 'usage.ts')
+  const source = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest)
+  const imports = source.statements.filter(
+    (node) => ts.isImportDeclaration(node) && node.moduleSpecifier.text === 'redis-snatch',
+  )
+  return imports.flatMap((node) => node.importClause.namedBindings.elements.map((element) => element.name.text)).sort()
+}
+
+/** Type-check `files` of `project` (strict, with Node's types) with this repo's TypeScript under `compilerOptions`. */
+function typecheck(project, env, name, compilerOptions, files) {
+  const lib = ['ES2022', 'ESNext.Disposable']
+  const base = { strict: true, noEmit: true, target: 'ES2022', lib, typeRoots, types: ['node'], skipLibCheck: false }
+  const config = { compilerOptions: { ...base, ...compilerOptions }, files }
+  fs.writeFileSync(path.join(project, `tsconfig.${name}.json`), JSON.stringify(config, null, 2))
+  run(process.execPath, [tsc, '-p', `tsconfig.${name}.json`], { cwd: project, env })
+  ok(`tsc --strict, ${name} resolution: ${files.join(', ')} type-check against the installed types`)
+}
+
+/** REDIS_URL, else a throwaway redis-server: its URL and how to stop what was started. */
+async function redis() {
+  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, stop: async () => {} }
+  requireRedisServer()
+  const server = await startRedis()
+  return { url: server.url, stop: () => server.stop() }
+}
+
+/** Install the tarballs into a fresh project under `temp` and check it as a user would. */
+async function checkInstalled(temp, tarballs, platform, env) {
+  const project = path.join(temp, 'project')
+  fs.mkdirSync(project)
+  fs.writeFileSync(path.join(project, 'package.json'), '{ "name": "pack-test-project", "private": true }\n')
+  // --offline with an empty cache: nothing may come from a registry, only the two tarballs.
+  const cache = path.join(temp, 'npm-cache')
+  run('npm', ['install', '--no-audit', '--no-fund', '--offline', '--cache', cache, ...tarballs], { cwd: project, env })
+  ok(`installed ${tarballs.map((file) => path.basename(file)).join(' and ')} into an empty project, offline`)
+
+  for (const file of ['smoke.cjs', 'smoke.mjs', 'default-import.mts']) {
+    fs.copyFileSync(path.join(fixtures, file), path.join(project, file))
+  }
+  for (const file of ['usage.mts', 'usage.cts', 'usage.ts']) {
+    fs.copyFileSync(path.join(fixtures, 'usage.ts'), path.join(project, file))
+  }
+  const exported = declaredExports(path.join(project, 'node_modules', 'redis-snatch', 'index.d.ts'))
+  assert.deepEqual(usedNames(), exported.all, 'scripts/pack-fixture/usage.ts must import every name index.d.ts exports')
+  ok(`the TypeScript usage imports all ${exported.all.length} names the installed index.d.ts exports`)
+  const declared = JSON.stringify(exported.values)
+
+  process.stdout.write(run('node', ['smoke.cjs', platform, declared], { cwd: project, env }))
+  ok('require(): CommonJS entry')
+
+  const server = await redis()
+  try {
+    const withRedis = { ...env, REDIS_URL: server.url }
+    process.stdout.write(run('node', ['smoke.mjs', declared], { cwd: project, env: withRedis }))
+    ok('import: ES module entry, and a real snatchTask')
+  } finally {
+    await server.stop()
+  }
+
+  const node16 = ['usage.mts', 'usage.cts', 'default-import.mts']
+  typecheck(project, env, 'node16', { module: 'node16', moduleResolution: 'node16' }, node16)
+  const bundler = ['usage.ts', 'default-import.mts']
+  typecheck(project, env, 'bundler', { module: 'preserve', moduleResolution: 'bundler' }, bundler)
+}
+
+async function main() {
+  const started = Date.now()
+  checkPlatformPackages()
+  const platform = hostPlatform()
+  const addon = builtAddon(platform)
+  const env = commandEnv(toolchainFreePath())
+  const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'redis-snatch-pack-'))
+  try {
+    const tarballs = packTarballs(platform, addon, temp, env)
+    await checkInstalled(temp, tarballs, platform, env)
+  } finally {
+    fs.rmSync(temp, { recursive: true, force: true })
+  }
+  checkAddonSize(addon)
+  console.log(`\npack test passed in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+}
+
+main().catch((err) => {
+  console.error(`\nnot ok - ${err.message}`)
+  process.exitCode = 1
+})

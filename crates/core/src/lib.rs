@@ -11,6 +11,7 @@ mod node;
 mod quorum;
 mod scheduler;
 mod scripts;
+mod waker;
 
 pub use chrono;
 pub use config::{validate_duration, LockOptions, LockerConfig, MAX_DURATION_MS};

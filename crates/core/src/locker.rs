@@ -162,6 +162,8 @@ impl Locker {
         let shared = &self.shared;
         let ttl = options.ttl.unwrap_or(shared.config.ttl);
         let deadline = Instant::now() + options.wait;
+        // Set up once the key is found held and there is time to wait: release notifications from every node.
+        let mut wake = None;
         loop {
             let token = format!("{:032x}", rand::random::<u128>());
             match shared.nodes.acquire(&keys, &token, ttl).await? {
@@ -175,8 +177,16 @@ impl Locker {
                     if left.is_zero() {
                         return Ok(None);
                     }
+                    let Some((notify, _watches)) = &wake else {
+                        // Try again right away: the holder may have released before the subscription was made.
+                        wake = Some(shared.nodes.watch(&keys).await);
+                        continue;
+                    };
                     let jitter = Duration::from_millis(rand::random_range(RETRY_DELAY_MS));
-                    sleep(jitter.min(retry_in + Duration::from_millis(1)).min(left)).await;
+                    tokio::select! {
+                        () = sleep(jitter.min(retry_in + Duration::from_millis(1)).min(left)) => {}
+                        () = notify.notified() => {}
+                    }
                 }
             }
         }

@@ -2,12 +2,13 @@
 
 use crate::keys::LockKeys;
 use crate::scripts;
+use crate::waker::{Waker, Watch};
 use crate::SnatchError;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, RedisError, ScriptInvocation};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::OnceCell;
+use tokio::sync::{Notify, OnceCell};
 
 /// What one node answered to an acquire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +27,8 @@ pub(crate) struct Node {
     /// Opened on first use, inside the async runtime; taken out (dropped) by `close`.
     manager: OnceCell<Mutex<Option<ConnectionManager>>>,
     timeout: Duration,
+    /// Release notifications for waiters.
+    waker: Arc<Waker>,
 }
 
 impl Node {
@@ -33,7 +36,8 @@ impl Node {
     pub(crate) fn new(url: &str, timeout: Duration) -> Result<Self, SnatchError> {
         let client = Client::open(url)
             .map_err(|e| SnatchError::type_arg(format!("invalid Redis URL '{}': {e}", redact(url))))?;
-        Ok(Self { label: redact(url), client, manager: OnceCell::new(), timeout })
+        let waker = Arc::new(Waker::new(client.clone(), timeout));
+        Ok(Self { label: redact(url), client, manager: OnceCell::new(), timeout, waker })
     }
 
     /// Runs ACQUIRE for `keys` with `token` and a lease of `ttl_ms`.
@@ -56,6 +60,11 @@ impl Node {
         let mut call = scripts::RELEASE.prepare_invoke();
         call.key(&keys.lock).arg(token).arg(&keys.channel);
         Ok(self.invoke::<i64>(&call).await? == 1)
+    }
+
+    /// Wakes `notify` when the lock of `keys` is released on this node; `None` when that cannot be arranged.
+    pub(crate) async fn watch(&self, keys: &LockKeys, notify: &Arc<Notify>) -> Option<Watch> {
+        self.waker.watch(&keys.channel, notify).await
     }
 
     /// Drops the connection; later commands fail with [`SnatchError::Closed`].

@@ -7,10 +7,12 @@
 
 use crate::keys::LockKeys;
 use crate::node::{Node, NodeAcquire};
+use crate::waker::Watch;
 use crate::SnatchError;
 use futures_util::future::join_all;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// A won acquire round.
@@ -149,6 +151,14 @@ impl Nodes {
             return single.clone();
         }
         Ok(answers.iter().filter(|a| matches!(a, Ok(true))).count() >= self.quorum())
+    }
+
+    /// Arranges for the returned notify to be woken when the lock of `keys` is released on any node. The watches
+    /// keep that arranged until dropped; nodes where it cannot be arranged are left out.
+    pub(crate) async fn watch(&self, keys: &LockKeys) -> (Arc<Notify>, Vec<Watch>) {
+        let notify = Arc::new(Notify::new());
+        let watches = join_all(self.nodes.iter().map(|n| n.watch(keys, &notify))).await;
+        (notify, watches.into_iter().flatten().collect())
     }
 
     /// Drops every connection.

@@ -245,3 +245,47 @@ async fn bad_input_is_rejected_with_invalid_arg() {
         assert_eq!(Locker::new(config).err().unwrap().code(), "ERR_SNATCH_INVALID_ARG");
     }
 }
+
+/// Polls `PUBSUB NUMSUB channel` until it equals `want` (bounded: fails after 5 s).
+async fn await_subscribers(url: &str, channel: &str, want: i64) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, n): (String, i64) = redis::cmd("PUBSUB").arg("NUMSUB").arg(channel).query(&mut inspect(url)).unwrap();
+        if n == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{channel} has {n} subscribers, expected {want}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn waiters_subscribe_to_release_notifications_and_unsubscribe_after() {
+    let (_server, url) = redis_url();
+    let locker = Arc::new(locker(&url));
+    let key = unique_key("notify");
+    let channel = format!("{{snatch:{key}}}:released");
+    let held = locker.try_lock(&key, &LockOptions::default()).await.unwrap().unwrap();
+    let waiter = {
+        let (locker, key) = (locker.clone(), key.clone());
+        tokio::spawn(async move {
+            locker.lock(&key, &LockOptions { wait: Duration::from_secs(30), ..LockOptions::default() }).await
+        })
+    };
+    await_subscribers(&url, &channel, 1).await;
+    assert!(held.release().await.unwrap());
+    let next = waiter.await.unwrap().unwrap();
+    assert!(next.fence() > held.fence());
+    await_subscribers(&url, &channel, 0).await;
+}
+
+#[tokio::test]
+async fn a_waiter_acquires_after_an_expiry_that_sends_no_notification() {
+    let (_server, url) = redis_url();
+    let locker = locker(&url);
+    let key = unique_key("expiry");
+    let held = locker.try_lock(&key, &ttl(200)).await.unwrap().unwrap();
+    let wait = LockOptions { wait: Duration::from_secs(10), ..LockOptions::default() };
+    let next = locker.lock(&key, &wait).await.unwrap();
+    assert!(next.fence() > held.fence());
+}

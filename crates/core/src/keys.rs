@@ -29,9 +29,7 @@ impl LockKeys {
             lock,
         })
     }
-}
 
-impl LockKeys {
     /// The claim of occurrence `tick_ms` of the schedule whose run lock is `run`: key `name:<tick_ms>`, sharing the
     /// run lock's fence counter (fences stay per schedule, and claims leave no counter behind).
     pub fn occurrence(run: &LockKeys, tick_ms: i64) -> Self {

@@ -2,9 +2,9 @@
 // `npm run test:pack`, also the last step of `npm test`: what `npm install redis-snatch` gives a user on this host.
 // Checks npm/<platform>/ against napi.targets and binding.js, packs the main package and this host's platform
 // package (with the built .node) into a temp dir, installs both tarballs into an empty project there whose PATH has
-// no Rust toolchain, then requires it (CJS), imports it (ESM), type-checks a strict TypeScript usage under node16 and
-// bundler resolution, and runs one snatchTask against REDIS_URL (else a throwaway redis-server). Exits non-zero on
-// the first failed check; removes what it made.
+// no Rust toolchain, then requires it (CJS), imports it (ESM), type-checks a strict TypeScript usage under node16,
+// nodenext and bundler resolution, and runs one snatchTask against REDIS_URL (else a throwaway redis-server). Checks
+// the .node's size last. Exits non-zero on the first failed check; removes what it made.
 
 const assert = require('node:assert/strict')
 const { spawnSync } = require('node:child_process')
@@ -215,8 +215,9 @@ async function checkInstalled(temp, tarballs, platform, env) {
     await server.stop()
   }
 
-  const node16 = ['usage.mts', 'usage.cts', 'default-import.mts']
-  typecheck(project, env, 'node16', { module: 'node16', moduleResolution: 'node16' }, node16)
+  const node = ['usage.mts', 'usage.cts', 'default-import.mts']
+  typecheck(project, env, 'node16', { module: 'node16', moduleResolution: 'node16' }, node)
+  typecheck(project, env, 'nodenext', { module: 'nodenext', moduleResolution: 'nodenext' }, node)
   const bundler = ['usage.ts', 'default-import.mts']
   typecheck(project, env, 'bundler', { module: 'preserve', moduleResolution: 'bundler' }, bundler)
 }

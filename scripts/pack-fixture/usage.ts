@@ -1,6 +1,7 @@
 // Type test of the installed package (strict tsc --noEmit): every public name, and wrong calls rejected. The pack
 // test copies it into its temp project as usage.mts (ESM: the `import` condition, index.d.mts) and usage.cts
-// (CommonJS: the `require` condition, index.d.ts), and checks it under node16 and bundler resolution.
+// (CommonJS: the `require` condition, index.d.ts), checked under node16 and nodenext resolution, and as usage.ts,
+// checked under bundler resolution.
 import {
   ClosedError,
   createLocker,

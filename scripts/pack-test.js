@@ -222,6 +222,7 @@ async function checkInstalled(temp, tarballs, platform, env) {
   typecheck(project, env, 'bundler', { module: 'preserve', moduleResolution: 'bundler' }, bundler)
 }
 
+/** Every check, in order; the temp dir is removed whatever happens. */
 async function main() {
   const started = Date.now()
   checkPlatformPackages()

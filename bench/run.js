@@ -142,6 +142,8 @@ function headerLines(options, redis, title) {
     }
   }
   const git = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).stdout?.trim()
+  // Uncommitted changes outside bench/ (other work in progress) may be part of the module under test.
+  const dirty = spawnSync('git', ['diff', '--quiet', 'HEAD', '--', '.', ':(exclude)bench'], { cwd: root }).status === 1
   const own = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).version
   const cpus = os.cpus()
   const lines = [`# ${title}, ${new Date().toISOString().slice(0, 10)}`, '']
@@ -157,7 +159,8 @@ function headerLines(options, redis, title) {
     `- Machine: ${os.availableParallelism()} CPUs (${cpus[0]?.model.trim() || 'unknown'}), ` +
       `${os.type()} ${os.release()}, load average ${load} at start`,
     `- Node ${process.version}; redis-server ${redis.version} (${redis.own ? 'own throwaway server' : 'REDIS_URL'})`,
-    `- redis-snatch ${own} (the built module in the package root, HEAD ${git || '?'}); ` +
+    `- redis-snatch ${own} (the built module in the package root, HEAD ${git || '?'}` +
+      `${dirty ? ' with uncommitted changes' : ''}); ` +
       LIBS.filter((l) => l.pkg).map((l) => `${l.pkg} ${version(l.pkg)}`).join(', '),
   )
   if (!options.soak) {

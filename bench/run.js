@@ -240,7 +240,7 @@ async function compare(options, redis) {
     const step = `[${index + 1}/${plan.length}] ${scenario} c=${concurrency} rep ${rep + 1}/${options.reps}`
     console.error(`${step} ${lib.name}: ${outcome}`)
   }
-  publish(renderReport({ header, floor, results }), '')
+  publish(renderReport({ header, floor, results }), options.libs || options.scenarios ? '-partial' : '')
 }
 
 async function soak(options, redis) {

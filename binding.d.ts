@@ -9,48 +9,66 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-/** A held lock; the facade's `Lock` wraps it. */
-export declare class NativeLock {
-  /** The key as the user gave it. */
-  get key(): string
-  /** The owner's random token. */
-  get token(): string
-  /** The fencing token. */
-  get fence(): bigint
-  /** Milliseconds the lease is still guaranteed; 0 once lost or released. */
-  remainingMs(): number
-  /** Sets the lease to `ttl` ms (default: the acquisition's ttl); false when the lock was no longer ours. */
-  extend(ttl?: number | undefined | null): Promise<boolean>
-  /** Releases the lock (subject to minHold); false when it was no longer ours. */
-  release(): Promise<boolean>
-}
-
 /** A locker; the facade's `Locker` wraps it. */
 export declare class NativeLocker {
-  /** Validates the options; `on_lost(id)` is called when the lease of acquisition `id` is lost. */
-  constructor(init: LockerInit, onLost: (arg: number) => void)
   /**
-   * Acquires `key` (waiting up to `options.wait`), calls `task(fence)` and awaits it, releases. When the lock is
-   * not acquired: `null`, or a timeout error if `required`.
+   * Validates the options. `deliver(completions)` receives results and lost notices; `runner(id, fence)` runs
+   * the task of run `id`.
    */
-  run(key: string, id: number, options: LockInit, required: boolean, task: (fence: bigint) => Promise<void>): Promise<RunOutcome | null>
-  /** One attempt at `key`; `null` when held elsewhere. */
-  tryLock(key: string, id: number, options: LockInit): Promise<NativeLock | null>
-  /** Waits up to `options.wait` for `key`; rejects with a timeout error. */
-  lock(key: string, id: number, options: LockInit): Promise<NativeLock>
+  constructor(init: LockerInit, deliver: (completions: Completion[]) => void, runner: (id: number, fence: bigint) => Promise<void>)
+  /**
+   * Starts run `id`: acquire `key` (waiting up to `options.wait`), call the runner, release. Completes with the
+   * fence and whether the lease lapsed; without a fence when not acquired, or with a timeout error if `required`.
+   */
+  run(id: number, key: string, options: LockInit, required: boolean): void
+  /**
+   * Starts acquisition `id` of `key`: one attempt, or waiting up to `options.wait` when `wait`. Completes with
+   * the fence and token when acquired; without them when not; with a timeout error when waiting ran out.
+   */
+  acquire(id: number, key: string, options: LockInit, wait: boolean): void
+  /**
+   * Starts operation `id`: extend lock `lock` to `ttl` ms (default: its acquisition's ttl). Completes with
+   * whether it was still ours.
+   */
+  extend(id: number, lock: number, ttl?: number | undefined | null): void
+  /** Starts operation `id`: release lock `lock` (subject to minHold). Completes with whether it was still ours. */
+  release(id: number, lock: number): void
+  /** Milliseconds lock `lock` is still guaranteed; 0 once lost or released. */
+  remainingMs(lock: number): number
   /**
    * Runs `task(tick, fence)` at every occurrence of `cron` on exactly one replica; `on_event` hears each
    * occurrence's outcome. Throws on a bad name, expression, zone or ttl.
    */
   schedule(name: string, cron: string, options: ScheduleInit, task: (tick: number, fence: bigint) => Promise<void>, onEvent: (event: ScheduleEvent) => void): NativeSchedule
-  /** Waits for calls under way, releases every lock still held, closes the connections. Idempotent. */
-  close(): Promise<void>
+  /**
+   * Starts operation `id`: stop schedules, wait for calls under way, release every lock still held, close the
+   * connections. Idempotent.
+   */
+  close(id: number): void
 }
 
 /** A running schedule; the facade's `ScheduledTask` wraps it. */
 export declare class NativeSchedule {
   /** No new occurrences; resolves once a running task has settled. */
   stop(): Promise<void>
+}
+
+/** The end of one operation, or a notice that the lease of acquisition `id` was lost. */
+export interface Completion {
+  /** The operation (for a notice: the acquisition) this is about. */
+  id: number
+  /** A notice that the lease of acquisition `id` was lost, not the end of an operation. */
+  lostNotice?: boolean
+  /** The operation failed: the error's JSON reason (see errors.rs). */
+  error?: string
+  /** Acquired (run, tryLock, lock): the fence. Absent when not acquired. */
+  fence?: bigint
+  /** tryLock / lock: the token of the acquisition. */
+  token?: string
+  /** run: the lease could not be guaranteed for the whole run. */
+  lost?: boolean
+  /** extend / release: whether the lock was still ours. */
+  ok?: boolean
 }
 
 /** Options of a locker (`url` already folded into `urls`, `REDIS_URL` applied by the facade). */
@@ -68,13 +86,6 @@ export interface LockInit {
   autoExtend: boolean
   minHold?: number
   wait?: number
-}
-
-/** How a `run` ended when the lock was acquired. */
-export interface RunOutcome {
-  fence: bigint
-  /** The lease could not be guaranteed for the whole run. */
-  lost: boolean
 }
 
 /** One event of a schedule, for the facade's emitter. */

@@ -835,6 +835,5 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
-module.exports.NativeLock = nativeBinding.NativeLock
 module.exports.NativeLocker = nativeBinding.NativeLocker
 module.exports.NativeSchedule = nativeBinding.NativeSchedule

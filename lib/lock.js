@@ -1,21 +1,26 @@
 'use strict'
 
-const { LockLostError, native } = require('./errors')
+const { LockLostError } = require('./errors')
 const { checkType } = require('./options')
 
 /** A held lock, from `Locker.tryLock()` / `Locker.lock()`. */
 class Lock {
-  #native
+  #ops
+  #id
   #controller = new AbortController()
   #onEnd
 
-  /** @internal Built by the Locker; `onEnd` runs once when the lock is released or lost. */
-  constructor(nativeLock, onEnd) {
-    this.#native = nativeLock
+  /**
+   * @internal Built by the Locker: `ops` runs this lock's native operations (extend, release, remainingMs);
+   * `onEnd` runs once when the lock is released or lost.
+   */
+  constructor(key, id, completion, ops, onEnd) {
+    this.#ops = ops
+    this.#id = id
     this.#onEnd = onEnd
-    this.key = nativeLock.key
-    this.token = nativeLock.token
-    this.fence = nativeLock.fence
+    this.key = key
+    this.token = completion.token
+    this.fence = completion.fence
     Object.freeze(this)
   }
 
@@ -26,13 +31,13 @@ class Lock {
 
   /** Date.now()-based estimate of the guaranteed end of the lease (now, once lost or released). */
   get validUntil() {
-    return Date.now() + this.#native.remainingMs()
+    return Date.now() + this.#ops.remainingMs(this.#id)
   }
 
   /** Sets the lease to `ttl` ms from now (default: the ttl it was acquired with); false if it was no longer ours. */
   async extend(ttl) {
     checkType('ttl', ttl, 'number')
-    const ok = await native(this.#native.extend(ttl))
+    const { ok } = await this.#ops.extend(this.#id, ttl)
     if (!ok) this._lost()
     return ok
   }
@@ -40,7 +45,7 @@ class Lock {
   /** Releases the lock (the key stays until minHold has passed); false if it was no longer ours. */
   async release() {
     try {
-      return await native(this.#native.release())
+      return (await this.#ops.release(this.#id)).ok
     } finally {
       this.#end()
     }

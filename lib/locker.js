@@ -1,7 +1,7 @@
 'use strict'
 
 const { NativeLocker } = require('../binding')
-const { LockLostError, native, fromNative } = require('./errors')
+const { LockLostError, fromNative, fromReason } = require('./errors')
 const { KeepAlive } = require('./keep-alive')
 const { Lock } = require('./lock')
 const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkType } = require('./options')
@@ -10,24 +10,46 @@ const { ScheduledTask } = require('./schedule')
 /** Acquires locks and runs tasks under them, on one Redis (`url`) or a Redlock set (`urls`). */
 class Locker {
   #native
-  /** Acquisition id → what to do when the core reports the lease of a running task lost. */
+  #nextId = 1
+  /** Operation id → its promise's settlers. */
+  #pending = new Map()
+  /** Run id → its state: the wrapper the native runner calls, and its AbortController. */
   #runs = new Map()
   /** Acquisition id → a Lock not yet released or lost. */
   #locks = new Map()
-  #nextId = 1
+  /** Alive while operations are pending or autoExtend locks are held. */
   #keepAlive = new KeepAlive()
+  /** The native operations a Lock uses. */
+  #lockOps
 
   constructor(options) {
     const init = lockerInit(options)
-    const [runs, locks] = [this.#runs, this.#locks]
+    // The callbacks hold these, not the Locker, so an unclosed Locker can still be collected.
+    const [pending, runs, locks, keepAlive] = [this.#pending, this.#runs, this.#locks, this.#keepAlive]
+    const deliver = (completions) => {
+      for (const c of completions) {
+        if (c.lostNotice) {
+          if (runs.has(c.id)) runs.get(c.id).lost()
+          else locks.get(c.id)?._lost()
+          continue
+        }
+        const settle = pending.get(c.id)
+        pending.delete(c.id)
+        keepAlive.drop()
+        if (c.error === undefined || c.error === null) settle.resolve(c)
+        else settle.reject(fromReason(c.error))
+      }
+    }
+    const runner = (id, fence) => runs.get(id).task(fence)
     try {
-      // The callback holds the maps, not the Locker, so an unclosed Locker can still be collected.
-      this.#native = new NativeLocker(init, (id) => {
-        if (runs.has(id)) runs.get(id)()
-        else locks.get(id)?._lost()
-      })
+      this.#native = new NativeLocker(init, deliver, runner)
     } catch (err) {
       throw fromNative(err)
+    }
+    this.#lockOps = {
+      extend: (id, ttl) => this.#call((op) => this.#native.extend(op, id, ttl)),
+      release: (id) => this.#call((op) => this.#native.release(op, id)),
+      remainingMs: (id) => this.#native.remainingMs(id),
     }
   }
 
@@ -45,18 +67,12 @@ class Locker {
 
   /** One attempt; `null` when the key is held by someone else. */
   async tryLock(key, options) {
-    checkKey(key)
-    const id = this.#nextId++
-    const init = lockInit(options, { autoExtend: false, canWait: false })
-    return this.#adopt(id, init, await native(this.#native.tryLock(key, id, init)))
+    return this.#acquire(key, lockInit(options, { autoExtend: false, canWait: false }), false)
   }
 
   /** Waits up to `options.wait` ms for `key`; rejects LockTimeoutError. */
   async lock(key, options) {
-    checkKey(key)
-    const id = this.#nextId++
-    const init = lockInit(options, { autoExtend: false, canWait: true })
-    return this.#adopt(id, init, await native(this.#native.lock(key, id, init)))
+    return this.#acquire(key, lockInit(options, { autoExtend: false, canWait: true }), true)
   }
 
   /**
@@ -79,15 +95,35 @@ class Locker {
 
   /** Stops schedules, waits for running tasks, releases every lock still held, closes the connections. Idempotent. */
   async close() {
-    await native(this.#native.close())
+    await this.#call((op) => this.#native.close(op))
     for (const lock of this.#locks.values()) lock._released()
   }
 
-  /** Wraps a native lock; one renewed in the background keeps the process alive until it ends. */
-  #adopt(id, init, nativeLock) {
-    if (nativeLock === null) return null
+  /**
+   * Starts a native operation with a fresh id (`start(id)` may throw for bad input) and resolves its completion.
+   * The process stays alive while it is pending.
+   */
+  #call(start) {
+    const id = this.#nextId++
+    try {
+      start(id)
+    } catch (err) {
+      return Promise.reject(fromNative(err))
+    }
+    this.#keepAlive.hold()
+    return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }))
+  }
+
+  async #acquire(key, init, wait) {
+    checkKey(key)
+    let id
+    const completion = await this.#call((op) => {
+      id = op
+      this.#native.acquire(op, key, init, wait)
+    })
+    if (completion.fence === undefined || completion.fence === null) return null
     if (init.autoExtend) this.#keepAlive.hold()
-    const lock = new Lock(nativeLock, () => {
+    const lock = new Lock(key, id, completion, this.#lockOps, () => {
       this.#locks.delete(id)
       if (init.autoExtend) this.#keepAlive.drop()
     })
@@ -99,28 +135,34 @@ class Locker {
   async #run(key, fn, init, required) {
     checkKey(key)
     checkFn(fn)
-    const id = this.#nextId++
     const controller = new AbortController()
-    const lost = () => controller.signal.reason ?? new LockLostError(key)
-    this.#runs.set(id, () => controller.abort(lost()))
     const settled = {}
-    const task = async (fence) => {
-      try {
-        settled.value = await fn({ signal: controller.signal, fence, key })
-      } catch (err) {
-        settled.threw = true
-        settled.error = err
-      }
+    const lostError = () => controller.signal.reason ?? new LockLostError(key)
+    const run = {
+      lost: () => controller.abort(lostError()),
+      task: async (fence) => {
+        try {
+          settled.value = await fn({ signal: controller.signal, fence, key })
+        } catch (err) {
+          settled.threw = true
+          settled.error = err
+        }
+      },
     }
+    let id
     let result
     try {
-      result = await native(this.#native.run(key, id, init, required, task))
+      result = await this.#call((op) => {
+        id = op
+        this.#runs.set(op, run)
+        this.#native.run(op, key, init, required)
+      })
     } finally {
       this.#runs.delete(id)
     }
-    if (result === null) return undefined
+    if (result.fence === undefined || result.fence === null) return undefined
     if (result.lost) {
-      const err = lost()
+      const err = lostError()
       controller.abort(err)
       if (settled.threw && settled.error !== err) err.cause = settled.error
       err.value = settled.value

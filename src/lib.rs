@@ -1,8 +1,20 @@
 //! N-API binding of the redis-snatch core: converts options, calls the user's function through a
 //! ThreadsafeFunction, and maps core errors to coded JS errors. The JS facade (`index.js`) wraps these classes.
 
+mod completions;
 mod errors;
-mod lock;
 mod locker;
 mod options;
 mod schedule;
+
+/// One Tokio worker thread: the work here is I/O and small scripts, and fewer threads mean cheaper wake-ups
+/// between the JS thread and the runtime (measured with `npm run bench`).
+#[napi_derive::module_init]
+fn init() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("cannot build the Tokio runtime");
+    napi::bindgen_prelude::create_custom_tokio_runtime(runtime);
+}

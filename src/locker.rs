@@ -1,100 +1,147 @@
-//! `NativeLocker`: the core locker, with the user's task called through a ThreadsafeFunction.
+//! `NativeLocker`: the core locker for the facade. Operations start synchronously and end as completions (see
+//! completions.rs); the user's task is called through one ThreadsafeFunction per locker.
 
+use crate::completions::{Completion, Completions};
 use crate::errors::to_napi;
-use crate::lock::NativeLock;
-use crate::options::{LockInit, LockerInit, ScheduleInit};
+use crate::options::{millis, LockInit, LockerInit, ScheduleInit};
 use crate::schedule::{JsTickHandler, NativeSchedule, ScheduleEvent, TickTask};
-use napi::bindgen_prelude::{within_runtime_if_available, BigInt, Function, Promise};
-use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, FnArgs, Function, Promise};
+use napi::threadsafe_function::ThreadsafeFunction;
 use napi::Status;
 use napi_derive::napi;
-use snatch_core::{CronSchedule, Lease, Locker, LockerConfig};
-use std::sync::Arc;
+use snatch_core::{CronSchedule, Lease, LockOptions, Locker, LockerConfig, SnatchError};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
 
-/// The facade's wrapper around the user's function: called with the fence, it runs the function and keeps its
-/// value or error on the JS side, so its promise always resolves.
-type Task = ThreadsafeFunction<BigInt, Promise<()>, BigInt, Status, false>;
+/// Runs the facade's wrapper of the user's function for run `id` with the fence; its promise always resolves (the
+/// outcome stays on the JS side). Weak: a pending run keeps the process alive through the facade.
+type Runner = ThreadsafeFunction<FnArgs<(u32, BigInt)>, Promise<()>, FnArgs<(u32, BigInt)>, Status, false, true>;
 
-/// Tells the facade that the lease of the acquisition with this id was lost. Weak: it never keeps the process
-/// alive by itself.
-type LostNotifier = ThreadsafeFunction<u32, (), u32, Status, false, true>;
-
-/// How a `run` ended when the lock was acquired.
-#[napi(object)]
-pub struct RunOutcome {
-    pub fence: BigInt,
-    /// The lease could not be guaranteed for the whole run.
-    pub lost: bool,
-}
+/// Held locks handed to JS, by acquisition id.
+type Leases = Arc<Mutex<HashMap<u32, Arc<Lease>>>>;
 
 /// A locker; the facade's `Locker` wraps it.
 #[napi]
 pub struct NativeLocker {
-    locker: Arc<Locker>,
-    on_lost: Arc<LostNotifier>,
+    locker: Locker,
+    completions: Arc<Completions>,
+    runner: Arc<Runner>,
+    leases: Leases,
 }
 
 #[napi]
 impl NativeLocker {
-    /// Validates the options; `on_lost(id)` is called when the lease of acquisition `id` is lost.
-    #[napi(constructor)]
-    pub fn new(init: LockerInit, on_lost: Function<u32, ()>) -> napi::Result<Self> {
+    /// Validates the options. `deliver(completions)` receives results and lost notices; `runner(id, fence)` runs
+    /// the task of run `id`.
+    #[napi(
+        constructor,
+        ts_args_type = "init: LockerInit, deliver: (completions: Completion[]) => void, runner: (id: number, fence: bigint) => Promise<void>"
+    )]
+    pub fn new(
+        init: LockerInit,
+        deliver: Function<Vec<Completion>, ()>,
+        runner: Function<FnArgs<(u32, BigInt)>, Promise<()>>,
+    ) -> napi::Result<Self> {
         let config = LockerConfig::try_from(init).map_err(to_napi)?;
         let locker = Locker::new(config).map_err(to_napi)?;
-        let on_lost = on_lost.build_threadsafe_function().weak::<true>().callee_handled::<false>().build()?;
-        Ok(Self { locker: Arc::new(locker), on_lost: Arc::new(on_lost) })
+        let runner = runner.build_threadsafe_function().weak::<true>().callee_handled::<false>().build()?;
+        Ok(Self {
+            locker,
+            completions: Arc::new(Completions::new(deliver)?),
+            runner: Arc::new(runner),
+            leases: Leases::default(),
+        })
     }
 
-    /// Acquires `key` (waiting up to `options.wait`), calls `task(fence)` and awaits it, releases. When the lock is
-    /// not acquired: `null`, or a timeout error if `required`.
-    #[napi(
-        ts_args_type = "key: string, id: number, options: LockInit, required: boolean, task: (fence: bigint) => Promise<void>"
-    )]
-    pub async fn run(
-        &self,
-        key: String,
-        id: u32,
-        options: LockInit,
-        required: bool,
-        task: Task,
-    ) -> napi::Result<Option<RunOutcome>> {
-        let options: snatch_core::LockOptions = options.try_into().map_err(to_napi)?;
-        let ran = self
-            .locker
-            .run(&key, &options, |lease| async move {
-                self.watch(&lease, id);
-                task.call_async_catch(BigInt::from(lease.fence())).await?.await
+    /// Starts run `id`: acquire `key` (waiting up to `options.wait`), call the runner, release. Completes with the
+    /// fence and whether the lease lapsed; without a fence when not acquired, or with a timeout error if `required`.
+    #[napi]
+    pub fn run(&self, id: u32, key: String, options: LockInit, required: bool) -> napi::Result<()> {
+        let options: LockOptions = options.try_into().map_err(to_napi)?;
+        let (locker, runner, completions) = (self.locker.clone(), self.runner.clone(), self.completions.clone());
+        self.start(id, async move {
+            let ran = locker
+                .run(&key, &options, |lease| {
+                    watch_lost(&completions, &lease, id, None);
+                    let args = FnArgs::from((id, BigInt::from(lease.fence())));
+                    async move {
+                        // A failed call leaves the task's outcome unset on the JS side, which reports it.
+                        if let Ok(promise) = runner.call_async_catch(args).await {
+                            let _ = promise.await;
+                        }
+                    }
+                })
+                .await?;
+            Ok(match ran {
+                None if required => return Err(snatch_core::not_acquired(&key, options.wait)),
+                None => Completion::done(id),
+                Some(ran) => {
+                    Completion { fence: Some(BigInt::from(ran.fence)), lost: Some(ran.lost), ..Completion::done(id) }
+                }
             })
-            .await
-            .map_err(to_napi)?;
-        match ran {
-            None if required => Err(to_napi(snatch_core::not_acquired(&key, options.wait))),
-            None => Ok(None),
-            Some(ran) => {
-                ran.output?;
-                Ok(Some(RunOutcome { fence: BigInt::from(ran.fence), lost: ran.lost }))
-            }
-        }
+        });
+        Ok(())
     }
 
-    /// One attempt at `key`; `null` when held elsewhere.
+    /// Starts acquisition `id` of `key`: one attempt, or waiting up to `options.wait` when `wait`. Completes with
+    /// the fence and token when acquired; without them when not; with a timeout error when waiting ran out.
     #[napi]
-    pub async fn try_lock(&self, key: String, id: u32, options: LockInit) -> napi::Result<Option<NativeLock>> {
-        let options = options.try_into().map_err(to_napi)?;
-        let lease = self.locker.try_lock(&key, &options).await.map_err(to_napi)?;
-        Ok(lease.map(|lease| {
-            self.watch(&lease, id);
-            NativeLock::new(lease)
-        }))
+    pub fn acquire(&self, id: u32, key: String, options: LockInit, wait: bool) -> napi::Result<()> {
+        let options: LockOptions = options.try_into().map_err(to_napi)?;
+        let (locker, leases, completions) = (self.locker.clone(), self.leases.clone(), self.completions.clone());
+        self.start(id, async move {
+            let lease =
+                if wait { Some(locker.lock(&key, &options).await?) } else { locker.try_lock(&key, &options).await? };
+            Ok(match lease {
+                None => Completion::done(id),
+                Some(lease) => {
+                    leases.lock().expect("leases poisoned").insert(id, lease.clone());
+                    watch_lost(&completions, &lease, id, Some(leases));
+                    Completion {
+                        fence: Some(BigInt::from(lease.fence())),
+                        token: Some(lease.token().to_owned()),
+                        ..Completion::done(id)
+                    }
+                }
+            })
+        });
+        Ok(())
     }
 
-    /// Waits up to `options.wait` for `key`; rejects with a timeout error.
+    /// Starts operation `id`: extend lock `lock` to `ttl` ms (default: its acquisition's ttl). Completes with
+    /// whether it was still ours.
     #[napi]
-    pub async fn lock(&self, key: String, id: u32, options: LockInit) -> napi::Result<NativeLock> {
-        let options = options.try_into().map_err(to_napi)?;
-        let lease = self.locker.lock(&key, &options).await.map_err(to_napi)?;
-        self.watch(&lease, id);
-        Ok(NativeLock::new(lease))
+    pub fn extend(&self, id: u32, lock: u32, ttl: Option<f64>) -> napi::Result<()> {
+        let ttl = ttl.map(|v| millis("ttl", v)).transpose().map_err(to_napi)?;
+        let lease = self.lease(lock);
+        self.start(id, async move {
+            let ok = match lease {
+                Some(lease) => lease.extend(ttl).await?,
+                None => false,
+            };
+            Ok(Completion { ok: Some(ok), ..Completion::done(id) })
+        });
+        Ok(())
+    }
+
+    /// Starts operation `id`: release lock `lock` (subject to minHold). Completes with whether it was still ours.
+    #[napi]
+    pub fn release(&self, id: u32, lock: u32) {
+        let lease = self.leases.lock().expect("leases poisoned").remove(&lock);
+        self.start(id, async move {
+            let ok = match lease {
+                Some(lease) => lease.release().await?,
+                None => false,
+            };
+            Ok(Completion { ok: Some(ok), ..Completion::done(id) })
+        });
+    }
+
+    /// Milliseconds lock `lock` is still guaranteed; 0 once lost or released.
+    #[napi]
+    pub fn remaining_ms(&self, lock: u32) -> f64 {
+        self.lease(lock).map_or(0.0, |l| l.remaining().as_secs_f64() * 1000.0)
     }
 
     /// Runs `task(tick, fence)` at every occurrence of `cron` on exactly one replica; `on_event` hears each
@@ -119,20 +166,40 @@ impl NativeLocker {
         schedule.map(NativeSchedule::new).map_err(to_napi)
     }
 
-    /// Waits for calls under way, releases every lock still held, closes the connections. Idempotent.
+    /// Starts operation `id`: stop schedules, wait for calls under way, release every lock still held, close the
+    /// connections. Idempotent.
     #[napi]
-    pub async fn close(&self) {
-        self.locker.close().await;
-    }
-
-    /// Calls `on_lost(id)` if the lease ends by being lost.
-    fn watch(&self, lease: &Arc<Lease>, id: u32) {
-        let lease = lease.clone();
-        let on_lost = self.on_lost.clone();
-        tokio::spawn(async move {
-            if lease.ended().await {
-                on_lost.call(id, ThreadsafeFunctionCallMode::NonBlocking);
-            }
+    pub fn close(&self, id: u32) {
+        let (locker, leases) = (self.locker.clone(), self.leases.clone());
+        self.start(id, async move {
+            locker.close().await;
+            leases.lock().expect("leases poisoned").clear();
+            Ok(Completion::done(id))
         });
     }
+
+    fn lease(&self, lock: u32) -> Option<Arc<Lease>> {
+        self.leases.lock().expect("leases poisoned").get(&lock).cloned()
+    }
+
+    /// Runs `op` on the runtime and queues its completion (or its error) for operation `id`.
+    fn start(&self, id: u32, op: impl Future<Output = Result<Completion, SnatchError>> + Send + 'static) {
+        let completions = self.completions.clone();
+        spawn(async move {
+            completions.push(op.await.unwrap_or_else(|e| Completion::failed(id, &e)));
+        });
+    }
+}
+
+/// Queues a lost notice for acquisition `id` if its lease ends by being lost; forgets it in `leases` then.
+fn watch_lost(completions: &Arc<Completions>, lease: &Arc<Lease>, id: u32, leases: Option<Leases>) {
+    let (completions, lease) = (completions.clone(), lease.clone());
+    spawn(async move {
+        if lease.ended().await {
+            if let Some(leases) = leases {
+                leases.lock().expect("leases poisoned").remove(&id);
+            }
+            completions.push(Completion { lost_notice: Some(true), ..Completion::done(id) });
+        }
+    });
 }

@@ -1,0 +1,81 @@
+//! The way results reach JS: every operation is started by a synchronous call and finishes as a `Completion`,
+//! queued and handed to the facade in batches by one weak ThreadsafeFunction per locker. This avoids creating a
+//! promise-resolving ThreadsafeFunction for each call (what an `async fn` binding does), and under concurrency one
+//! wake-up of the JS thread delivers many results.
+
+use crate::errors::reason;
+use napi::bindgen_prelude::{BigInt, Function};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::Status;
+use napi_derive::napi;
+use snatch_core::SnatchError;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The end of one operation, or a notice that the lease of acquisition `id` was lost.
+#[napi(object)]
+#[derive(Default)]
+pub struct Completion {
+    /// The operation (for a notice: the acquisition) this is about.
+    pub id: u32,
+    /// A notice that the lease of acquisition `id` was lost, not the end of an operation.
+    pub lost_notice: Option<bool>,
+    /// The operation failed: the error's JSON reason (see errors.rs).
+    pub error: Option<String>,
+    /// Acquired (run, tryLock, lock): the fence. Absent when not acquired.
+    pub fence: Option<BigInt>,
+    /// tryLock / lock: the token of the acquisition.
+    pub token: Option<String>,
+    /// run: the lease could not be guaranteed for the whole run.
+    pub lost: Option<bool>,
+    /// extend / release: whether the lock was still ours.
+    pub ok: Option<bool>,
+}
+
+impl Completion {
+    /// A plain end of operation `id`.
+    pub(crate) fn done(id: u32) -> Self {
+        Self { id, ..Self::default() }
+    }
+
+    /// Operation `id` failed with `e`.
+    pub(crate) fn failed(id: u32, e: &SnatchError) -> Self {
+        Self { id, error: Some(reason(e)), ..Self::default() }
+    }
+}
+
+type Deliver = ThreadsafeFunction<(), (), Vec<Completion>, Status, false, true>;
+
+/// Completions waiting for the JS thread.
+pub(crate) struct Completions {
+    queue: Arc<Mutex<Vec<Completion>>>,
+    /// A delivery is scheduled and has not drained the queue yet.
+    scheduled: Arc<AtomicBool>,
+    deliver: Deliver,
+}
+
+impl Completions {
+    /// Delivers batches to `deliver(completions)` on the JS thread. Weak: pending completions do not keep the
+    /// process alive (the facade does, while operations are pending).
+    pub(crate) fn new(deliver: Function<Vec<Completion>, ()>) -> napi::Result<Self> {
+        let queue = Arc::new(Mutex::new(Vec::new()));
+        let scheduled = Arc::new(AtomicBool::new(false));
+        let (q, s) = (queue.clone(), scheduled.clone());
+        let deliver =
+            deliver.build_threadsafe_function::<()>().weak::<true>().callee_handled::<false>().build_callback(
+                move |_| {
+                    s.store(false, Ordering::SeqCst);
+                    Ok(std::mem::take(&mut *q.lock().expect("completion queue poisoned")))
+                },
+            )?;
+        Ok(Self { queue, scheduled, deliver })
+    }
+
+    /// Queues `completion` and makes sure a delivery is scheduled.
+    pub(crate) fn push(&self, completion: Completion) {
+        self.queue.lock().expect("completion queue poisoned").push(completion);
+        if !self.scheduled.swap(true, Ordering::SeqCst) {
+            self.deliver.call((), ThreadsafeFunctionCallMode::NonBlocking);
+        }
+    }
+}

@@ -67,8 +67,9 @@ impl Node {
         self.waker.watch(&keys.channel, notify).await
     }
 
-    /// Drops the connection; later commands fail with [`SnatchError::Closed`].
+    /// Drops the connections; later commands fail with [`SnatchError::Closed`].
     pub(crate) fn close(&self) {
+        self.waker.close();
         if let Some(slot) = self.manager.get() {
             slot.lock().expect("connection slot poisoned").take();
         }

@@ -20,6 +20,8 @@ pub(crate) struct Waker {
     timeout: Duration,
     /// The subscribing half of the open pub/sub connection; `None` until needed or after it broke.
     sink: tokio::sync::Mutex<Option<PubSubSink>>,
+    /// The task reading the connection's messages; aborting it closes the connection.
+    reader: Mutex<Option<tokio::task::AbortHandle>>,
     waiters: Waiters,
 }
 
@@ -31,7 +33,13 @@ pub(crate) struct Watch {
 
 impl Waker {
     pub(crate) fn new(client: Client, timeout: Duration) -> Self {
-        Self { client, timeout, sink: tokio::sync::Mutex::new(None), waiters: Waiters::default() }
+        Self {
+            client,
+            timeout,
+            sink: tokio::sync::Mutex::new(None),
+            reader: Mutex::new(None),
+            waiters: Waiters::default(),
+        }
     }
 
     /// Registers `notify` (held weakly: the waiter keeps it) to be woken when `channel` is published on. `None`
@@ -67,7 +75,7 @@ impl Waker {
     async fn open(&self) -> redis::RedisResult<PubSubSink> {
         let (sink, mut stream) = self.client.get_async_pubsub().await?.split();
         let waiters = Arc::downgrade(&self.waiters);
-        tokio::spawn(async move {
+        let reader = tokio::spawn(async move {
             while let Some(message) = stream.next().await {
                 let Some(waiters) = waiters.upgrade() else { return };
                 let waiters = waiters.lock().expect("waiters poisoned");
@@ -82,7 +90,17 @@ impl Waker {
                 waiters.lock().expect("waiters poisoned").clear();
             }
         });
+        if let Some(old) = self.reader.lock().expect("reader poisoned").replace(reader.abort_handle()) {
+            old.abort();
+        }
         Ok(sink)
+    }
+
+    /// Closes the pub/sub connection, if open.
+    pub(crate) fn close(&self) {
+        if let Some(reader) = self.reader.lock().expect("reader poisoned").take() {
+            reader.abort();
+        }
     }
 
     /// Unsubscribes `channel` if nobody waits on it any more.

@@ -289,3 +289,31 @@ async fn a_waiter_acquires_after_an_expiry_that_sends_no_notification() {
     let next = locker.lock(&key, &wait).await.unwrap();
     assert!(next.fence() > held.fence());
 }
+
+#[tokio::test]
+async fn close_closes_the_command_and_pubsub_connections() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let locker = Arc::new(locker(&url));
+    let held = locker.try_lock("conns", &LockOptions::default()).await.unwrap().unwrap();
+    let waiter = {
+        let locker = locker.clone();
+        tokio::spawn(async move {
+            locker.lock("conns", &LockOptions { wait: Duration::from_secs(30), ..LockOptions::default() }).await
+        })
+    };
+    await_subscribers(&url, "{snatch:conns}:released", 1).await;
+    held.release().await.unwrap();
+    waiter.await.unwrap().unwrap();
+    locker.close().await;
+    // Only the inspecting connection itself remains.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let info: String = redis::cmd("INFO").arg("clients").query(&mut inspect(&url)).unwrap();
+        if info.contains("connected_clients:1\r") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "connections left open: {info}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}

@@ -75,3 +75,13 @@ test('urls must be an odd number of at least three', () => {
     expect(() => createLocker({ urls: list })).toThrow(expect.objectContaining({ code: 'ERR_SNATCH_INVALID_ARG' }))
   }
 })
+
+test('schedule() works over a Redlock set', async () => {
+  const locker = createLocker({ urls: urls() })
+  const name = uniqueKey('schedule')
+  const task = locker.schedule(name, '*/1 * * * * *', ({ tick }) => tick.getTime())
+  const run = await new Promise((resolve) => task.once('run', resolve))
+  await locker.close()
+  expect(typeof run.fence).toBe('bigint')
+  for (const s of servers) expect(await redisCommand(s.url, 'EXISTS', `snatch:${name}:${run.tick.getTime()}`)).toBe(1)
+})

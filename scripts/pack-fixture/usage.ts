@@ -1,5 +1,6 @@
-// Type test of the installed package (strict tsc --noEmit): every public name, and wrong calls rejected. The pack
-// test copies it into its temp project as usage.mts (ESM: the `import` condition, index.d.mts) and usage.cts
+// Type test (strict tsc --noEmit): every public name, and wrong calls rejected. `npm test` checks it in the
+// repository (__test__/types/tsconfig.json, resolving 'redis-snatch' to the package itself), and the pack test
+// copies it into its temp project as usage.mts (ESM: the `import` condition, index.d.mts) and usage.cts
 // (CommonJS: the `require` condition, index.d.ts), checked under node16 and nodenext resolution, and as usage.ts,
 // checked under bundler resolution.
 import {

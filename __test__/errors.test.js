@@ -8,10 +8,9 @@ const {
   ClosedError,
 } = require('..')
 const { startRedis, redisCommand } = require('./support/redis-server')
+const { uniqueKey } = require('./support/util')
 
 const url = () => process.env.REDIS_URL
-let n = 0
-const uniqueKey = (name) => `${name}:${process.pid}:${Date.now()}:${n++}`
 
 const INVALID = 'ERR_SNATCH_INVALID_ARG'
 

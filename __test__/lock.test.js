@@ -2,11 +2,9 @@
 
 const { createLocker, Lock, LockLostError } = require('..')
 const { redisCommand } = require('./support/redis-server')
+const { uniqueKey, sleep } = require('./support/util')
 
 const url = () => process.env.REDIS_URL
-let n = 0
-const uniqueKey = (name) => `${name}:${process.pid}:${Date.now()}:${n++}`
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 let locker
 beforeAll(() => {

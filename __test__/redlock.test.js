@@ -2,10 +2,9 @@
 
 const { createLocker, QuorumError, LockLostError } = require('..')
 const { startRedis, redisCommand } = require('./support/redis-server')
+const { uniqueKey } = require('./support/util')
 
 let servers
-let n = 0
-const uniqueKey = (name) => `${name}:${process.pid}:${Date.now()}:${n++}`
 
 beforeEach(async () => {
   servers = await Promise.all([startRedis(), startRedis(), startRedis()])

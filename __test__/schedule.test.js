@@ -4,9 +4,8 @@ const { fork } = require('node:child_process')
 const path = require('node:path')
 const { createLocker, LockLostError } = require('..')
 const { redisCommand, startRedis } = require('./support/redis-server')
+const { uniqueKey } = require('./support/util')
 
-let n = 0
-const uniqueName = (name) => `${name}:${process.pid}:${Date.now()}:${n++}`
 const once = (emitter, event) => new Promise((resolve) => emitter.once(event, (...args) => resolve(args)))
 
 let locker
@@ -26,7 +25,7 @@ async function startReplica(offsetMs) {
 test('three replica processes, clocks skewed by up to 500 ms: every occurrence ran exactly once', async () => {
   const replicas = await Promise.all([0, 250, 500].map(startReplica))
   const reports = replicas.map((child) => once(child, 'message').then(([report]) => report))
-  const job = { name: uniqueName('cluster'), cron: '*/1 * * * * *', durationMs: 8000, workMs: 50 }
+  const job = { name: uniqueKey('cluster'), cron: '*/1 * * * * *', durationMs: 8000, workMs: 50 }
   for (const child of replicas) child.send(job)
   const all = await Promise.all(reports)
   const ran = all.flatMap((r) => r.ran).sort()
@@ -40,7 +39,7 @@ test('three replica processes, clocks skewed by up to 500 ms: every occurrence r
 }, 20000)
 
 test('the task gets tick, fence, key and signal; run events carry them', async () => {
-  const name = uniqueName('ctx')
+  const name = uniqueKey('ctx')
   let ctx
   const task = locker.schedule(name, '*/1 * * * * *', (c) => {
     ctx = c
@@ -62,7 +61,7 @@ test('the task gets tick, fence, key and signal; run events carry them', async (
 })
 
 test('a rejected fn emits error and the schedule keeps going', async () => {
-  const task = locker.schedule(uniqueName('reject'), '*/1 * * * * *', async ({ tick }) => {
+  const task = locker.schedule(uniqueKey('reject'), '*/1 * * * * *', async ({ tick }) => {
     throw Object.assign(new Error('job failed'), { at: tick })
   })
   const [first, info] = await once(task, 'error')
@@ -75,7 +74,7 @@ test('a rejected fn emits error and the schedule keeps going', async () => {
 
 test('a run still going at the next occurrence skips it as an overlap; stop() waits for the run', async () => {
   let finished = false
-  const task = locker.schedule(uniqueName('overlap'), '*/1 * * * * *', async () => {
+  const task = locker.schedule(uniqueKey('overlap'), '*/1 * * * * *', async () => {
     await new Promise((resolve) => setTimeout(resolve, 1600))
     finished = true
   })
@@ -86,7 +85,7 @@ test('a run still going at the next occurrence skips it as an overlap; stop() wa
 })
 
 test('losing the lease mid-run aborts the signal and emits LockLostError with the value', async () => {
-  const name = uniqueName('lost')
+  const name = uniqueKey('lost')
   const task = locker.schedule(
     name,
     '*/1 * * * * *',
@@ -108,7 +107,7 @@ test('a Redis failure while claiming emits a RedisError and fn does not run', as
   const down = createLocker({ url: server.url, commandTimeout: 200 })
   await server.kill()
   let ran = false
-  const task = down.schedule(uniqueName('down'), '*/1 * * * * *', () => {
+  const task = down.schedule(uniqueKey('down'), '*/1 * * * * *', () => {
     ran = true
   })
   const [err, { tick }] = await once(task, 'error')
@@ -121,7 +120,7 @@ test('a Redis failure while claiming emits a RedisError and fn does not run', as
 test('close() stops every schedule', async () => {
   const own = createLocker({ url: process.env.REDIS_URL })
   const runs = []
-  const task = own.schedule(uniqueName('close'), '*/1 * * * * *', ({ tick }) => runs.push(tick))
+  const task = own.schedule(uniqueKey('close'), '*/1 * * * * *', ({ tick }) => runs.push(tick))
   await once(task, 'run')
   await own.close()
   const count = runs.length
@@ -157,7 +156,7 @@ test('accepted expressions: 5 and 6 fields, names, lists, steps, macros, time zo
     ['@hourly', {}],
     ['@daily', { timezone: 'Europe/Paris' }],
   ]) {
-    const task = locker.schedule(uniqueName('parse'), cron, () => {}, options)
+    const task = locker.schedule(uniqueKey('parse'), cron, () => {}, options)
     task.stop()
   }
 })

@@ -1,7 +1,7 @@
 'use strict'
 
 const { NativeLocker } = require('../binding')
-const { LockLostError, fromNative, fromReason } = require('./errors')
+const { ClosedError, LockLostError, fromNative, fromReason } = require('./errors')
 const { KeepAlive } = require('./keep-alive')
 const { Lock } = require('./lock')
 const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkType } = require('./options')
@@ -141,6 +141,7 @@ class Locker {
     const run = {
       lost: () => controller.abort(lostError()),
       task: async (fence) => {
+        settled.called = true
         try {
           settled.value = await fn({ signal: controller.signal, fence, key })
         } catch (err) {
@@ -161,6 +162,7 @@ class Locker {
       this.#runs.delete(id)
     }
     if (result.fence === undefined || result.fence === null) return undefined
+    if (!settled.called) throw new ClosedError(`the task for '${key}' could not be called: the JS environment is closing`)
     if (result.lost) {
       const err = lostError()
       controller.abort(err)

@@ -1,7 +1,7 @@
 'use strict'
 
 const { EventEmitter } = require('node:events')
-const { LockLostError, fromReason, native } = require('./errors')
+const { ClosedError, LockLostError, fromReason, native } = require('./errors')
 
 /**
  * A cluster-safe cron schedule, from `Locker.schedule()`. Events: 'run' { tick, fence, durationMs } after fn
@@ -55,7 +55,9 @@ class ScheduledTask extends EventEmitter {
     } else if (event.kind === 'run') {
       const run = this.#runs.get(event.tick)
       this.#runs.delete(event.tick)
-      if (event.lost) {
+      if (run === undefined) {
+        this.#error(new ClosedError(`the task of '${this.name}' could not be called: the JS environment is closing`), tick)
+      } else if (event.lost) {
         const err = run.controller.signal.reason ?? new LockLostError(run.key)
         run.controller.abort(err)
         if (run.threw && run.error !== err) err.cause = run.error

@@ -66,7 +66,7 @@ impl NativeLocker {
                     watch_lost(&completions, &lease, id, None);
                     let args = FnArgs::from((id, BigInt::from(lease.fence())));
                     async move {
-                        // A failed call leaves the task's outcome unset on the JS side, which reports it.
+                        // A failed call (the JS environment closing) leaves the task uncalled; the facade reports it.
                         if let Ok(promise) = runner.call_async_catch(args).await {
                             let _ = promise.await;
                         }

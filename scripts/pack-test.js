@@ -113,11 +113,14 @@ function pack(dir, dest, env) {
   return report
 }
 
-/** The main tarball holds what `files` lists (plus package.json and README.md), and no .node. */
+/** What npm ships whatever `files` says. */
+const ALWAYS_PACKED = ['package.json', 'README.md', 'LICENSE']
+
+/** The main tarball holds what `files` lists (plus what npm always ships), and no .node. */
 function checkMainTarball(report) {
   const packed = report.files.map((file) => file.path)
   const listed = (file) => pkg.files.some((entry) => (entry.endsWith('/') ? file.startsWith(entry) : file === entry))
-  const unexpected = packed.filter((file) => !listed(file) && file !== 'package.json' && file !== 'README.md')
+  const unexpected = packed.filter((file) => !listed(file) && !ALWAYS_PACKED.includes(file))
   assert.deepEqual(unexpected, [], 'files the main tarball should not ship')
   const missing = pkg.files.filter((entry) => !packed.some((file) => listed(file) && file.startsWith(entry)))
   assert.deepEqual(missing, [], '`files` entries missing from the main tarball')

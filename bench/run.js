@@ -13,7 +13,7 @@ const { renderReport, renderSoak } = require('./lib/report')
 const { SCENARIOS } = require('./lib/scenarios')
 
 const root = path.join(__dirname, '..')
-const { requireRedisServer, startRedis, redisCommand } = require(path.join(root, '__test__/support/redis-server'))
+const { redisCommand, redisFromEnv } = require(path.join(root, '__test__/support/redis-server'))
 
 const USAGE = `usage: npm run bench -- [options]
   --seconds N        measured seconds per run (default 5)
@@ -87,19 +87,13 @@ function requireBuiltPackage() {
 
 /** Our own redis-server, or the one at REDIS_URL: its url, pid (when local) and version, and how to stop it. */
 async function connectRedis() {
-  let server = null
-  let url = process.env.REDIS_URL
-  if (!url) {
-    requireRedisServer()
-    server = await startRedis()
-    url = server.url
-  }
+  const { url, server, stop } = await redisFromEnv()
   const info = await redisCommand(url, 'INFO', 'server')
   const field = (name) => new RegExp(`^${name}:(.*)\r?$`, 'm').exec(info)?.[1]
   let pid = server ? server.process.pid : Number(field('process_id'))
   // A REDIS_URL server's pid is ours to read only when it is a redis-server on this machine.
   if (!server && !readComm(pid).includes('redis')) pid = 0
-  return { url, pid, version: field('redis_version'), own: !!server, stop: () => server?.stop() }
+  return { url, pid, version: field('redis_version'), own: !!server, stop }
 }
 
 function readComm(pid) {

@@ -5,7 +5,7 @@
 
 const { fork } = require('node:child_process')
 const path = require('node:path')
-const { requireRedisServer, startRedis } = require('../__test__/support/redis-server')
+const { redisFromEnv } = require('../__test__/support/redis-server')
 
 /** The replicas and their clock offsets (ms). */
 const REPLICAS = [
@@ -24,17 +24,12 @@ process.on('SIGTERM', () => process.exit(143))
 
 /** Starts (or reuses) Redis, runs the replicas, prints the table; exit code 1 unless each occurrence ran once. */
 async function main() {
-  let redis = null
-  let url = process.env.REDIS_URL
-  if (!url) {
-    requireRedisServer()
-    redis = await startRedis()
-    url = redis.url
-  }
+  const redis = await redisFromEnv()
+  const { url } = redis
   console.log(`3 replicas schedule the same job every second for ${SECONDS} s; replica-3's clock is 400 ms behind`)
   console.log(`(redis at ${url})\n`)
   const { snatch, naive, first, last } = await runReplicas(url)
-  if (redis) await redis.stop()
+  await redis.stop()
 
   console.log('occurrence   | redis-snatch schedule() | naive SET NX + DEL')
   console.log('-------------+-------------------------+---------------------------------')

@@ -13,7 +13,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { parseTriple } = require('@napi-rs/cli')
 const ts = require('typescript')
-const { requireRedisServer, startRedis } = require('../__test__/support/redis-server')
+const { redisFromEnv } = require('../__test__/support/redis-server')
 
 const root = path.join(__dirname, '..')
 const fixtures = path.join(__dirname, 'pack-fixture')
@@ -177,14 +177,6 @@ function typecheck(project, env, name, compilerOptions, files) {
   ok(`tsc --strict, ${name} resolution: ${files.join(', ')} type-check against the installed types`)
 }
 
-/** REDIS_URL, else a throwaway redis-server: its URL and how to stop what was started. */
-async function redis() {
-  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, stop: async () => {} }
-  requireRedisServer()
-  const server = await startRedis()
-  return { url: server.url, stop: () => server.stop() }
-}
-
 /** Install the tarballs into a fresh project under `temp` and check it as a user would. */
 async function checkInstalled(temp, tarballs, platform, env) {
   const project = path.join(temp, 'project')
@@ -209,7 +201,7 @@ async function checkInstalled(temp, tarballs, platform, env) {
   process.stdout.write(run('node', ['smoke.cjs', platform, declared], { cwd: project, env }))
   ok('require(): CommonJS entry')
 
-  const server = await redis()
+  const server = await redisFromEnv()
   try {
     const withRedis = { ...env, REDIS_URL: server.url }
     process.stdout.write(run('node', ['smoke.mjs', declared], { cwd: project, env: withRedis }))

@@ -305,4 +305,16 @@ function parseReply(buffer, start) {
   }
 }
 
-module.exports = { startRedis, requireRedisServer, redisCommand }
+/**
+ * The Redis of a test run, the demo or the benchmark: REDIS_URL when set, else a throwaway redis-server (with a
+ * clear message when redis-server is missing). Resolves `{ url, server, stop() }`; `server` is the started handle,
+ * or null for REDIS_URL, which `stop()` leaves alone.
+ */
+async function redisFromEnv() {
+  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, server: null, stop: async () => {} }
+  requireRedisServer()
+  const server = await startRedis()
+  return { url: server.url, server, stop: () => server.stop() }
+}
+
+module.exports = { startRedis, requireRedisServer, redisCommand, redisFromEnv }

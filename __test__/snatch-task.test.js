@@ -176,6 +176,23 @@ test('without auto-extension, a task outliving its lease rejects LOCK_LOST and i
   expect(abortedAt - started).toBeLessThan(300)
 })
 
+test('a task that never read its signal still finds it aborted by the loss afterwards', async () => {
+  let ctx
+  const err = await locker
+    .snatchTask(
+      uniqueKey('lazysignal'),
+      async (c) => {
+        ctx = c
+        await sleep(600)
+      },
+      { ttl: 300, autoExtend: false },
+    )
+    .catch((e) => e)
+  expect(err).toBeInstanceOf(LockLostError)
+  expect(ctx.signal.aborted).toBe(true)
+  expect(ctx.signal.reason).toBe(err)
+})
+
 test('a task that rejects because its lease was lost gets the LockLostError rethrown', async () => {
   const key = uniqueKey('lostreject')
   const err = await locker

@@ -135,15 +135,25 @@ class Locker {
   async #run(key, fn, init, required) {
     checkKey(key)
     checkFn(fn)
-    const controller = new AbortController()
+    // The AbortController is made on first use of ctx.signal (or on loss): most tasks never look at it.
+    let controller = null
+    const abortController = () => (controller ??= new AbortController())
+    const lostError = () => controller?.signal.reason ?? new LockLostError(key)
+    const ctx = {
+      get signal() {
+        return abortController().signal
+      },
+      fence: undefined,
+      key,
+    }
     const settled = {}
-    const lostError = () => controller.signal.reason ?? new LockLostError(key)
     const run = {
-      lost: () => controller.abort(lostError()),
+      lost: () => abortController().abort(lostError()),
       task: async (fence) => {
         settled.called = true
+        ctx.fence = fence
         try {
-          settled.value = await fn({ signal: controller.signal, fence, key })
+          settled.value = await fn(ctx)
         } catch (err) {
           settled.threw = true
           settled.error = err
@@ -165,7 +175,7 @@ class Locker {
     if (!settled.called) throw new ClosedError(`the task for '${key}' could not be called: the JS environment is closing`)
     if (result.lost) {
       const err = lostError()
-      controller.abort(err)
+      abortController().abort(err)
       if (settled.threw && settled.error !== err) err.cause = settled.error
       err.value = settled.value
       throw err

@@ -15,7 +15,7 @@ export declare class NativeLocker {
    * Validates the options. `deliver(completions)` receives results and lost notices; `runner(id, fence)` runs
    * the task of run `id`.
    */
-  constructor(init: LockerInit, deliver: (completions: Completion[]) => void, runner: (id: number, fence: bigint) => Promise<void>)
+  constructor(init: LockerInit, deliver: (completions: Completion[]) => void, runner: (id: number, fence: bigint) => void)
   /**
    * Starts run `id`: acquire `key` (waiting up to `options.wait`), call the runner, release. Completes with the
    * fence and whether the lease lapsed; without a fence when not acquired, or with a timeout error if `required`.
@@ -33,6 +33,8 @@ export declare class NativeLocker {
   extend(id: number, lock: number, ttl?: number | undefined | null): void
   /** Starts operation `id`: release lock `lock` (subject to minHold). Completes with whether it was still ours. */
   release(id: number, lock: number): void
+  /** Called by the facade when the task of run `id` has settled. */
+  taskDone(id: number): void
   /** Milliseconds lock `lock` is still guaranteed; 0 once lost or released. */
   remainingMs(lock: number): number
   /**

@@ -13,7 +13,7 @@ class Locker {
   #nextId = 1
   /** Operation id → its promise's settlers. */
   #pending = new Map()
-  /** Run id → its state: the wrapper the native runner calls, and its AbortController. */
+  /** Run id → its state: the wrapper the native runner calls (it reports back with `taskDone`), and loss. */
   #runs = new Map()
   /** Acquisition id → a Lock not yet released or lost. */
   #locks = new Map()
@@ -40,7 +40,9 @@ class Locker {
         else settle.reject(fromReason(c.error))
       }
     }
-    const runner = (id, fence) => runs.get(id).task(fence)
+    const runner = (id, fence) => {
+      runs.get(id).task(id, fence)
+    }
     try {
       this.#native = new NativeLocker(init, deliver, runner)
     } catch (err) {
@@ -149,7 +151,7 @@ class Locker {
     const settled = {}
     const run = {
       lost: () => abortController().abort(lostError()),
-      task: async (fence) => {
+      task: async (id, fence) => {
         settled.called = true
         ctx.fence = fence
         try {
@@ -158,6 +160,7 @@ class Locker {
           settled.threw = true
           settled.error = err
         }
+        this.#native.taskDone(id)
       },
     }
     let id

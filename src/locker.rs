@@ -5,18 +5,23 @@ use crate::completions::{Completion, Completions};
 use crate::errors::to_napi;
 use crate::options::{millis, LockInit, LockerInit, ScheduleInit};
 use crate::schedule::{JsTickHandler, NativeSchedule, ScheduleEvent, TickTask};
-use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, FnArgs, Function, Promise};
-use napi::threadsafe_function::ThreadsafeFunction;
+use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, FnArgs, Function};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use napi_derive::napi;
 use snatch_core::{CronSchedule, Lease, LockOptions, Locker, LockerConfig, SnatchError};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
+use tokio::sync::oneshot;
 
-/// Runs the facade's wrapper of the user's function for run `id` with the fence; its promise always resolves (the
-/// outcome stays on the JS side). Weak: a pending run keeps the process alive through the facade.
-type Runner = ThreadsafeFunction<FnArgs<(u32, BigInt)>, Promise<()>, FnArgs<(u32, BigInt)>, Status, false, true>;
+/// Runs the facade's wrapper of the user's function for run `id` with the fence. The wrapper keeps the outcome on
+/// the JS side and reports that the function settled by calling `taskDone(id)`: awaiting its returned promise from
+/// Rust would cost a persistent reference per call. Weak: a pending run keeps the process alive through the facade.
+type Runner = ThreadsafeFunction<FnArgs<(u32, BigInt)>, (), FnArgs<(u32, BigInt)>, Status, false, true>;
+
+/// Runs waiting for their task to settle, by run id.
+type Settling = Arc<Mutex<HashMap<u32, oneshot::Sender<()>>>>;
 
 /// Held locks handed to JS, by acquisition id.
 type Leases = Arc<Mutex<HashMap<u32, Arc<Lease>>>>;
@@ -27,6 +32,7 @@ pub struct NativeLocker {
     locker: Locker,
     completions: Arc<Completions>,
     runner: Arc<Runner>,
+    settling: Settling,
     leases: Leases,
 }
 
@@ -36,12 +42,12 @@ impl NativeLocker {
     /// the task of run `id`.
     #[napi(
         constructor,
-        ts_args_type = "init: LockerInit, deliver: (completions: Completion[]) => void, runner: (id: number, fence: bigint) => Promise<void>"
+        ts_args_type = "init: LockerInit, deliver: (completions: Completion[]) => void, runner: (id: number, fence: bigint) => void"
     )]
     pub fn new(
         init: LockerInit,
         deliver: Function<Vec<Completion>, ()>,
-        runner: Function<FnArgs<(u32, BigInt)>, Promise<()>>,
+        runner: Function<FnArgs<(u32, BigInt)>, ()>,
     ) -> napi::Result<Self> {
         let config = LockerConfig::try_from(init).map_err(to_napi)?;
         let locker = Locker::new(config).map_err(to_napi)?;
@@ -50,6 +56,7 @@ impl NativeLocker {
             locker,
             completions: Arc::new(Completions::new(deliver)?),
             runner: Arc::new(runner),
+            settling: Settling::default(),
             leases: Leases::default(),
         })
     }
@@ -60,16 +67,20 @@ impl NativeLocker {
     pub fn run(&self, id: u32, key: String, options: LockInit, required: bool) -> napi::Result<()> {
         let options: LockOptions = options.try_into().map_err(to_napi)?;
         let (locker, runner, completions) = (self.locker.clone(), self.runner.clone(), self.completions.clone());
+        let settling = self.settling.clone();
         self.start(id, async move {
             let ran = locker
                 .run(&key, &options, |lease| {
                     watch_lost(&completions, &lease, id, None);
+                    let (settled, on_settled) = oneshot::channel();
+                    settling.lock().expect("settling poisoned").insert(id, settled);
                     let args = FnArgs::from((id, BigInt::from(lease.fence())));
+                    if runner.call(args, ThreadsafeFunctionCallMode::NonBlocking) != Status::Ok {
+                        // Not called (the JS environment is closing): the facade reports the task as not run.
+                        settling.lock().expect("settling poisoned").remove(&id);
+                    }
                     async move {
-                        // A failed call (the JS environment closing) leaves the task uncalled; the facade reports it.
-                        if let Ok(promise) = runner.call_async_catch(args).await {
-                            let _ = promise.await;
-                        }
+                        let _ = on_settled.await;
                     }
                 })
                 .await?;
@@ -136,6 +147,14 @@ impl NativeLocker {
             };
             Ok(Completion { ok: Some(ok), ..Completion::done(id) })
         });
+    }
+
+    /// Called by the facade when the task of run `id` has settled.
+    #[napi]
+    pub fn task_done(&self, id: u32) {
+        if let Some(settled) = self.settling.lock().expect("settling poisoned").remove(&id) {
+            let _ = settled.send(());
+        }
     }
 
     /// Milliseconds lock `lock` is still guaranteed; 0 once lost or released.

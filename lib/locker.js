@@ -102,11 +102,10 @@ class Locker {
   }
 
   /**
-   * Starts a native operation with a fresh id (`start(id)` may throw for bad input) and resolves its completion.
-   * The process stays alive while it is pending.
+   * Starts a native operation under `id` (`start(id)` may throw for bad input) and resolves its completion. The
+   * process stays alive while it is pending.
    */
-  #call(start) {
-    const id = this.#nextId++
+  #call(start, id = this.#nextId++) {
     try {
       start(id)
     } catch (err) {
@@ -118,11 +117,8 @@ class Locker {
 
   async #acquire(key, init, wait) {
     checkKey(key)
-    let id
-    const completion = await this.#call((op) => {
-      id = op
-      this.#native.acquire(op, key, init, wait)
-    })
+    const id = this.#nextId++
+    const completion = await this.#call((op) => this.#native.acquire(op, key, init, wait), id)
     if (completion.fence === undefined || completion.fence === null) return null
     if (init.autoExtend) this.#keepAlive.hold()
     const lock = new Lock(key, id, completion, this.#lockOps, () => {
@@ -163,14 +159,11 @@ class Locker {
         this.#native.taskDone(id)
       },
     }
-    let id
+    const id = this.#nextId++
+    this.#runs.set(id, run)
     let result
     try {
-      result = await this.#call((op) => {
-        id = op
-        this.#runs.set(op, run)
-        this.#native.run(op, key, init, required)
-      })
+      result = await this.#call((op) => this.#native.run(op, key, init, required), id)
     } finally {
       this.#runs.delete(id)
     }

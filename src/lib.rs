@@ -8,7 +8,7 @@ mod options;
 mod schedule;
 
 /// One Tokio worker thread: the work here is I/O and small scripts, and fewer threads mean cheaper wake-ups
-/// between the JS thread and the runtime (measured with `npm run bench`).
+/// between the JS thread and the runtime (measured: see bench/README.md, "Profile").
 #[napi_derive::module_init]
 fn init() {
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -7,6 +7,11 @@ mod locker;
 mod options;
 mod schedule;
 
+/// mimalloc instead of the system allocator: buffers and tasks are allocated on one thread and freed on another,
+/// which glibc's malloc pays for with arena locks (measured: see bench/README.md, "Profile").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// One Tokio worker thread: the work here is I/O and small scripts, and fewer threads mean cheaper wake-ups
 /// between the JS thread and the runtime (measured: see bench/README.md, "Profile").
 #[napi_derive::module_init]

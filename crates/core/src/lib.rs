@@ -1,7 +1,9 @@
 //! redis-snatch core: distributed locks on one Redis or on a Redlock majority of independent masters, with
 //! fencing tokens, lease renewal and owner-checked release. No Node.js types: the N-API binding wraps this crate.
 
+mod batcher;
 mod config;
+mod connection;
 mod cron;
 mod error;
 mod keys;

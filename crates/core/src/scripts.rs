@@ -1,6 +1,7 @@
-//! The Lua scripts, each written once. `redis::Script` sends EVALSHA and falls back to EVAL on NOSCRIPT.
+//! The Lua scripts, each written once, and the call of one of them. Calls are sent as EVALSHA; the batcher loads
+//! a script the server does not have and sends the call again.
 
-use redis::Script;
+use redis::{Cmd, Script, ToRedisArgs};
 use std::sync::LazyLock;
 
 /// Acquire or refresh a lock.
@@ -19,3 +20,24 @@ pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(includ
 ///
 /// KEYS: lock key. ARGV: token, release channel. Returns 1 when the key was ours, else 0.
 pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/release.lua")));
+
+/// One call of a script: its EVALSHA command, and the script, for when the server has to load it.
+pub(crate) struct ScriptCall {
+    pub(crate) script: &'static Script,
+    pub(crate) cmd: Cmd,
+}
+
+impl ScriptCall {
+    /// `EVALSHA <sha> <keys>`; add the keys, then the arguments, with [`ScriptCall::arg`].
+    pub(crate) fn new(script: &'static Script, keys: usize) -> Self {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(script.get_hash()).arg(keys);
+        Self { script, cmd }
+    }
+
+    /// Appends a key or an argument.
+    pub(crate) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
+        self.cmd.arg(arg);
+        self
+    }
+}

@@ -1,0 +1,159 @@
+//! Script calls of concurrent operations on one server, sent together. Callers queue their call; one flusher task
+//! per server sends everything queued as one pipeline: one write and one read of the replies for the whole batch,
+//! for us and for Redis. While batches are in flight, the flusher first lets the other ready tasks have their turn
+//! so that their calls join the batch; a call that finds nothing in flight goes out at once. Several batches can be
+//! in flight at once.
+
+use crate::connection::{is_dropped, Connection};
+use crate::scripts::ScriptCall;
+use crate::SnatchError;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use redis::{Cmd, ErrorKind, Pipeline, RedisResult, Script, ServerErrorKind, Value};
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio::sync::{oneshot, Notify};
+use tokio::task::AbortHandle;
+
+/// Where a queued call's reply goes.
+type Reply = oneshot::Sender<Result<Value, SnatchError>>;
+
+/// Calls waiting for the flusher.
+#[derive(Default)]
+struct Queue {
+    calls: Mutex<Vec<(ScriptCall, Reply)>>,
+    /// Signalled when a call is queued into an empty queue.
+    filled: Notify,
+}
+
+/// The batching front of one server's connection.
+pub(crate) struct Batcher {
+    queue: Arc<Queue>,
+    connection: Arc<Connection>,
+    /// The flusher task, started by the first call and aborted when the batcher is dropped.
+    flusher: OnceLock<AbortHandle>,
+}
+
+impl Batcher {
+    pub(crate) fn new(connection: Arc<Connection>) -> Self {
+        Self { queue: Arc::default(), connection, flusher: OnceLock::new() }
+    }
+
+    /// Runs `call`: its reply, or the error of its batch. Batches finish within the command timeout.
+    pub(crate) async fn call(&self, call: ScriptCall) -> Result<Value, SnatchError> {
+        self.flusher.get_or_init(|| tokio::spawn(flush(self.queue.clone(), self.connection.clone())).abort_handle());
+        let (reply, replied) = oneshot::channel();
+        let first = {
+            let mut calls = self.queue.calls.lock().expect("call queue poisoned");
+            calls.push((call, reply));
+            calls.len() == 1
+        };
+        if first {
+            self.queue.filled.notify_one();
+        }
+        replied.await.unwrap_or(Err(SnatchError::Closed))
+    }
+}
+
+impl Drop for Batcher {
+    fn drop(&mut self) {
+        if let Some(flusher) = self.flusher.get() {
+            flusher.abort();
+        }
+    }
+}
+
+/// The flusher: takes what is queued once the other ready tasks have run, and sends it as one batch.
+async fn flush(queue: Arc<Queue>, connection: Arc<Connection>) {
+    let mut in_flight = FuturesUnordered::new();
+    loop {
+        tokio::select! {
+            () = queue.filled.notified() => {
+                if !in_flight.is_empty() {
+                    // Redis is busy with earlier batches anyway: let the tasks that are ready queue their calls
+                    // too. A call that finds nothing in flight goes out at once.
+                    tokio::task::yield_now().await;
+                }
+                let calls = std::mem::take(&mut *queue.calls.lock().expect("call queue poisoned"));
+                in_flight.push(send(connection.clone(), calls));
+            }
+            Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
+        }
+    }
+}
+
+/// Sends one batch within the command timeout and hands each caller its reply. Calls whose caller stopped
+/// waiting (its operation timed out or was dropped) are not sent.
+async fn send(connection: Arc<Connection>, calls: Vec<(ScriptCall, Reply)>) {
+    let mut pipe = Pipeline::with_capacity(calls.len());
+    pipe.ignore_errors();
+    let mut scripts = Vec::with_capacity(calls.len());
+    let mut replies = Vec::with_capacity(calls.len());
+    for (call, reply) in calls.into_iter().filter(|(_, reply)| !reply.is_closed()) {
+        pipe.add_command(call.cmd);
+        scripts.push(call.script);
+        replies.push(reply);
+    }
+    if replies.is_empty() {
+        return;
+    }
+    let timeout = connection.timeout();
+    let results = tokio::time::timeout(timeout, run(&connection, &pipe, &scripts))
+        .await
+        .unwrap_or_else(|_| Err(connection.failure(format!("timed out after {} ms", timeout.as_millis()))));
+    match results {
+        Ok(values) => {
+            for (reply, value) in replies.into_iter().zip(values) {
+                let _ = reply.send(value.map_err(|e| connection.failure(e)));
+            }
+        }
+        Err(e) => {
+            for reply in replies {
+                let _ = reply.send(Err(e.clone()));
+            }
+        }
+    }
+}
+
+/// Runs `pipe` (one script call per command, of `scripts`). A connection found dropped (say, after a Redis
+/// restart) is reopened by the manager and the batch sent once more; calls of a script the server did not have
+/// are sent again after loading it. All our scripts are safe to repeat with the same token.
+async fn run(
+    connection: &Connection,
+    pipe: &Pipeline,
+    scripts: &[&'static Script],
+) -> Result<Vec<RedisResult<Value>>, SnatchError> {
+    let mut conn = connection.get().await?;
+    let mut results: Vec<RedisResult<Value>> = match pipe.query_async(&mut conn).await {
+        Err(e) if is_dropped(&e) => {
+            conn = connection.get().await?;
+            pipe.query_async(&mut conn).await
+        }
+        results => results,
+    }
+    .map_err(|e| connection.failure(e))?;
+
+    let missing: Vec<usize> = (0..results.len()).filter(|&i| is_noscript(&results[i])).collect();
+    if missing.is_empty() {
+        return Ok(results);
+    }
+    let cmds: Vec<&Cmd> = pipe.cmd_iter().collect();
+    let mut again = Pipeline::with_capacity(missing.len());
+    again.ignore_errors();
+    let mut loaded: Vec<&Script> = Vec::new();
+    for &i in &missing {
+        if !loaded.iter().any(|s| std::ptr::eq(*s, scripts[i])) {
+            scripts[i].load_async(&mut conn).await.map_err(|e| connection.failure(e))?;
+            loaded.push(scripts[i]);
+        }
+        again.add_command(cmds[i].clone());
+    }
+    let replies: Vec<RedisResult<Value>> = again.query_async(&mut conn).await.map_err(|e| connection.failure(e))?;
+    for (i, reply) in missing.into_iter().zip(replies) {
+        results[i] = reply;
+    }
+    Ok(results)
+}
+
+/// The server did not have the script (after a restart or SCRIPT FLUSH).
+fn is_noscript(result: &RedisResult<Value>) -> bool {
+    matches!(result, Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript))
+}

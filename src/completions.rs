@@ -38,6 +38,11 @@ impl Completion {
         Self { id, ..Self::default() }
     }
 
+    /// A notice that the lease of run or lock `id` was lost.
+    pub(crate) fn lost_notice(id: u32) -> Self {
+        Self { id, lost_notice: Some(true), ..Self::default() }
+    }
+
     /// Operation `id` failed with `e`.
     pub(crate) fn failed(id: u32, e: &SnatchError) -> Self {
         Self { id, error: Some(reason(e)), ..Self::default() }

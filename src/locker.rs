@@ -71,7 +71,6 @@ impl NativeLocker {
         self.start(id, async move {
             let ran = locker
                 .run(&key, &options, |lease| {
-                    watch_lost(&completions, &lease, id, None);
                     let (settled, on_settled) = oneshot::channel();
                     settling.lock().expect("settling poisoned").insert(id, settled);
                     let args = FnArgs::from((id, BigInt::from(lease.fence())));
@@ -80,6 +79,12 @@ impl NativeLocker {
                         settling.lock().expect("settling poisoned").remove(&id);
                     }
                     async move {
+                        // Waits for the task to settle, telling the facade if the lease is lost meanwhile.
+                        tokio::pin!(on_settled);
+                        tokio::select! {
+                            _ = &mut on_settled => return,
+                            lost = lease.ended() => if lost { completions.push(Completion::lost_notice(id)) },
+                        }
                         let _ = on_settled.await;
                     }
                 })
@@ -108,7 +113,7 @@ impl NativeLocker {
                 None => Completion::done(id),
                 Some(lease) => {
                     leases.lock().expect("leases poisoned").insert(id, lease.clone());
-                    watch_lost(&completions, &lease, id, Some(leases));
+                    watch_lost(&completions, &lease, id, leases);
                     Completion {
                         fence: Some(BigInt::from(lease.fence())),
                         token: Some(lease.token().to_owned()),
@@ -210,15 +215,13 @@ impl NativeLocker {
     }
 }
 
-/// Queues a lost notice for acquisition `id` if its lease ends by being lost; forgets it in `leases` then.
-fn watch_lost(completions: &Arc<Completions>, lease: &Arc<Lease>, id: u32, leases: Option<Leases>) {
+/// Queues a lost notice for lock `id` if its lease ends by being lost, and forgets the lock then.
+fn watch_lost(completions: &Arc<Completions>, lease: &Arc<Lease>, id: u32, leases: Leases) {
     let (completions, lease) = (completions.clone(), lease.clone());
     spawn(async move {
         if lease.ended().await {
-            if let Some(leases) = leases {
-                leases.lock().expect("leases poisoned").remove(&id);
-            }
-            completions.push(Completion { lost_notice: Some(true), ..Completion::done(id) });
+            leases.lock().expect("leases poisoned").remove(&id);
+            completions.push(Completion::lost_notice(id));
         }
     });
 }

@@ -107,8 +107,20 @@ impl Locker {
         Fut: Future<Output = T>,
     {
         let _busy = self.enter()?;
-        let Some(lease) = self.acquire(key, options).await? else { return Ok(None) };
-        let output = task(lease.clone()).await;
+        options.validate()?;
+        let keys = LockKeys::new(&self.shared.config.prefix, key)?;
+        // Supervised here rather than by a task of its own: the lease lives no longer than this call, and `close`
+        // waits for the call (it is busy) before releasing what is held.
+        let Some(lease) = self.grab(keys, options).await? else { return Ok(None) };
+        let output = {
+            let task = task(lease.clone());
+            let supervisor = lease.clone().supervise(options.auto_extend);
+            tokio::pin!(task, supervisor);
+            tokio::select! {
+                output = &mut task => output,
+                () = &mut supervisor => task.await,
+            }
+        };
         let lost = lease.lapsed();
         let _ = lease.release().await;
         Ok(Some(Ran { fence: lease.fence(), output, lost }))
@@ -153,12 +165,22 @@ impl Locker {
         self.acquire_keys(LockKeys::new(&self.shared.config.prefix, key)?, options).await
     }
 
-    /// Acquires `keys` with checked `options` (waiting up to `options.wait`); `None` when not acquired in time.
+    /// Acquires `keys` with checked `options` (waiting up to `options.wait`); `None` when not acquired in time. The
+    /// lease is supervised (renewed, or declared lost) and registered for `close` until it ends.
     pub(crate) async fn acquire_keys(
         &self,
         keys: LockKeys,
         options: &LockOptions,
     ) -> Result<Option<Arc<Lease>>, SnatchError> {
+        let lease = self.grab(keys, options).await?;
+        if let Some(lease) = &lease {
+            self.supervise(lease.clone(), options.auto_extend);
+        }
+        Ok(lease)
+    }
+
+    /// Acquires `keys` like [`Locker::acquire_keys`], leaving the lease's supervision to the caller.
+    async fn grab(&self, keys: LockKeys, options: &LockOptions) -> Result<Option<Arc<Lease>>, SnatchError> {
         let shared = &self.shared;
         let ttl = options.ttl.unwrap_or(shared.config.ttl);
         let deadline = Instant::now() + options.wait;
@@ -168,9 +190,8 @@ impl Locker {
             let token = format!("{:032x}", rand::random::<u128>());
             match shared.nodes.acquire(&keys, &token, ttl).await? {
                 Acquire::Won(grant) => {
-                    let lease = Arc::new(Lease::new(keys, token, grant, ttl, options.min_hold, shared.nodes.clone()));
-                    self.supervise(lease.clone(), options.auto_extend);
-                    return Ok(Some(lease));
+                    let lease = Lease::new(keys, token, grant, ttl, options.min_hold, shared.nodes.clone());
+                    return Ok(Some(Arc::new(lease)));
                 }
                 Acquire::Taken { retry_in } => {
                     let left = deadline.saturating_duration_since(Instant::now());

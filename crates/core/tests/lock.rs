@@ -317,3 +317,81 @@ async fn close_closes_the_command_and_pubsub_connections() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
+
+#[tokio::test]
+async fn concurrent_calls_on_one_connection_each_get_their_own_reply() {
+    let (_server, url) = redis_url();
+    let locker = Arc::new(locker(&url));
+    let keys: Vec<String> = (0..200).map(|i| unique_key(&format!("batch{i}"))).collect();
+    // Distinct fence counters, so that a reply handed to the wrong caller shows as a wrong fence.
+    let mut redis = inspect(&url);
+    for (i, key) in keys.iter().enumerate() {
+        let _: () = redis.set(format!("{{snatch:{key}}}:fence"), i * 10).unwrap();
+    }
+    let calls = keys.iter().cloned().enumerate().map(|(i, key)| {
+        let locker = locker.clone();
+        tokio::spawn(async move {
+            let lease = locker.try_lock(&key, &LockOptions::default()).await.unwrap().expect("free key");
+            assert_eq!(lease.fence(), i as i64 * 10 + 1, "fence of {key}");
+            let taken = locker.try_lock(&key, &LockOptions::default()).await.unwrap();
+            assert!(taken.is_none(), "{key} acquired twice");
+            assert!(lease.release().await.unwrap());
+        })
+    });
+    for call in futures_util::future::join_all(calls).await {
+        call.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn calls_after_the_script_cache_was_flushed_load_the_scripts_again() {
+    let (_server, url) = redis_url();
+    let locker = Arc::new(locker(&url));
+    assert!(locker.try_lock(&unique_key("warm"), &LockOptions::default()).await.unwrap().is_some());
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
+    let calls = (0..20).map(|i| {
+        let (locker, key) = (locker.clone(), unique_key(&format!("flushed{i}")));
+        tokio::spawn(
+            async move { locker.run(&key, &LockOptions::default(), |lease| async move { lease.fence() }).await },
+        )
+    });
+    for call in futures_util::future::join_all(calls).await {
+        let ran = call.unwrap().unwrap().expect("free key");
+        assert_eq!(ran.output, 1);
+        assert!(!ran.lost);
+    }
+}
+
+#[tokio::test]
+async fn a_run_is_renewed_while_its_task_lasts_and_reports_a_loss() {
+    let (_server, url) = redis_url();
+    let locker = Arc::new(locker(&url));
+    let opts = LockOptions { auto_extend: true, ..ttl(150) };
+    let key = unique_key("run-renew");
+    let (other, contender) = (locker.clone(), key.clone());
+    let ran = locker
+        .run(&key, &opts, |_| async move {
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            other.try_lock(&contender, &LockOptions::default()).await.unwrap().is_none()
+        })
+        .await
+        .unwrap()
+        .expect("free key");
+    assert!(ran.output, "the key was free again during the run");
+    assert!(!ran.lost);
+
+    let key = unique_key("run-lost");
+    let ran = locker
+        .run(&key, &opts, |lease| {
+            let url = url.clone();
+            async move {
+                let _: () = inspect(&url).del(format!("snatch:{}", lease.key())).unwrap();
+                lease.ended().await
+            }
+        })
+        .await
+        .unwrap()
+        .expect("free key");
+    assert!(ran.output, "the loss was not noticed during the run");
+    assert!(ran.lost);
+}

@@ -8,7 +8,7 @@ mod options;
 mod schedule;
 
 /// mimalloc instead of the system allocator: buffers and tasks are allocated on one thread and freed on another,
-/// which glibc's malloc pays for with arena locks (measured: see bench/README.md, "Profile").
+/// which glibc's malloc pays for with arena locks (measured: about a fifth less node CPU per snatchTask at c=50).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

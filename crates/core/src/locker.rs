@@ -107,8 +107,7 @@ impl Locker {
         Fut: Future<Output = T>,
     {
         let _busy = self.enter()?;
-        options.validate()?;
-        let keys = LockKeys::new(&self.shared.config.prefix, key)?;
+        let keys = self.checked_keys(key, options)?;
         // Supervised here rather than by a task of its own: the lease lives no longer than this call, and `close`
         // waits for the call (it is busy) before releasing what is held.
         let Some(lease) = self.grab(keys, options).await? else { return Ok(None) };
@@ -161,8 +160,13 @@ impl Locker {
     }
 
     async fn acquire(&self, key: &str, options: &LockOptions) -> Result<Option<Arc<Lease>>, SnatchError> {
+        self.acquire_keys(self.checked_keys(key, options)?, options).await
+    }
+
+    /// The keys of `key` once `options` and `key` are checked.
+    fn checked_keys(&self, key: &str, options: &LockOptions) -> Result<LockKeys, SnatchError> {
         options.validate()?;
-        self.acquire_keys(LockKeys::new(&self.shared.config.prefix, key)?, options).await
+        LockKeys::new(&self.shared.config.prefix, key)
     }
 
     /// Acquires `keys` with checked `options` (waiting up to `options.wait`); `None` when not acquired in time. The

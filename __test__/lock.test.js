@@ -53,6 +53,20 @@ test('extend renews the lease; after expiry it returns false and the signal abor
   expect(lock.signal.reason).toBeInstanceOf(LockLostError)
 })
 
+test('a signal first read after the lock ended is already aborted, with the reason of that end', async () => {
+  const released = await locker.tryLock(uniqueKey('late-signal'))
+  await released.release()
+  expect(released.signal.aborted).toBe(true)
+  expect(released.signal.reason).not.toBeInstanceOf(LockLostError)
+
+  const key = uniqueKey('late-signal-lost')
+  const lost = await locker.tryLock(key)
+  await redisCommand(url(), 'DEL', `snatch:${key}`)
+  expect(await lost.extend()).toBe(false)
+  expect(lost.signal.aborted).toBe(true)
+  expect(lost.signal.reason).toBeInstanceOf(LockLostError)
+})
+
 test('a holder whose lease expired cannot release or extend the next owner lock', async () => {
   const key = uniqueKey('stale')
   const stale = await locker.tryLock(key, { ttl: 100 })

@@ -7,7 +7,10 @@ const { checkType } = require('./options')
 class Lock {
   #ops
   #id
-  #controller = new AbortController()
+  /** Made on first use of `signal`: most locks are released without anyone looking at it. */
+  #controller = null
+  #ended = false
+  #reason
   #onEnd
 
   /**
@@ -26,6 +29,10 @@ class Lock {
 
   /** Aborts when the lock is lost (reason: LockLostError) or released. */
   get signal() {
+    if (this.#controller === null) {
+      this.#controller = new AbortController()
+      if (this.#ended) this.#controller.abort(this.#reason)
+    }
     return this.#controller.signal
   }
 
@@ -66,8 +73,10 @@ class Lock {
   }
 
   #end(reason) {
-    if (this.#controller.signal.aborted) return
-    this.#controller.abort(reason)
+    if (this.#ended) return
+    this.#ended = true
+    this.#reason = reason
+    this.#controller?.abort(reason)
     this.#onEnd()
   }
 }

@@ -20,12 +20,12 @@ export declare class NativeLocker {
    * Starts run `id`: acquire `key` (waiting up to `options.wait`), call the runner, release. Completes with the
    * fence and whether the lease lapsed; without a fence when not acquired, or with a timeout error if `required`.
    */
-  run(id: number, key: string, options: LockInit, required: boolean): void
+  run(id: number, key: string, options: LockInit | undefined | null, required: boolean): void
   /**
    * Starts acquisition `id` of `key`: one attempt, or waiting up to `options.wait` when `wait`. Completes with
    * the fence and token when acquired; without them when not; with a timeout error when waiting ran out.
    */
-  acquire(id: number, key: string, options: LockInit, wait: boolean): void
+  acquire(id: number, key: string, options: LockInit | undefined | null, wait: boolean): void
   /**
    * Starts operation `id`: extend lock `lock` to `ttl` ms (default: its acquisition's ttl). Completes with
    * whether it was still ours.
@@ -82,7 +82,10 @@ export interface LockerInit {
   driftFactor?: number
 }
 
-/** Options of one acquisition (`auto_extend` resolved by the facade per method). */
+/**
+ * Options of one acquisition (`auto_extend` resolved by the facade per method). The facade passes none when the
+ * user gave none, saving the object and its property reads on the hot path: see [`lock_options`].
+ */
 export interface LockInit {
   ttl?: number
   autoExtend: boolean

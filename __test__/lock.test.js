@@ -108,6 +108,24 @@ test('autoExtend keeps a lock held past its ttl', async () => {
   await lock.release()
 })
 
+test('without options, a lock is not renewed and a snatchTask run is (the methods\' autoExtend defaults)', async () => {
+  const short = createLocker({ url: url(), ttl: 150 })
+  try {
+    const lock = await short.tryLock(uniqueKey('default-lock'))
+    await new Promise((resolve) => lock.signal.addEventListener('abort', resolve))
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError)
+
+    const key = uniqueKey('default-run')
+    const outcome = await short.snatchTask(key, async ({ signal }) => {
+      await sleep(500)
+      return [signal.aborted, await redisCommand(url(), 'EXISTS', `snatch:${key}`)]
+    })
+    expect(outcome).toMatchObject({ ran: true, value: [false, 1] })
+  } finally {
+    await short.close()
+  }
+})
+
 test('await using releases the lock (Symbol.asyncDispose)', async () => {
   const key = uniqueKey('dispose')
   const lock = await locker.tryLock(key)

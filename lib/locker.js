@@ -120,10 +120,11 @@ class Locker {
     const id = this.#nextId++
     const completion = await this.#call((op) => this.#native.acquire(op, key, init, wait), id)
     if (completion.fence === undefined || completion.fence === null) return null
-    if (init.autoExtend) this.#keepAlive.hold()
+    const autoExtend = init?.autoExtend ?? false
+    if (autoExtend) this.#keepAlive.hold()
     const lock = new Lock(key, id, completion, this.#lockOps, () => {
       this.#locks.delete(id)
-      if (init.autoExtend) this.#keepAlive.drop()
+      if (autoExtend) this.#keepAlive.drop()
     })
     this.#locks.set(id, lock)
     return lock

@@ -45,9 +45,11 @@ function lockerInit(options) {
 
 /**
  * Checks the JS types of LockOptions (and `wait` when `canWait`), and fills `autoExtend` with the method's
- * default. Numbers are range-checked natively.
+ * default. Numbers are range-checked natively. Without options: undefined, which the native side reads as the
+ * defaults (autoExtend true for runs, false for locks, as here).
  */
 function lockInit(options, { autoExtend, canWait }) {
+  if (options === undefined) return undefined
   const o = checkObject('options', options)
   checkType('ttl', o.ttl, 'number')
   checkType('minHold', o.minHold, 'number')

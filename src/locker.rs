@@ -3,13 +3,13 @@
 
 use crate::completions::{Completion, Completions};
 use crate::errors::to_napi;
-use crate::options::{millis, LockInit, LockerInit, ScheduleInit};
+use crate::options::{lock_options, millis, LockInit, LockerInit, ScheduleInit};
 use crate::schedule::{JsTickHandler, NativeSchedule, ScheduleEvent, TickTask};
 use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, FnArgs, Function};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use napi_derive::napi;
-use snatch_core::{CronSchedule, Lease, LockOptions, Locker, LockerConfig, SnatchError};
+use snatch_core::{CronSchedule, Lease, Locker, LockerConfig, SnatchError};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -64,8 +64,8 @@ impl NativeLocker {
     /// Starts run `id`: acquire `key` (waiting up to `options.wait`), call the runner, release. Completes with the
     /// fence and whether the lease lapsed; without a fence when not acquired, or with a timeout error if `required`.
     #[napi]
-    pub fn run(&self, id: u32, key: String, options: LockInit, required: bool) -> napi::Result<()> {
-        let options: LockOptions = options.try_into().map_err(to_napi)?;
+    pub fn run(&self, id: u32, key: String, options: Option<LockInit>, required: bool) -> napi::Result<()> {
+        let options = lock_options(options, true).map_err(to_napi)?;
         let (locker, runner, completions) = (self.locker.clone(), self.runner.clone(), self.completions.clone());
         let settling = self.settling.clone();
         self.start(id, async move {
@@ -103,8 +103,8 @@ impl NativeLocker {
     /// Starts acquisition `id` of `key`: one attempt, or waiting up to `options.wait` when `wait`. Completes with
     /// the fence and token when acquired; without them when not; with a timeout error when waiting ran out.
     #[napi]
-    pub fn acquire(&self, id: u32, key: String, options: LockInit, wait: bool) -> napi::Result<()> {
-        let options: LockOptions = options.try_into().map_err(to_napi)?;
+    pub fn acquire(&self, id: u32, key: String, options: Option<LockInit>, wait: bool) -> napi::Result<()> {
+        let options = lock_options(options, false).map_err(to_napi)?;
         let (locker, leases, completions) = (self.locker.clone(), self.leases.clone(), self.completions.clone());
         self.start(id, async move {
             let lease =

@@ -2,7 +2,7 @@
 //! numbers are checked here.
 
 use napi_derive::napi;
-use snatch_core::{LockerConfig, SnatchError};
+use snatch_core::{LockOptions, LockerConfig, SnatchError};
 use std::time::Duration;
 
 /// Options of a locker (`url` already folded into `urls`, `REDIS_URL` applied by the facade).
@@ -15,7 +15,8 @@ pub struct LockerInit {
     pub drift_factor: Option<f64>,
 }
 
-/// Options of one acquisition (`auto_extend` resolved by the facade per method).
+/// Options of one acquisition (`auto_extend` resolved by the facade per method). The facade passes none when the
+/// user gave none, saving the object and its property reads on the hot path: see [`lock_options`].
 #[napi(object)]
 pub struct LockInit {
     pub ttl: Option<f64>,
@@ -39,16 +40,25 @@ impl TryFrom<LockerInit> for LockerConfig {
     }
 }
 
-impl TryFrom<LockInit> for snatch_core::LockOptions {
+impl TryFrom<LockInit> for LockOptions {
     type Error = SnatchError;
 
     fn try_from(o: LockInit) -> Result<Self, SnatchError> {
-        Ok(snatch_core::LockOptions {
+        Ok(LockOptions {
             ttl: o.ttl.map(|v| millis("ttl", v)).transpose()?,
             auto_extend: o.auto_extend,
             min_hold: millis_or("minHold", o.min_hold, Duration::ZERO)?,
             wait: millis_or("wait", o.wait, Duration::ZERO)?,
         })
+    }
+}
+
+/// The options of one acquisition: `init` converted, or without it the defaults, renewing the lease when
+/// `auto_extend` (the method's default: true for runs, false for locks).
+pub(crate) fn lock_options(init: Option<LockInit>, auto_extend: bool) -> Result<LockOptions, SnatchError> {
+    match init {
+        Some(init) => init.try_into(),
+        None => Ok(LockOptions { ttl: None, auto_extend, min_hold: Duration::ZERO, wait: Duration::ZERO }),
     }
 }
 

@@ -23,7 +23,8 @@ export declare class NativeLocker {
   run(id: number, key: string, options: LockInit | undefined | null, required: boolean): void
   /**
    * Starts acquisition `id` of `key`: one attempt, or waiting up to `options.wait` when `wait`. Completes with
-   * the fence and token when acquired; without them when not; with a timeout error when waiting ran out.
+   * the fence and token when acquired (then a lost notice follows if the lease is lost); without them when not;
+   * with a timeout error when waiting ran out.
    */
   acquire(id: number, key: string, options: LockInit | undefined | null, wait: boolean): void
   /**

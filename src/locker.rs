@@ -101,26 +101,32 @@ impl NativeLocker {
     }
 
     /// Starts acquisition `id` of `key`: one attempt, or waiting up to `options.wait` when `wait`. Completes with
-    /// the fence and token when acquired; without them when not; with a timeout error when waiting ran out.
+    /// the fence and token when acquired (then a lost notice follows if the lease is lost); without them when not;
+    /// with a timeout error when waiting ran out.
     #[napi]
     pub fn acquire(&self, id: u32, key: String, options: Option<LockInit>, wait: bool) -> napi::Result<()> {
         let options = lock_options(options, false).map_err(to_napi)?;
         let (locker, leases, completions) = (self.locker.clone(), self.leases.clone(), self.completions.clone());
-        self.start(id, async move {
+        spawn(async move {
             let lease =
-                if wait { Some(locker.lock(&key, &options).await?) } else { locker.try_lock(&key, &options).await? };
-            Ok(match lease {
-                None => Completion::done(id),
-                Some(lease) => {
-                    leases.lock().expect("leases poisoned").insert(id, lease.clone());
-                    watch_lost(&completions, &lease, id, leases);
-                    Completion {
-                        fence: Some(BigInt::from(lease.fence())),
-                        token: Some(lease.token().to_owned()),
-                        ..Completion::done(id)
-                    }
-                }
-            })
+                if wait { locker.lock(&key, &options).await.map(Some) } else { locker.try_lock(&key, &options).await };
+            let lease = match lease {
+                Ok(Some(lease)) => lease,
+                Ok(None) => return completions.push(Completion::done(id)),
+                Err(e) => return completions.push(Completion::failed(id, &e)),
+            };
+            leases.lock().expect("leases poisoned").insert(id, lease.clone());
+            completions.push(Completion {
+                fence: Some(BigInt::from(lease.fence())),
+                token: Some(lease.token().to_owned()),
+                ..Completion::done(id)
+            });
+            // Set after the completion is queued, so that the facade has the lock when a lost notice comes.
+            let completions = completions.clone();
+            lease.on_lost(move || {
+                leases.lock().expect("leases poisoned").remove(&id);
+                completions.push(Completion::lost_notice(id));
+            });
         });
         Ok(())
     }
@@ -213,15 +219,4 @@ impl NativeLocker {
             completions.push(op.await.unwrap_or_else(|e| Completion::failed(id, &e)));
         });
     }
-}
-
-/// Queues a lost notice for lock `id` if its lease ends by being lost, and forgets the lock then.
-fn watch_lost(completions: &Arc<Completions>, lease: &Arc<Lease>, id: u32, leases: Leases) {
-    let (completions, lease) = (completions.clone(), lease.clone());
-    spawn(async move {
-        if lease.ended().await {
-            leases.lock().expect("leases poisoned").remove(&id);
-            completions.push(Completion::lost_notice(id));
-        }
-    });
 }

@@ -57,19 +57,23 @@ pub(crate) struct JsTickHandler {
 
 impl TickHandler for JsTickHandler {
     fn run(&self, tick: DateTime<Utc>, lease: Arc<Lease>) -> Pin<Box<dyn Future<Output = ()> + Send>> {
-        let sink = self.sink.clone();
-        let watched = lease.clone();
-        tokio::spawn(async move {
-            if watched.ended().await {
-                sink.call(ScheduleEvent::new("lost", tick), ThreadsafeFunctionCallMode::NonBlocking);
-            }
-        });
-        let task = self.task.clone();
+        let (task, sink) = (self.task.clone(), self.sink.clone());
         Box::pin(async move {
             let args = FnArgs::from((tick.timestamp_millis() as f64, BigInt::from(lease.fence())));
-            if let Ok(promise) = task.call_async_catch(args).await {
-                let _ = promise.await;
+            let settled = async move {
+                if let Ok(promise) = task.call_async_catch(args).await {
+                    let _ = promise.await;
+                }
+            };
+            // Waits for the task, telling the schedule's listeners if the lease is lost meanwhile.
+            tokio::pin!(settled);
+            tokio::select! {
+                () = &mut settled => return,
+                lost = lease.ended() => if lost {
+                    sink.call(ScheduleEvent::new("lost", tick), ThreadsafeFunctionCallMode::NonBlocking);
+                },
             }
+            settled.await
         })
     }
 

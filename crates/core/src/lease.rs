@@ -3,7 +3,7 @@
 use crate::keys::LockKeys;
 use crate::quorum::{Extend, Grant, Nodes};
 use crate::SnatchError;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
@@ -25,6 +25,9 @@ pub enum LeaseState {
     Released,
 }
 
+/// What an owner runs when its lease is lost (see [`Lease::on_lost`]).
+type LostHook = Box<dyn FnOnce() + Send>;
+
 /// One acquisition of a lock. Shared by the owner and its supervisor task.
 pub struct Lease {
     keys: LockKeys,
@@ -35,6 +38,7 @@ pub struct Lease {
     min_hold: Duration,
     nodes: Arc<Nodes>,
     state: watch::Sender<LeaseState>,
+    on_lost: Mutex<Option<LostHook>>,
 }
 
 impl std::fmt::Debug for Lease {
@@ -53,7 +57,8 @@ impl Lease {
         nodes: Arc<Nodes>,
     ) -> Self {
         let state = watch::Sender::new(LeaseState::Held { valid_until: grant.valid_until });
-        Self { keys, token, fence: grant.fence, acquired_at: grant.started, ttl, min_hold, nodes, state }
+        let on_lost = Mutex::new(None);
+        Self { keys, token, fence: grant.fence, acquired_at: grant.started, ttl, min_hold, nodes, state, on_lost }
     }
 
     /// The key as the user gave it.
@@ -89,6 +94,16 @@ impl Lease {
         let mut rx = self.state.subscribe();
         let state = *rx.wait_for(|s| !matches!(s, LeaseState::Held { .. })).await.expect("sender lives in self");
         state == LeaseState::Lost
+    }
+
+    /// Calls `hook` once when the lease is lost, at once if it already is; never if it is released first. For an
+    /// owner that must hear of a loss without a task of its own waiting on [`Lease::ended`]. Replaces an earlier
+    /// hook not yet called.
+    pub fn on_lost(&self, hook: impl FnOnce() + Send + 'static) {
+        *self.on_lost.lock().expect("lost hook poisoned") = Some(Box::new(hook));
+        if self.state() == LeaseState::Lost {
+            self.call_lost_hook();
+        }
     }
 
     /// Sets the lease to `ttl` from now (owner-checked). False, and the lease counts as lost, when the key is no
@@ -149,13 +164,24 @@ impl Lease {
     }
 
     fn mark_lost(&self) {
-        self.state.send_if_modified(|s| {
+        let was_held = self.state.send_if_modified(|s| {
             let held = matches!(s, LeaseState::Held { .. });
             if held {
                 *s = LeaseState::Lost;
             }
             held
         });
+        if was_held {
+            self.call_lost_hook();
+        }
+    }
+
+    /// Calls the lost hook if one is set and not yet called (taken under the lock, called outside it).
+    fn call_lost_hook(&self) {
+        let hook = self.on_lost.lock().expect("lost hook poisoned").take();
+        if let Some(hook) = hook {
+            hook();
+        }
     }
 
     /// Watches the lease until it ends: renews it every ttl/3 when `auto_extend`, and declares it lost when its

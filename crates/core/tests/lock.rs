@@ -90,6 +90,33 @@ async fn an_expired_holder_cannot_release_or_extend_the_next_owner() {
 }
 
 #[tokio::test]
+async fn the_lost_hook_is_called_once_on_loss_at_once_when_set_late_and_never_after_a_release() {
+    let (_server, url) = redis_url();
+    let locker = locker(&url);
+    let key = unique_key("hook");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let lease = locker.try_lock(&key, &ttl(50)).await.unwrap().unwrap();
+    let on_loss = tx.clone();
+    lease.on_lost(move || on_loss.send("lost").unwrap());
+    let first = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await;
+    assert_eq!(first, Ok(Some("lost")), "called when the supervisor declares the lease lost");
+    assert!(!lease.extend(None).await.unwrap());
+    let late = tx.clone();
+    lease.on_lost(move || late.send("late").unwrap());
+    assert_eq!(rx.try_recv(), Ok("late"), "set after the loss: called at once");
+
+    let released = locker.try_lock(&unique_key("hook-released"), &ttl(50)).await.unwrap().unwrap();
+    let after_release = tx.clone();
+    released.on_lost(move || after_release.send("released").unwrap());
+    assert!(released.release().await.unwrap());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        rx.try_recv().is_err(),
+        "no call once released, past the released lease's ttl, nor a second one for the loss"
+    );
+}
+
+#[tokio::test]
 async fn min_hold_keeps_the_key_for_the_rest_of_the_hold() {
     let (_server, url) = redis_url();
     let locker = locker(&url);

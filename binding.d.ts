@@ -11,14 +11,12 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** A locker; the facade's `Locker` wraps it. */
 export declare class NativeLocker {
+  /** Validates the options. `deliver(completions)` receives results, task calls and lost notices. */
+  constructor(init: LockerInit, deliver: (completions: Completion[]) => void)
   /**
-   * Validates the options. `deliver(completions)` receives results and lost notices; `runner(id, fence)` runs
-   * the task of run `id`.
-   */
-  constructor(init: LockerInit, deliver: (completions: Completion[]) => void, runner: (id: number, fence: bigint) => void)
-  /**
-   * Starts run `id`: acquire `key` (waiting up to `options.wait`), call the runner, release. Completes with the
-   * fence and whether the lease lapsed; without a fence when not acquired, or with a timeout error if `required`.
+   * Starts run `id`: acquire `key` (waiting up to `options.wait`), have the facade call the task, release.
+   * Completes with the fence and whether the lease lapsed; without a fence when not acquired, or with a timeout
+   * error if `required`.
    */
   run(id: number, key: string, options: LockInit | undefined | null, required: boolean): void
   /**
@@ -62,6 +60,8 @@ export interface Completion {
   id: number
   /** A notice that the lease of acquisition `id` was lost, not the end of an operation. */
   lostNotice?: boolean
+  /** A call to run the task of run `id` with `fence`, not the end of an operation. */
+  task?: boolean
   /** The operation failed: the error's JSON reason (see errors.rs). */
   error?: string
   /** Acquired (run, tryLock, lock): the fence. Absent when not acquired. */

@@ -233,3 +233,25 @@ test('the module-level snatchTask uses a default locker on REDIS_URL', async () 
   const key = uniqueKey('default')
   expect(await snatchTask(key, () => 'ok')).toEqual({ ran: true, value: 'ok', fence: expect.any(BigInt) })
 })
+
+test.each([
+  ['a run whose task is under way', 'createLocker({ url }).snatchTask(key, () => { done(); return new Promise(() => {}) }, { ttl: 30000 })'],
+  ['a held lock with autoExtend', 'createLocker({ url }).tryLock(key, { ttl: 30000, autoExtend: true }).then(done)'],
+])('when its worker thread is terminated, %s is released instead of renewed for nobody', async (_, start) => {
+  const { Worker } = require('node:worker_threads')
+  const { once } = require('node:events')
+  const key = uniqueKey('worker-gone')
+  const source = `
+    const { parentPort, workerData: { pkg, url, key } } = require('node:worker_threads')
+    const { createLocker } = require(pkg)
+    const done = () => parentPort.postMessage('holding')
+    ${start}`
+  const workerData = { pkg: require('node:path').join(__dirname, '..'), url: url(), key }
+  const worker = new Worker(source, { eval: true, workerData })
+  await once(worker, 'message')
+  await worker.terminate()
+  // The holder's lease is 30 s and was being renewed: getting the key within 3 s means it was released.
+  const lock = await locker.lock(key, { wait: 3000 })
+  expect(lock.fence).toBeGreaterThan(0n)
+  await lock.release()
+})

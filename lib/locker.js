@@ -13,7 +13,7 @@ class Locker {
   #nextId = 1
   /** Operation id → its promise's settlers. */
   #pending = new Map()
-  /** Run id → its state: the wrapper the native runner calls (it reports back with `taskDone`), and loss. */
+  /** Run id → its state: the wrapper a task completion calls (it reports back with `taskDone`), and loss. */
   #runs = new Map()
   /** Acquisition id → a Lock not yet released or lost. */
   #locks = new Map()
@@ -28,6 +28,10 @@ class Locker {
     const [pending, runs, locks, keepAlive] = [this.#pending, this.#runs, this.#locks, this.#keepAlive]
     const deliver = (completions) => {
       for (const c of completions) {
+        if (c.task) {
+          runs.get(c.id).task(c.id, c.fence)
+          continue
+        }
         if (c.lostNotice) {
           if (runs.has(c.id)) runs.get(c.id).lost()
           else locks.get(c.id)?._lost()
@@ -40,11 +44,8 @@ class Locker {
         else settle.reject(fromReason(c.error))
       }
     }
-    const runner = (id, fence) => {
-      runs.get(id).task(id, fence)
-    }
     try {
-      this.#native = new NativeLocker(init, deliver, runner)
+      this.#native = new NativeLocker(init, deliver)
     } catch (err) {
       throw fromNative(err)
     }

@@ -1,13 +1,11 @@
 //! `NativeLocker`: the core locker for the facade. Operations start synchronously and end as completions (see
-//! completions.rs); the user's task is called through one ThreadsafeFunction per locker.
+//! completions.rs); a run's task is called through the same completions.
 
 use crate::completions::{Completion, Completions};
 use crate::errors::to_napi;
 use crate::options::{lock_options, millis, LockInit, LockerInit, ScheduleInit};
 use crate::schedule::{JsTickHandler, NativeSchedule, ScheduleEvent, TickTask};
-use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, FnArgs, Function};
-use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::Status;
+use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, Function};
 use napi_derive::napi;
 use snatch_core::{CronSchedule, Lease, Locker, LockerConfig, SnatchError};
 use std::collections::HashMap;
@@ -15,12 +13,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
-/// Runs the facade's wrapper of the user's function for run `id` with the fence. The wrapper keeps the outcome on
-/// the JS side and reports that the function settled by calling `taskDone(id)`: awaiting its returned promise from
-/// Rust would cost a persistent reference per call. Weak: a pending run keeps the process alive through the facade.
-type Runner = ThreadsafeFunction<FnArgs<(u32, BigInt)>, (), FnArgs<(u32, BigInt)>, Status, false, true>;
-
-/// Runs waiting for their task to settle, by run id.
+/// Runs waiting for their task to settle, by run id. The facade reports a settled task with `taskDone(id)`:
+/// awaiting the task's promise from Rust would cost a persistent reference per call.
 type Settling = Arc<Mutex<HashMap<u32, oneshot::Sender<()>>>>;
 
 /// Held locks handed to JS, by acquisition id.
@@ -31,51 +25,47 @@ type Leases = Arc<Mutex<HashMap<u32, Arc<Lease>>>>;
 pub struct NativeLocker {
     locker: Locker,
     completions: Arc<Completions>,
-    runner: Arc<Runner>,
     settling: Settling,
     leases: Leases,
 }
 
 #[napi]
 impl NativeLocker {
-    /// Validates the options. `deliver(completions)` receives results and lost notices; `runner(id, fence)` runs
-    /// the task of run `id`.
-    #[napi(
-        constructor,
-        ts_args_type = "init: LockerInit, deliver: (completions: Completion[]) => void, runner: (id: number, fence: bigint) => void"
-    )]
-    pub fn new(
-        init: LockerInit,
-        deliver: Function<Vec<Completion>, ()>,
-        runner: Function<FnArgs<(u32, BigInt)>, ()>,
-    ) -> napi::Result<Self> {
+    /// Validates the options. `deliver(completions)` receives results, task calls and lost notices.
+    #[napi(constructor, ts_args_type = "init: LockerInit, deliver: (completions: Completion[]) => void")]
+    pub fn new(init: LockerInit, deliver: Function<Vec<Completion>, ()>) -> napi::Result<Self> {
         let config = LockerConfig::try_from(init).map_err(to_napi)?;
         let locker = Locker::new(config).map_err(to_napi)?;
-        let runner = runner.build_threadsafe_function().weak::<true>().callee_handled::<false>().build()?;
-        Ok(Self {
-            locker,
-            completions: Arc::new(Completions::new(deliver)?),
-            runner: Arc::new(runner),
-            settling: Settling::default(),
-            leases: Leases::default(),
-        })
+        let settling = Settling::default();
+        // Once JS is gone (a worker thread terminated, say), nothing can use this locker: the runs waiting for a
+        // task that will not report back go on to release, and the locker closes, releasing what it holds and
+        // stopping its schedules, instead of renewing locks and claiming occurrences for nobody.
+        // At process exit the runtime is shut down first: spawning on its handle then drops the task, where napi's
+        // `spawn` would panic.
+        let runtime = within_runtime_if_available(tokio::runtime::Handle::current);
+        let (waiting, closing) = (settling.clone(), locker.clone());
+        let completions = Completions::new(deliver, move || {
+            waiting.lock().expect("settling poisoned").clear();
+            runtime.spawn(async move { closing.close().await });
+        })?;
+        Ok(Self { locker, completions: Arc::new(completions), settling, leases: Leases::default() })
     }
 
-    /// Starts run `id`: acquire `key` (waiting up to `options.wait`), call the runner, release. Completes with the
-    /// fence and whether the lease lapsed; without a fence when not acquired, or with a timeout error if `required`.
+    /// Starts run `id`: acquire `key` (waiting up to `options.wait`), have the facade call the task, release.
+    /// Completes with the fence and whether the lease lapsed; without a fence when not acquired, or with a timeout
+    /// error if `required`.
     #[napi]
     pub fn run(&self, id: u32, key: String, options: Option<LockInit>, required: bool) -> napi::Result<()> {
         let options = lock_options(options, true).map_err(to_napi)?;
-        let (locker, runner, completions) = (self.locker.clone(), self.runner.clone(), self.completions.clone());
+        let (locker, completions) = (self.locker.clone(), self.completions.clone());
         let settling = self.settling.clone();
         self.start(id, async move {
             let ran = locker
                 .run(&key, &options, |lease| {
                     let (settled, on_settled) = oneshot::channel();
                     settling.lock().expect("settling poisoned").insert(id, settled);
-                    let args = FnArgs::from((id, BigInt::from(lease.fence())));
-                    if runner.call(args, ThreadsafeFunctionCallMode::NonBlocking) != Status::Ok {
-                        // Not called (the JS environment is closing): the facade reports the task as not run.
+                    if !completions.push(Completion::task(id, lease.fence())) {
+                        // Not called (the JS environment is gone): the run ends at once.
                         settling.lock().expect("settling poisoned").remove(&id);
                     }
                     async move {
@@ -83,7 +73,7 @@ impl NativeLocker {
                         tokio::pin!(on_settled);
                         tokio::select! {
                             _ = &mut on_settled => return,
-                            lost = lease.ended() => if lost { completions.push(Completion::lost_notice(id)) },
+                            lost = lease.ended() => if lost { completions.push(Completion::lost_notice(id)); },
                         }
                         let _ = on_settled.await;
                     }
@@ -112,8 +102,14 @@ impl NativeLocker {
                 if wait { locker.lock(&key, &options).await.map(Some) } else { locker.try_lock(&key, &options).await };
             let lease = match lease {
                 Ok(Some(lease)) => lease,
-                Ok(None) => return completions.push(Completion::done(id)),
-                Err(e) => return completions.push(Completion::failed(id, &e)),
+                Ok(None) => {
+                    completions.push(Completion::done(id));
+                    return;
+                }
+                Err(e) => {
+                    completions.push(Completion::failed(id, &e));
+                    return;
+                }
             };
             leases.lock().expect("leases poisoned").insert(id, lease.clone());
             completions.push(Completion {

@@ -36,8 +36,8 @@ test('the same race over a Redlock set of 3 servers: exactly one runs', async ()
 })
 
 /** Runs `code` in a fresh Node process with IPC; resolves its exit code once it exits by itself. */
-function runScript(code) {
-  const child = fork('-e', [code], { execArgv: [], env: process.env, cwd: path.join(__dirname, '..') })
+function runScript(code, execArgv = []) {
+  const child = fork('-e', [code], { execArgv, env: process.env, cwd: path.join(__dirname, '..') })
   const exited = new Promise((resolve) => child.once('exit', (status) => resolve(status)))
   return { child, exited }
 }
@@ -69,3 +69,38 @@ test('a held autoExtend lock keeps the process alive until it ends', async () =>
   await redisCommand(process.env.REDIS_URL, 'DEL', `snatch:${key}`)
   expect(await exited).toBe(0)
 })
+
+/** Runs `code` with --expose-gc, collecting garbage every 20 ms; resolves its first message, or how it exited. */
+async function runWithGc(code) {
+  const { child, exited } = runScript(
+    `setTimeout(() => process.exit(3), 8000).unref()
+    setInterval(() => global.gc(), 20)
+    ${code}`,
+    ['--expose-gc'],
+  )
+  const message = new Promise((resolve) => child.once('message', resolve))
+  const result = await Promise.race([message, exited.then((code) => `exited with ${code}`)])
+  child.kill()
+  return result
+}
+
+test('a Locker nothing refers to any more is garbage-collected', async () => {
+  const result = await runWithGc(`
+    globalThis.registry = new FinalizationRegistry(() => process.send('collected'))
+    ;(async () => {
+      const locker = require('.').createLocker()
+      registry.register(locker, 'locker')
+      await locker.snatchTask('gc:${process.pid}:${Date.now()}', () => {})
+    })()
+  `)
+  expect(result).toBe('collected')
+})
+
+test('a schedule keeps its Locker, and so keeps running, when the program keeps only the schedule', async () => {
+  const result = await runWithGc(`
+    globalThis.task = require('.').createLocker().schedule('gc:${process.pid}:${Date.now()}', '* * * * * *', () => {})
+    let runs = 0
+    task.on('run', () => ++runs === 2 && task.stop().then(() => process.send(runs)))
+  `)
+  expect(result).toBe(2)
+}, 10000)

@@ -7,6 +7,32 @@ const { Lock } = require('./lock')
 const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkType } = require('./options')
 const { ScheduledTask } = require('./schedule')
 
+/**
+ * The native side's delivery callback: settles operations, calls run tasks, reports lost leases. Made outside the
+ * Locker so that it does not hold the Locker (the native side keeps it for as long as the locker lives, and closures
+ * made in one function share their captured variables): an unreachable Locker is collected, and then closed.
+ */
+function deliverTo(pending, runs, locks, keepAlive) {
+  return (completions) => {
+    for (const c of completions) {
+      if (c.task) {
+        runs.get(c.id).task(c.id, c.fence)
+        continue
+      }
+      if (c.lostNotice) {
+        if (runs.has(c.id)) runs.get(c.id).lost()
+        else locks.get(c.id)?._lost()
+        continue
+      }
+      const settle = pending.get(c.id)
+      pending.delete(c.id)
+      keepAlive.drop()
+      if (c.error === undefined || c.error === null) settle.resolve(c)
+      else settle.reject(fromReason(c.error))
+    }
+  }
+}
+
 /** Acquires locks and runs tasks under them, on one Redis (`url`) or a Redlock set (`urls`). */
 class Locker {
   #native
@@ -24,26 +50,7 @@ class Locker {
 
   constructor(options) {
     const init = lockerInit(options)
-    // The callbacks hold these, not the Locker, so an unclosed Locker can still be collected.
-    const [pending, runs, locks, keepAlive] = [this.#pending, this.#runs, this.#locks, this.#keepAlive]
-    const deliver = (completions) => {
-      for (const c of completions) {
-        if (c.task) {
-          runs.get(c.id).task(c.id, c.fence)
-          continue
-        }
-        if (c.lostNotice) {
-          if (runs.has(c.id)) runs.get(c.id).lost()
-          else locks.get(c.id)?._lost()
-          continue
-        }
-        const settle = pending.get(c.id)
-        pending.delete(c.id)
-        keepAlive.drop()
-        if (c.error === undefined || c.error === null) settle.resolve(c)
-        else settle.reject(fromReason(c.error))
-      }
-    }
+    const deliver = deliverTo(this.#pending, this.#runs, this.#locks, this.#keepAlive)
     try {
       this.#native = new NativeLocker(init, deliver)
     } catch (err) {
@@ -87,7 +94,7 @@ class Locker {
     checkType('cron', cron, 'string')
     checkFn(fn)
     const init = scheduleInit(options)
-    return new ScheduledTask(name, fn, (task, onEvent) => {
+    return new ScheduledTask(name, fn, this, (task, onEvent) => {
       try {
         return this.#native.schedule(name, cron, init, task, onEvent)
       } catch (err) {

@@ -9,16 +9,19 @@ const { ClosedError, LockLostError, fromReason, native } = require('./errors')
  * lease was lost (LockLostError with fn's value), or claiming the occurrence failed (RedisError, QuorumError).
  */
 class ScheduledTask extends EventEmitter {
+  /** The Locker: a schedule keeps it alive, as a collected Locker closes (stopping its schedules). */
+  #locker
   #native
   #fn
   /** Occurrence (epoch ms) → the state of its run in this process. */
   #runs = new Map()
   #warned = false
 
-  /** @internal Built by the Locker; `start(task, onEvent)` starts the native schedule. */
-  constructor(name, fn, start) {
+  /** @internal Built by `locker`; `start(task, onEvent)` starts the native schedule. */
+  constructor(name, fn, locker, start) {
     super()
     this.name = name
+    this.#locker = locker
     this.#fn = fn
     this.#native = start(
       (tick, fence) => this.#run(tick, fence),

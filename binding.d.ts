@@ -84,12 +84,12 @@ export interface LockerInit {
 }
 
 /**
- * Options of one acquisition (`auto_extend` resolved by the facade per method). The facade passes none when the
- * user gave none, saving the object and its property reads on the hot path: see [`lock_options`].
+ * Options of one acquisition, as the user gave them. The facade passes none when the user gave none, saving the
+ * object and its property reads on the hot path; [`lock_options`] applies the defaults.
  */
 export interface LockInit {
   ttl?: number
-  autoExtend: boolean
+  autoExtend?: boolean
   minHold?: number
   wait?: number
 }

@@ -65,24 +65,24 @@ class Locker {
 
   /** One attempt: if this process wins `key`, run `fn`, release, resolve `{ ran: true, value, fence }`; else `{ ran: false }`. */
   async snatchTask(key, fn, options) {
-    const outcome = await this.#run(key, fn, lockInit(options, { autoExtend: true, canWait: false }), false)
+    const outcome = await this.#run(key, fn, lockInit(options, { canWait: false }), false)
     return outcome ?? { ran: false }
   }
 
   /** Waits up to `options.wait` ms for `key`, runs `fn`, releases; resolves fn's value, rejects LockTimeoutError. */
   async withLock(key, fn, options) {
-    const outcome = await this.#run(key, fn, lockInit(options, { autoExtend: true, canWait: true }), true)
+    const outcome = await this.#run(key, fn, lockInit(options, { canWait: true }), true)
     return outcome.value
   }
 
   /** One attempt; `null` when the key is held by someone else. */
   async tryLock(key, options) {
-    return this.#acquire(key, lockInit(options, { autoExtend: false, canWait: false }), false)
+    return this.#acquire(key, lockInit(options, { canWait: false }), false)
   }
 
   /** Waits up to `options.wait` ms for `key`; rejects LockTimeoutError. */
   async lock(key, options) {
-    return this.#acquire(key, lockInit(options, { autoExtend: false, canWait: true }), true)
+    return this.#acquire(key, lockInit(options, { canWait: true }), true)
   }
 
   /**
@@ -128,7 +128,8 @@ class Locker {
     const id = this.#nextId++
     const completion = await this.#call((op) => this.#native.acquire(op, key, init, wait), id)
     if (completion.fence === undefined || completion.fence === null) return null
-    const autoExtend = init?.autoExtend ?? false
+    // Locks are not renewed unless asked to (the native default too); a renewed one keeps the process alive.
+    const autoExtend = init?.autoExtend === true
     if (autoExtend) this.#keepAlive.hold()
     const lock = new Lock(key, id, completion, this.#lockOps, () => {
       this.#locks.delete(id)

@@ -44,11 +44,10 @@ function lockerInit(options) {
 }
 
 /**
- * Checks the JS types of LockOptions (and `wait` when `canWait`), and fills `autoExtend` with the method's
- * default. Numbers are range-checked natively. Without options: undefined, which the native side reads as the
- * defaults (autoExtend true for runs, false for locks, as here).
+ * Checks the JS types of LockOptions (and `wait` when `canWait`); undefined without options. The native side
+ * range-checks the numbers and applies the defaults (autoExtend: true for runs, false for locks).
  */
-function lockInit(options, { autoExtend, canWait }) {
+function lockInit(options, { canWait }) {
   if (options === undefined) return undefined
   const o = checkObject('options', options)
   checkType('ttl', o.ttl, 'number')
@@ -59,7 +58,7 @@ function lockInit(options, { autoExtend, canWait }) {
   } else if (o.wait !== undefined) {
     throw invalidArg(TypeError, 'this method makes one attempt and takes no wait option; use withLock() or lock()')
   }
-  return { ttl: o.ttl, minHold: o.minHold, wait: o.wait, autoExtend: o.autoExtend ?? autoExtend }
+  return { ttl: o.ttl, minHold: o.minHold, wait: o.wait, autoExtend: o.autoExtend }
 }
 
 /**

@@ -15,12 +15,12 @@ pub struct LockerInit {
     pub drift_factor: Option<f64>,
 }
 
-/// Options of one acquisition (`auto_extend` resolved by the facade per method). The facade passes none when the
-/// user gave none, saving the object and its property reads on the hot path: see [`lock_options`].
+/// Options of one acquisition, as the user gave them. The facade passes none when the user gave none, saving the
+/// object and its property reads on the hot path; [`lock_options`] applies the defaults.
 #[napi(object)]
 pub struct LockInit {
     pub ttl: Option<f64>,
-    pub auto_extend: bool,
+    pub auto_extend: Option<bool>,
     pub min_hold: Option<f64>,
     pub wait: Option<f64>,
 }
@@ -40,26 +40,18 @@ impl TryFrom<LockerInit> for LockerConfig {
     }
 }
 
-impl TryFrom<LockInit> for LockOptions {
-    type Error = SnatchError;
-
-    fn try_from(o: LockInit) -> Result<Self, SnatchError> {
-        Ok(LockOptions {
-            ttl: o.ttl.map(|v| millis("ttl", v)).transpose()?,
-            auto_extend: o.auto_extend,
-            min_hold: millis_or("minHold", o.min_hold, Duration::ZERO)?,
-            wait: millis_or("wait", o.wait, Duration::ZERO)?,
-        })
-    }
-}
-
-/// The options of one acquisition: `init` converted, or without it the defaults, renewing the lease when
-/// `auto_extend` (the method's default: true for runs, false for locks).
+/// The options of one acquisition: `init` checked and converted, with the defaults for what it leaves out;
+/// `auto_extend` is the method's default for renewing the lease (true for runs, false for locks).
 pub(crate) fn lock_options(init: Option<LockInit>, auto_extend: bool) -> Result<LockOptions, SnatchError> {
-    match init {
-        Some(init) => init.try_into(),
-        None => Ok(LockOptions { ttl: None, auto_extend, min_hold: Duration::ZERO, wait: Duration::ZERO }),
-    }
+    let Some(o) = init else {
+        return Ok(LockOptions { ttl: None, auto_extend, min_hold: Duration::ZERO, wait: Duration::ZERO });
+    };
+    Ok(LockOptions {
+        ttl: o.ttl.map(|v| millis("ttl", v)).transpose()?,
+        auto_extend: o.auto_extend.unwrap_or(auto_extend),
+        min_hold: millis_or("minHold", o.min_hold, Duration::ZERO)?,
+        wait: millis_or("wait", o.wait, Duration::ZERO)?,
+    })
 }
 
 /// `value` milliseconds, which must be a non-negative integer (the core checks the bounds).

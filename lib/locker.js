@@ -1,10 +1,11 @@
 'use strict'
 
 const { NativeLocker } = require('../binding')
-const { ClosedError, LockLostError, fromNative, fromReason } = require('./errors')
+const { fromNative, fromReason } = require('./errors')
 const { KeepAlive } = require('./keep-alive')
 const { Lock } = require('./lock')
 const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkType } = require('./options')
+const { Run } = require('./run')
 const { ScheduledTask } = require('./schedule')
 
 /**
@@ -39,7 +40,7 @@ class Locker {
   #nextId = 1
   /** Operation id → its promise's settlers. */
   #pending = new Map()
-  /** Run id → its state: the wrapper a task completion calls (it reports back with `taskDone`), and loss. */
+  /** Run id → its Run, which the native side has call the task and hear of loss. */
   #runs = new Map()
   /** Acquisition id → a Lock not yet released or lost. */
   #locks = new Map()
@@ -47,6 +48,8 @@ class Locker {
   #keepAlive = new KeepAlive()
   /** The native operations a Lock uses. */
   #lockOps
+  /** Tells the native side that the task of run `id` has settled. */
+  #taskDone = (id) => this.#native.taskDone(id)
 
   constructor(options) {
     const init = lockerInit(options)
@@ -143,51 +146,16 @@ class Locker {
   async #run(key, fn, init, required) {
     checkKey(key)
     checkFn(fn)
-    // The AbortController is made on first use of ctx.signal (or on loss): most tasks never look at it.
-    let controller = null
-    const abortController = () => (controller ??= new AbortController())
-    const lostError = () => controller?.signal.reason ?? new LockLostError(key)
-    const ctx = {
-      get signal() {
-        return abortController().signal
-      },
-      fence: undefined,
-      key,
-    }
-    const settled = {}
-    const run = {
-      lost: () => abortController().abort(lostError()),
-      task: async (id, fence) => {
-        settled.called = true
-        ctx.fence = fence
-        try {
-          settled.value = await fn(ctx)
-        } catch (err) {
-          settled.threw = true
-          settled.error = err
-        }
-        this.#native.taskDone(id)
-      },
-    }
     const id = this.#nextId++
+    const run = new Run(key, fn, this.#taskDone)
     this.#runs.set(id, run)
-    let result
+    let completion
     try {
-      result = await this.#call((op) => this.#native.run(op, key, init, required), id)
+      completion = await this.#call((op) => this.#native.run(op, key, init, required), id)
     } finally {
       this.#runs.delete(id)
     }
-    if (result.fence === undefined || result.fence === null) return undefined
-    if (!settled.called) throw new ClosedError(`the task for '${key}' could not be called: the JS environment is closing`)
-    if (result.lost) {
-      const err = lostError()
-      abortController().abort(err)
-      if (settled.threw && settled.error !== err) err.cause = settled.error
-      err.value = settled.value
-      throw err
-    }
-    if (settled.threw) throw settled.error
-    return { ran: true, value: settled.value, fence: result.fence }
+    return run.outcome(completion)
   }
 }
 

@@ -1,0 +1,94 @@
+'use strict'
+
+const { ClosedError, LockLostError } = require('./errors')
+
+/** What a run's task receives: the key, the fence of its lease, and a signal that aborts if the lease is lost. */
+class TaskContext {
+  #run
+
+  constructor(run, key) {
+    this.#run = run
+    this.fence = undefined
+    this.key = key
+  }
+
+  /** Aborts (reason: LockLostError) as soon as the lease can no longer be guaranteed. Made on first read. */
+  get signal() {
+    return this.#run.controller().signal
+  }
+}
+
+/**
+ * The JS side of one run (snatchTask, withLock): calls the task when the native side has the lease, reports back
+ * when it settled, and turns the native outcome into the method's result. One object per run, with its context.
+ */
+class Run {
+  #key
+  #fn
+  #taskDone
+  #ctx
+  /** Made on first read of ctx.signal, or on loss: most tasks never look at it. */
+  #controller = null
+  #called = false
+  #threw = false
+  #value
+  #error
+
+  /** `taskDone(id)` tells the native side that the task of run `id` has settled. */
+  constructor(key, fn, taskDone) {
+    this.#key = key
+    this.#fn = fn
+    this.#taskDone = taskDone
+    this.#ctx = new TaskContext(this, key)
+  }
+
+  /** The AbortController of ctx.signal. */
+  controller() {
+    return (this.#controller ??= new AbortController())
+  }
+
+  /** The lease was lost while the task runs: abort ctx.signal. */
+  lost() {
+    this.controller().abort(this.#lostError())
+  }
+
+  /** Calls the task under the lease with `fence`, then reports back with `taskDone(id)`. */
+  async task(id, fence) {
+    this.#called = true
+    this.#ctx.fence = fence
+    try {
+      this.#value = await this.#fn(this.#ctx)
+    } catch (err) {
+      this.#threw = true
+      this.#error = err
+    }
+    this.#taskDone(id)
+  }
+
+  /**
+   * The run's result from its native completion: undefined when not acquired, `{ ran, value, fence }` when the task
+   * ran; throws the task's error, or LockLostError (with `cause` and `value`) when the lease lapsed meanwhile.
+   */
+  outcome(completion) {
+    if (completion.fence === undefined || completion.fence === null) return undefined
+    if (!this.#called) {
+      throw new ClosedError(`the task for '${this.#key}' could not be called: the JS environment is closing`)
+    }
+    if (completion.lost) {
+      const err = this.#lostError()
+      this.controller().abort(err)
+      if (this.#threw && this.#error !== err) err.cause = this.#error
+      err.value = this.#value
+      throw err
+    }
+    if (this.#threw) throw this.#error
+    return { ran: true, value: this.#value, fence: completion.fence }
+  }
+
+  /** The reason ctx.signal aborted with, or a new LockLostError. */
+  #lostError() {
+    return this.#controller?.signal.reason ?? new LockLostError(this.#key)
+  }
+}
+
+module.exports = { Run }

@@ -43,8 +43,8 @@ impl Node {
     pub(crate) async fn acquire(&self, keys: &LockKeys, token: &str, ttl_ms: u64) -> Result<NodeAcquire, SnatchError> {
         let mut call = ScriptCall::new(&scripts::ACQUIRE, 2);
         call.arg(&keys.lock).arg(&keys.fence).arg(token).arg(ttl_ms);
-        let (won, value): (i64, i64) = self.invoke(call).await?;
-        Ok(if won == 1 { NodeAcquire::Acquired { fence: value } } else { NodeAcquire::Taken { pttl_ms: value } })
+        let reply: i64 = self.invoke(call).await?;
+        Ok(if reply >= 0 { NodeAcquire::Acquired { fence: reply } } else { NodeAcquire::Taken { pttl_ms: -2 - reply } })
     }
 
     /// Runs EXTEND: sets the lease of a key we own to `ttl_ms`; false when it is not ours.

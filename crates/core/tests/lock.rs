@@ -147,25 +147,30 @@ async fn auto_extension_outlives_the_ttl_and_deletion_is_detected_as_lost() {
 }
 
 #[tokio::test]
-async fn reasking_with_the_same_token_keeps_the_fence() {
+async fn reasking_with_the_same_token_keeps_the_fence_and_another_token_hears_the_pttl() {
     let (_server, url) = redis_url();
     let locker = locker(&url);
     let key = unique_key("reenter");
     let lease = locker.try_lock(&key, &ttl(10_000)).await.unwrap().unwrap();
     let mut con = inspect(&url);
     // The acquire script, asked again with the holder's token, refreshes the lease and answers the same fence.
-    let (won, fence): (i64, i64) = redis::cmd("EVALSHA")
-        .arg(redis::Script::new(include_str!("../src/scripts/acquire.lua")).get_hash())
-        .arg(2)
-        .arg(format!("snatch:{key}"))
-        .arg(format!("{{snatch:{key}}}:fence"))
-        .arg(lease.token())
-        .arg(60_000)
-        .query(&mut con)
-        .unwrap();
-    assert_eq!((won, fence), (1, lease.fence()));
+    let acquire = |token: &str, con: &mut redis::Connection| -> i64 {
+        redis::cmd("EVALSHA")
+            .arg(redis::Script::new(include_str!("../src/scripts/acquire.lua")).get_hash())
+            .arg(2)
+            .arg(format!("snatch:{key}"))
+            .arg(format!("{{snatch:{key}}}:fence"))
+            .arg(token)
+            .arg(60_000)
+            .query(con)
+            .unwrap()
+    };
+    assert_eq!(acquire(lease.token(), &mut con), lease.fence());
     let pttl: i64 = con.pttl(format!("snatch:{key}")).unwrap();
     assert!(pttl > 10_000);
+    // Another token is refused with -2 - the holder's pttl.
+    let refused = acquire("someone-else", &mut con);
+    assert!((-2 - 60_000..-2 - 10_000).contains(&refused), "refused with {refused}");
 }
 
 #[tokio::test]

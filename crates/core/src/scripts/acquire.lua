@@ -1,10 +1,10 @@
 local holder = redis.call('GET', KEYS[1])
 if not holder then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return {1, redis.call('INCR', KEYS[2])}
+  return redis.call('INCR', KEYS[2])
 end
 if holder == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
+  return tonumber(redis.call('GET', KEYS[2]) or '0')
 end
-return {0, redis.call('PTTL', KEYS[1])}
+return -2 - redis.call('PTTL', KEYS[1])

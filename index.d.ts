@@ -34,7 +34,10 @@ export interface WaitOptions extends LockOptions {
 
 /** What a task run under a lock receives. */
 export interface TaskContext {
-  /** Aborts (reason: LockLostError) as soon as the lease can no longer be guaranteed, before it expires. */
+  /**
+   * Aborts (reason: LockLostError) as soon as the lease can no longer be guaranteed, before it expires. In
+   * snatchTask/withLock it is a getter made on first read: `{ ...ctx }` does not copy it.
+   */
   signal: AbortSignal
   /** Fencing token: strictly increasing per key across all holders. */
   fence: bigint

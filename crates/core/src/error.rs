@@ -18,7 +18,8 @@ pub enum SnatchError {
     InvalidArg { kind: ArgKind, message: String },
     /// A Redis server could not be reached or a command failed; `cause` is the underlying failure.
     Redis { cause: String },
-    /// Redlock could not get a majority of the nodes within the validity window; one line per failed node.
+    /// Redlock could not get a majority of the nodes within the validity window; one line per failed node, or the
+    /// reason when none failed.
     Quorum { failures: Vec<String> },
     /// `wait` elapsed without getting the lock.
     Timeout { key: String, waited_ms: u64 },

@@ -19,6 +19,14 @@ use tokio::time::{sleep, Instant};
 /// Bounds of the jittered delay between two attempts of a waiting acquisition.
 const RETRY_DELAY_MS: std::ops::RangeInclusive<u64> = 50..=150;
 
+/// Bounds of the random delay before another round after split votes: short, as the contenders have released
+/// what they got, and random, so that one of them comes first.
+const SPLIT_RETRY_DELAY_MS: std::ops::RangeInclusive<u64> = 2..=30;
+
+/// Rounds of split votes past the end of its wait (for a single attempt: in all) before an acquisition gives up
+/// with a quorum error.
+const SPLIT_ROUNDS: u32 = 8;
+
 /// What [`Locker::run`] did.
 #[derive(Debug)]
 pub struct Ran<T> {
@@ -190,6 +198,7 @@ impl Locker {
         let deadline = Instant::now() + options.wait;
         // Set up once the key is found held and there is time to wait: release notifications from every node.
         let mut wake = None;
+        let mut late_splits = 0;
         loop {
             let token = format!("{:032x}", rand::random::<u128>());
             match shared.nodes.acquire(&keys, &token, ttl).await? {
@@ -212,6 +221,18 @@ impl Locker {
                         () = sleep(jitter.min(retry_in + Duration::from_millis(1)).min(left)) => {}
                         () = notify.notified() => {}
                     }
+                }
+                Acquire::Split => {
+                    if Instant::now() >= deadline {
+                        late_splits += 1;
+                        if late_splits >= SPLIT_ROUNDS {
+                            let reason = format!(
+                                "the nodes' votes split between competing clients {SPLIT_ROUNDS} rounds in a row"
+                            );
+                            return Err(SnatchError::Quorum { failures: vec![reason] });
+                        }
+                    }
+                    sleep(Duration::from_millis(rand::random_range(SPLIT_RETRY_DELAY_MS))).await;
                 }
             }
         }

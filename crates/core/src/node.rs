@@ -7,18 +7,18 @@ use crate::keys::LockKeys;
 use crate::scripts::{self, ScriptCall};
 use crate::waker::{Waker, Watch};
 use crate::SnatchError;
-use redis::{Client, FromRedisValue};
+use redis::{Client, FromRedisValue, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
 
 /// What one node answered to an acquire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum NodeAcquire {
     /// The lock is ours on this node, with this node's fence.
     Acquired { fence: i64 },
-    /// Someone else holds it for about `pttl_ms` more.
-    Taken { pttl_ms: i64 },
+    /// Someone else holds it for about `pttl_ms` more; `holder` is their token when it was asked for.
+    Taken { pttl_ms: i64, holder: Option<String> },
 }
 
 /// One Redis server.
@@ -39,12 +39,32 @@ impl Node {
         Ok(Self { batcher: Batcher::new(connection.clone()), connection, waker })
     }
 
-    /// Runs ACQUIRE for `keys` with `token` and a lease of `ttl_ms`.
-    pub(crate) async fn acquire(&self, keys: &LockKeys, token: &str, ttl_ms: u64) -> Result<NodeAcquire, SnatchError> {
+    /// Runs ACQUIRE for `keys` with `token` and a lease of `ttl_ms`; when taken, the holder's token is read too if
+    /// `name_holder`.
+    pub(crate) async fn acquire(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        ttl_ms: u64,
+        name_holder: bool,
+    ) -> Result<NodeAcquire, SnatchError> {
         let mut call = ScriptCall::new(&scripts::ACQUIRE, 2);
         call.arg(&keys.lock).arg(&keys.fence).arg(token).arg(ttl_ms);
-        let reply: i64 = self.invoke(call).await?;
-        Ok(if reply >= 0 { NodeAcquire::Acquired { fence: reply } } else { NodeAcquire::Taken { pttl_ms: -2 - reply } })
+        if name_holder {
+            call.arg(1);
+        }
+        let (reply, holder) = match self.invoke::<Value>(call).await? {
+            Value::Int(reply) => (reply, None),
+            table => {
+                let (reply, holder) = redis::from_redis_value(table).map_err(|e| self.connection.failure(e))?;
+                (reply, Some(holder))
+            }
+        };
+        Ok(if reply >= 0 {
+            NodeAcquire::Acquired { fence: reply }
+        } else {
+            NodeAcquire::Taken { pttl_ms: -2 - reply, holder }
+        })
     }
 
     /// Runs EXTEND: sets the lease of a key we own to `ttl_ms`; false when it is not ours.

@@ -33,6 +33,9 @@ pub(crate) enum Acquire {
     Won(Grant),
     /// Held by someone else; `retry_in` hints when the lease of the holder ends.
     Taken { retry_in: Duration },
+    /// Redlock only: no one holds a majority, the nodes' votes having split between competing clients (each
+    /// has released what it got). Worth another round after a random delay, even for a single attempt.
+    Split,
 }
 
 /// The outcome of one extension round.
@@ -76,12 +79,15 @@ impl Nodes {
     ) -> Result<Acquire, SnatchError> {
         let start = Instant::now();
         let ttl_ms = ttl.as_millis() as u64;
-        let answers = join_all(self.nodes.iter().map(|n| n.acquire(keys, token, ttl_ms))).await;
+        // With several nodes, a refusal names the holder, to tell a key held by a majority from split votes.
+        let name_holder = self.nodes.len() > 1;
+        let answers = join_all(self.nodes.iter().map(|n| n.acquire(keys, token, ttl_ms, name_holder))).await;
         let valid_until = self.valid_until(start, ttl);
 
         let mut won = 0;
         let mut fence = 0;
         let mut retry_in = Duration::MAX;
+        let mut holders = Vec::new();
         let mut failures = Vec::new();
         for answer in answers {
             match answer {
@@ -89,8 +95,9 @@ impl Nodes {
                     won += 1;
                     fence = fence.max(f);
                 }
-                Ok(NodeAcquire::Taken { pttl_ms }) => {
+                Ok(NodeAcquire::Taken { pttl_ms, holder }) => {
                     retry_in = retry_in.min(Duration::from_millis(pttl_ms.max(0) as u64));
+                    holders.extend(holder);
                 }
                 Err(e) => failures.push(e),
             }
@@ -107,10 +114,20 @@ impl Nodes {
             self.release(keys, token).await;
         }
         if won + failures.len() < self.quorum() {
-            // Even the failed nodes could not have made a majority: the key is simply held elsewhere.
+            // Even the failed nodes could not have made us a majority. Without failures, and with no other client
+            // holding a majority either, the votes split between contenders: none of them holds the key.
+            if failures.is_empty() && name_holder && !self.majority_among(holders) {
+                return Ok(Acquire::Split);
+            }
             return Ok(Acquire::Taken { retry_in });
         }
         Err(self.failure(failures, "the validity window elapsed before a majority answered"))
+    }
+
+    /// Whether one token appears at least a majority of times among `holders`.
+    fn majority_among(&self, mut holders: Vec<String>) -> bool {
+        holders.sort_unstable();
+        holders.chunk_by(|a, b| a == b).any(|same| same.len() >= self.quorum())
     }
 
     /// Sets the lease of our key to `ttl` on every node.

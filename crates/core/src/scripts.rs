@@ -6,10 +6,11 @@ use std::sync::LazyLock;
 
 /// Acquire or refresh a lock.
 ///
-/// KEYS: lock key, fence key. ARGV: token, ttl in ms.
+/// KEYS: lock key, fence key. ARGV: token, ttl in ms, and optionally any third value to have the holder named.
 /// Returns the fence (≥ 0) when the lock is ours (a new acquisition increments the fence counter; a holder asking
 /// again with its own token refreshes its lease and keeps its fence), else `-2 - pttl` of the holder (< 0; pttl is
-/// -1 for a key without expiry). One integer: a table reply costs Redis about a tenth more per call.
+/// -1 for a key without expiry), or with the third argument `{-2 - pttl, holder's token}`. One integer unless the
+/// holder is asked for: a table reply costs Redis about a tenth more per call, and only Redlock needs the name.
 pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/acquire.lua")));
 
 /// Set the lease of a lock we own: extension, and the minHold release (the key stays for the remainder).

@@ -189,3 +189,44 @@ async fn slow_nodes_beyond_the_validity_fail_the_acquisition_and_are_cleaned_up(
     let lease = locker.try_lock(&key, &LockOptions { ttl: Some(Duration::from_secs(5)), ..once() }).await.unwrap();
     assert!(lease.is_some());
 }
+
+#[tokio::test]
+async fn split_votes_are_tried_again_even_for_one_attempt_and_a_majority_holder_is_not() {
+    let servers = start(3);
+    let locker = redlock(urls(&servers), Duration::from_secs(1));
+    let mut cons: Vec<_> = servers.iter().map(|s| inspect(&s.url())).collect();
+    let key = unique_key("split");
+    let (lock_key, fence_key) = (format!("snatch:{key}"), format!("{{snatch:{key}}}:fence"));
+    let rounds = |con: &mut redis::Connection| con.get::<_, Option<i64>>(&fence_key).unwrap().unwrap_or(0);
+
+    // Two other clients hold one node each: no one holds a majority, so the attempt goes on while that lasts and
+    // then reports a quorum error rather than an ordinary "taken".
+    let _: () = cons[1].set_ex(&lock_key, "x", 60).unwrap();
+    let _: () = cons[2].set_ex(&lock_key, "y", 60).unwrap();
+    match locker.try_lock(&key, &once()).await {
+        Err(SnatchError::Quorum { failures }) => assert!(failures[0].contains("split"), "{failures:?}"),
+        other => panic!("expected a quorum error, got {other:?}"),
+    }
+    let split_rounds = rounds(&mut cons[0]);
+    assert!(split_rounds > 1, "the free node was tried {split_rounds} time(s)");
+    assert_eq!(cons[0].get::<_, Option<String>>(&lock_key).unwrap(), None, "each round released the free node");
+
+    // One client holds a majority: an ordinary "taken" after a single round.
+    let _: () = cons[2].set_ex(&lock_key, "x", 60).unwrap();
+    assert!(locker.try_lock(&key, &once()).await.unwrap().is_none());
+    assert_eq!(rounds(&mut cons[0]), split_rounds + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_race_of_single_attempts_from_several_lockers_has_exactly_one_winner() {
+    let servers = start(3);
+    let lockers: Vec<_> = (0..4).map(|_| redlock(urls(&servers), Duration::from_secs(1))).collect();
+    for race in 0..20 {
+        let (key, options) = (unique_key("race"), once());
+        let attempts = lockers.iter().flat_map(|l| (0..5).map(|_| l.try_lock(&key, &options)));
+        let leases: Vec<_> = futures_util::future::join_all(attempts).await;
+        let won: Vec<_> = leases.into_iter().filter_map(Result::unwrap).collect();
+        assert_eq!(won.len(), 1, "race {race}");
+        assert!(won[0].release().await.unwrap());
+    }
+}

@@ -7,4 +7,8 @@ if holder == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return tonumber(redis.call('GET', KEYS[2]) or '0')
 end
-return -2 - redis.call('PTTL', KEYS[1])
+local taken = -2 - redis.call('PTTL', KEYS[1])
+if ARGV[3] then
+  return {taken, holder}
+end
+return taken

@@ -84,3 +84,26 @@ test('schedule() works over a Redlock set', async () => {
   expect(typeof run.fence).toBe('bigint')
   for (const s of servers) expect(await redisCommand(s.url, 'EXISTS', `snatch:${name}:${run.tick.getTime()}`)).toBe(1)
 })
+
+test('three lockers scheduling one job over Redlock: every occurrence runs exactly once', async () => {
+  // The three claim each occurrence at the same moment, so the nodes' votes often split between them; the split
+  // rounds are tried again rather than every locker reporting the occurrence as taken.
+  const lockers = [0, 1, 2].map(() => createLocker({ urls: urls() }))
+  const name = uniqueKey('split')
+  const outcomes = new Map() // occurrence (ms) -> 'run' / 'skip' of each locker
+  const complete = () => [...outcomes.values()].filter((seen) => seen.length === lockers.length)
+  await new Promise((resolve, reject) => {
+    for (const locker of lockers) {
+      const task = locker.schedule(name, '*/1 * * * * *', () => {})
+      const record = (what) => ({ tick }) => {
+        outcomes.set(tick.getTime(), [...(outcomes.get(tick.getTime()) ?? []), what])
+        if (complete().length === 4) resolve()
+      }
+      task.on('run', record('run'))
+      task.on('skip', record('skip'))
+      task.on('error', reject)
+    }
+  })
+  await Promise.all(lockers.map((l) => l.close()))
+  for (const seen of complete()) expect(seen.filter((what) => what === 'run')).toHaveLength(1)
+})

@@ -20,7 +20,7 @@ const USAGE = `usage: npm run bench -- [options]
   --reps N           repetitions of each run (default 3)
   --quick            smoke run: 1 s per run, 1 repetition
   --soak N           only redis-snatch withfn at c=50 for N seconds, RSS sampled every second
-  --libs a,b         only these libraries (${LIBS.map((l) => l.id).join(', ')})
+  --libs a,b         only these libraries (${LIBS.map((l) => l.id).join(', ')}; a reference only when named)
   --scenarios a,b    only these scenarios (${Object.keys(SCENARIOS).join(', ')})
 REDIS_URL=redis://… uses that server instead of starting a throwaway redis-server.`
 
@@ -184,7 +184,7 @@ function publish(text, suffix) {
 }
 
 async function compare(options, redis) {
-  const libs = LIBS.filter((lib) => !options.libs || options.libs.includes(lib.id))
+  const libs = LIBS.filter((lib) => (options.libs ? options.libs.includes(lib.id) : !lib.reference))
   const scenarios = Object.keys(SCENARIOS).filter((name) => !options.scenarios || options.scenarios.includes(name))
   const header = headerLines(options, redis, 'redis-snatch benchmark')
 
@@ -208,7 +208,7 @@ async function compare(options, redis) {
     for (const concurrency of concurrencies) {
       for (let rep = 0; rep < options.reps; rep++) {
         for (const lib of libs) {
-          if (needs && lib.id === 'raw') continue
+          if (needs && lib.wait === false) continue
           plan.push({ scenario, concurrency, rep, lib })
         }
       }

@@ -1,6 +1,7 @@
 'use strict'
 // The libraries under comparison, in the order they run and are listed. `raw` is the floor; `pkg` names the npm
-// package whose installed version the report shows.
+// package whose installed version the report shows; `wait: false` marks adapters without a waiting acquire (no
+// handoff scenario); a `reference` runs only when named with --libs.
 
 const LIBS = [
   { id: 'snatch', name: 'redis-snatch', module: './redis-snatch' },
@@ -8,7 +9,14 @@ const LIBS = [
   { id: 'sesame', name: '@sesamecare-oss/redlock', pkg: '@sesamecare-oss/redlock', module: './sesamecare-redlock' },
   { id: 'semaphore', name: 'redis-semaphore Mutex', pkg: 'redis-semaphore', module: './redis-semaphore' },
   { id: 'helper', name: 'node-redis helper', pkg: 'redis', module: './node-redis-helper' },
-  { id: 'raw', name: 'raw ioredis', pkg: 'ioredis', module: './ioredis-raw' },
+  { id: 'raw', name: 'raw ioredis', pkg: 'ioredis', module: './ioredis-raw', wait: false },
+  {
+    id: 'scripts-js',
+    name: 'redis-snatch scripts on node-redis (reference)',
+    module: './snatch-scripts-js',
+    wait: false,
+    reference: true,
+  },
 ]
 
 /** The adapter of library `id`: `{ tryAcquire, release, withFn, acquireWait?, close }`. */

@@ -4,6 +4,7 @@
 
 const { randomUUID } = require('node:crypto')
 const Redis = require('ioredis')
+const { withFnOf } = require('./with-fn')
 
 const RELEASE_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 
@@ -20,16 +21,7 @@ async function create({ url, prefix, ttl }) {
   return {
     tryAcquire,
     release,
-    async withFn(key, fn) {
-      const lock = await tryAcquire(key)
-      if (!lock) return false
-      try {
-        await fn()
-      } finally {
-        await release(lock)
-      }
-      return true
-    },
+    withFn: withFnOf(tryAcquire, release),
     close: () => client.quit(),
   }
 }

@@ -3,6 +3,7 @@
 
 const Redis = require('ioredis')
 const { Mutex } = require('redis-semaphore')
+const { withFnOf } = require('./with-fn')
 
 /**
  * Mutexes on one client. Single attempts use acquireAttemptsLimit 1 and retryInterval 0: the library sleeps
@@ -15,19 +16,11 @@ function create({ url, prefix, ttl }) {
     const mutex = new Mutex(client, prefix + key, once)
     return (await mutex.tryAcquire()) ? mutex : null
   }
+  const release = (mutex) => mutex.release()
   return {
     tryAcquire,
-    release: (mutex) => mutex.release(),
-    async withFn(key, fn) {
-      const mutex = await tryAcquire(key)
-      if (!mutex) return false
-      try {
-        await fn()
-      } finally {
-        await mutex.release()
-      }
-      return true
-    },
+    release,
+    withFn: withFnOf(tryAcquire, release),
     async acquireWait(key, wait) {
       const mutex = new Mutex(client, prefix + key, { lockTimeout: ttl, acquireTimeout: wait })
       await mutex.acquire()

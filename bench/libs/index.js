@@ -17,6 +17,13 @@ const LIBS = [
     wait: false,
     reference: true,
   },
+  {
+    id: 'uv',
+    name: 'redis-snatch scripts on a libuv-polled socket (experiment)',
+    module: './uv-transport',
+    wait: false,
+    reference: true,
+  },
 ]
 
 /** The adapter of library `id`: `{ tryAcquire, release, withFn, acquireWait?, close }`. */

@@ -1,7 +1,7 @@
 'use strict'
 // The libraries under comparison, in the order they run and are listed. `raw` is the floor; `pkg` names the npm
 // package whose installed version the report shows; `wait: false` marks adapters without a waiting acquire (no
-// handoff scenario); a `reference` runs only when named with --libs.
+// handoff scenario); a `reference` runs only when named with --libs; `options` are passed to its adapter.
 
 const LIBS = [
   { id: 'snatch', name: 'redis-snatch', module: './redis-snatch' },
@@ -24,13 +24,29 @@ const LIBS = [
     wait: false,
     reference: true,
   },
+  {
+    id: 'uv-task',
+    name: 'the same, a Tokio task per lease (experiment)',
+    module: './uv-transport',
+    options: { supervision: 'task' },
+    wait: false,
+    reference: true,
+  },
+  {
+    id: 'uv-table',
+    name: 'the same, one table of leases (experiment)',
+    module: './uv-transport',
+    options: { supervision: 'table' },
+    wait: false,
+    reference: true,
+  },
 ]
 
 /** The adapter of library `id`: `{ tryAcquire, release, withFn, acquireWait?, close }`. */
 async function createAdapter(id, options) {
   const lib = LIBS.find((l) => l.id === id)
   if (!lib) throw new Error(`unknown library ${id}`)
-  return require(lib.module).create(options)
+  return require(lib.module).create({ ...options, ...lib.options })
 }
 
 module.exports = { LIBS, createAdapter }

@@ -27,12 +27,15 @@ function load() {
   return addon.exports
 }
 
-/** The experiment connected to the bench's Redis, with both scripts loaded; no `acquireWait` (no waiting). */
-async function create({ url, prefix, ttl }) {
+/**
+ * The experiment connected to the bench's Redis, with both scripts loaded; no `acquireWait` (no waiting).
+ * `supervision` ('task', 'table' or none) stands in for lease supervision (see the experiment's src/lib.rs).
+ */
+async function create({ url, prefix, ttl, supervision = 'none' }) {
   const uv = load()
   const script = (name) => fs.readFileSync(path.join(SCRIPTS, name), 'utf8')
   const { hostname, port } = new URL(url)
-  uv.connect(hostname, Number(port || 6379), script('acquire.lua'), script('release.lua'))
+  uv.connect(hostname, Number(port || 6379), script('acquire.lua'), script('release.lua'), supervision)
   const tryAcquire = async (key) => {
     const lock = prefix + key
     const token = randomUUID()

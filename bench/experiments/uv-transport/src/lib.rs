@@ -1,18 +1,35 @@
 //! Experiment: redis-snatch's acquire and release scripts over a Redis socket that node's own libuv loop polls
 //! (`uv_poll`), the replies resolving promises on the JS thread: no Tokio worker, no thread hand-offs. Unix only.
-//! Single connection per process, blocking connect, no timeouts, reconnection or lease supervision: it measures
-//! the transport, it is not one.
+//! Single connection per process, blocking connect, no timeouts or reconnection: it measures the transport, it is
+//! not one. `supervision` stands in for the supervision of the leases acquired (what would renew them at a third of
+//! their ttl), to measure its cost: `"task"`, a Tokio task per lease (on one worker thread, as in redis-snatch),
+//! cancelled by the release; `"table"`, one table of renewal times that a single Tokio task sleeps on, entered and
+//! left under a mutex without waking it; anything else, none.
 
 use napi::bindgen_prelude::Unknown;
 use napi::{sys, Env, Error, Result};
 use napi_derive::napi;
 use std::cell::RefCell;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::ffi::c_void;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::ptr;
+use std::sync::{LazyLock, Mutex};
+use std::time::{Duration, Instant};
+use tokio::runtime::Runtime;
+use tokio::sync::oneshot;
+
+/// mimalloc, as in redis-snatch: tasks are allocated on the JS thread and freed on the worker.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The runtime of the lease supervisors: one worker thread, like redis-snatch's.
+static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| {
+    let builder = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_time().build();
+    builder.expect("Tokio runtime")
+});
 
 extern "C" {
     fn uv_handle_size(kind: i32) -> usize;
@@ -28,8 +45,9 @@ const UV_READABLE: i32 = 1;
 struct Connection {
     env: sys::napi_env,
     stream: TcpStream,
-    /// The promises of the calls sent, in the order of their replies.
-    pending: VecDeque<sys::napi_deferred>,
+    /// The calls sent, in the order of their replies.
+    pending: VecDeque<Pending>,
+    supervision: Supervision,
     read: Vec<u8>,
     /// Calls made while replies are being handed out go out together when that ends.
     write: Vec<u8>,
@@ -38,6 +56,12 @@ struct Connection {
     resource: sys::napi_ref,
     acquire_sha: String,
     release_sha: String,
+}
+
+/// A call awaiting its reply: its promise, and for an acquisition its token and ttl.
+struct Pending {
+    deferred: sys::napi_deferred,
+    acquired: Option<(String, u32)>,
 }
 
 thread_local! { static CONNECTION: RefCell<Option<Connection>> = const { RefCell::new(None) }; }
@@ -113,7 +137,11 @@ extern "C" fn on_readable(_handle: *mut c_void, status: i32, _events: i32) {
         let (mut replies, mut at) = (Vec::new(), 0);
         while let Some((value, len)) = parse(&c.read[at..]) {
             at += len;
-            replies.push((c.pending.pop_front().expect("a reply per call"), value));
+            let call = c.pending.pop_front().expect("a reply per call");
+            if let (Some((token, ttl)), Ok(0..)) = (call.acquired, &value) {
+                c.supervision.start(token, ttl);
+            }
+            replies.push((call.deferred, value));
         }
         c.read.drain(..at);
         c.dispatching = !replies.is_empty();
@@ -156,10 +184,103 @@ extern "C" fn on_readable(_handle: *mut c_void, status: i32, _events: i32) {
     });
 }
 
+/// How the leases acquired are watched (see the module's comment).
+enum Supervision {
+    None,
+    /// A task per lease, by token; dropping its sender cancels it.
+    Tasks(HashMap<String, oneshot::Sender<()>>),
+    Table,
+}
+
+/// The renewal times of the leases held (`"table"`), and each token's entry.
+#[derive(Default)]
+struct Table {
+    due: BTreeSet<(Instant, String)>,
+    by_token: HashMap<String, Instant>,
+}
+
+static TABLE: LazyLock<Mutex<Table>> = LazyLock::new(Mutex::default);
+
+/// How long the table's task sleeps at most: a lease due sooner than that would have to wake it.
+const TABLE_TICK: Duration = Duration::from_secs(1);
+
+impl Supervision {
+    fn new(kind: &str) -> Self {
+        match kind {
+            "task" => Self::Tasks(HashMap::new()),
+            "table" => {
+                RUNTIME.spawn(async {
+                    loop {
+                        let wake = {
+                            let mut table = TABLE.lock().expect("table");
+                            let now = Instant::now();
+                            // Would renew what is due; here it is only rescheduled a tick later.
+                            while let Some((at, token)) = table.due.first().cloned().filter(|(at, _)| *at <= now) {
+                                table.due.remove(&(at, token.clone()));
+                                table.due.insert((now + TABLE_TICK, token.clone()));
+                                table.by_token.insert(token, now + TABLE_TICK);
+                            }
+                            table.due.first().map_or(now + TABLE_TICK, |(at, _)| (*at).min(now + TABLE_TICK))
+                        };
+                        tokio::time::sleep_until(wake.into()).await;
+                    }
+                });
+                Self::Table
+            }
+            _ => Self::None,
+        }
+    }
+
+    /// Watches the lease of `token` (`ttl` ms) until [`Supervision::stop`].
+    fn start(&mut self, token: String, ttl: u32) {
+        let renew_at = Duration::from_millis(u64::from(ttl / 3));
+        match self {
+            Self::None => {}
+            Self::Tasks(tasks) => {
+                let (cancel, cancelled) = oneshot::channel::<()>();
+                RUNTIME.spawn(async move {
+                    tokio::select! {
+                        _ = cancelled => {}
+                        () = tokio::time::sleep(renew_at) => {}
+                    }
+                });
+                tasks.insert(token, cancel);
+            }
+            Self::Table => {
+                let at = Instant::now() + renew_at;
+                let mut table = TABLE.lock().expect("table");
+                table.due.insert((at, token.clone()));
+                table.by_token.insert(token, at);
+            }
+        }
+    }
+
+    /// The lease of `token` is released.
+    fn stop(&mut self, token: &str) {
+        match self {
+            Self::None => {}
+            Self::Tasks(tasks) => drop(tasks.remove(token)),
+            Self::Table => {
+                let mut table = TABLE.lock().expect("table");
+                if let Some(at) = table.by_token.remove(token) {
+                    table.due.remove(&(at, token.to_owned()));
+                }
+            }
+        }
+    }
+}
+
 /// Connects to Redis at `host`:`port` (blocking, no AUTH or SELECT), loads the two scripts and hands the socket to
 /// the loop.
 #[napi]
-pub fn connect(env: Env, host: String, port: u32, acquire_script: String, release_script: String) -> Result<()> {
+pub fn connect(
+    env: Env,
+    host: String,
+    port: u32,
+    acquire_script: String,
+    release_script: String,
+    supervision: String,
+) -> Result<()> {
     let io = |e: std::io::Error| Error::from_reason(e.to_string());
     let mut stream = TcpStream::connect((host.as_str(), port as u16)).map_err(io)?;
     stream.set_nodelay(true).map_err(io)?;
@@ -188,6 +309,7 @@ pub fn connect(env: Env, host: String, port: u32, acquire_script: String, releas
             env: raw,
             stream,
             pending: VecDeque::new(),
+            supervision: Supervision::new(&supervision),
             read: Vec::new(),
             write: Vec::new(),
             dispatching: false,
@@ -202,7 +324,11 @@ pub fn connect(env: Env, host: String, port: u32, acquire_script: String, releas
 }
 
 /// Sends the command `args` builds and returns the promise of its reply.
-fn send<'e>(env: &'e Env, args: impl FnOnce(&Connection, &mut Vec<u8>)) -> Unknown<'e> {
+fn send<'e>(
+    env: &'e Env,
+    acquired: Option<(String, u32)>,
+    args: impl FnOnce(&mut Connection, &mut Vec<u8>),
+) -> Unknown<'e> {
     CONNECTION.with(|slot| {
         let mut slot = slot.borrow_mut();
         let c = slot.as_mut().expect("connect first");
@@ -216,7 +342,7 @@ fn send<'e>(env: &'e Env, args: impl FnOnce(&Connection, &mut Vec<u8>)) -> Unkno
         unsafe {
             let (mut deferred, mut promise) = (ptr::null_mut(), ptr::null_mut());
             sys::napi_create_promise(env.raw(), &mut deferred, &mut promise);
-            c.pending.push_back(deferred);
+            c.pending.push_back(Pending { deferred, acquired });
             Unknown::from_raw_unchecked(env.raw(), promise)
         }
     })
@@ -225,8 +351,8 @@ fn send<'e>(env: &'e Env, args: impl FnOnce(&Connection, &mut Vec<u8>)) -> Unkno
 /// The acquire script on `key` (fence counter `{key}:fence`): the fence, or a negative number when taken.
 #[napi(ts_return_type = "Promise<number>")]
 pub fn acquire<'e>(env: &'e Env, key: String, token: String, ttl: u32) -> Unknown<'e> {
-    let (fence, ttl) = (format!("{{{key}}}:fence"), ttl.to_string());
-    send(env, |c, buf| {
+    let (fence, ttl_ms, ttl) = (format!("{{{key}}}:fence"), ttl, ttl.to_string());
+    send(env, Some((token.clone(), ttl_ms)), |c, buf| {
         let sha = c.acquire_sha.as_bytes();
         encode(buf, &[b"EVALSHA", sha, b"2", key.as_bytes(), fence.as_bytes(), token.as_bytes(), ttl.as_bytes()])
     })
@@ -236,7 +362,8 @@ pub fn acquire<'e>(env: &'e Env, key: String, token: String, ttl: u32) -> Unknow
 #[napi(ts_return_type = "Promise<number>")]
 pub fn release<'e>(env: &'e Env, key: String, token: String) -> Unknown<'e> {
     let channel = format!("{{{key}}}:released");
-    send(env, |c, buf| {
+    send(env, None, |c, buf| {
+        c.supervision.stop(&token);
         let sha = c.release_sha.as_bytes();
         encode(buf, &[b"EVALSHA", sha, b"1", key.as_bytes(), token.as_bytes(), channel.as_bytes()])
     })

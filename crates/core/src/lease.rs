@@ -1,4 +1,4 @@
-//! A held lock: its identity, the state of its lease, and the supervisor that renews it or declares it lost.
+//! A held lock: its identity and the state of its lease (supervised by the locker's supervisor.rs).
 
 use crate::keys::LockKeys;
 use crate::quorum::{Extend, Grant, Nodes};
@@ -6,13 +6,7 @@ use crate::SnatchError;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
-use tokio::time::{sleep_until, Instant};
-
-/// The lost notice is given this fraction of the ttl before the validity ends.
-const NOTICE_FRACTION: u32 = 10;
-
-/// The lost notice is given at most this long before the validity ends.
-const MAX_NOTICE: Duration = Duration::from_secs(1);
+use tokio::time::Instant;
 
 /// Where a lease stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,10 +19,10 @@ pub enum LeaseState {
     Released,
 }
 
-/// What an owner runs when its lease is lost (see [`Lease::on_lost`]).
-type LostHook = Box<dyn FnOnce() + Send>;
+/// What runs when a lease is lost (see [`Lease::on_lost`]), or when it ends either way (the supervisor's).
+type Hook = Box<dyn FnOnce() + Send>;
 
-/// One acquisition of a lock. Shared by the owner and its supervisor task.
+/// One acquisition of a lock. Shared by its owner and the locker's supervisor.
 pub struct Lease {
     keys: LockKeys,
     token: String,
@@ -38,7 +32,8 @@ pub struct Lease {
     min_hold: Duration,
     nodes: Arc<Nodes>,
     state: watch::Sender<LeaseState>,
-    on_lost: Mutex<Option<LostHook>>,
+    on_lost: Mutex<Option<Hook>>,
+    on_end: Mutex<Option<Hook>>,
 }
 
 impl std::fmt::Debug for Lease {
@@ -57,8 +52,9 @@ impl Lease {
         nodes: Arc<Nodes>,
     ) -> Self {
         let state = watch::Sender::new(LeaseState::Held { valid_until: grant.valid_until });
-        let on_lost = Mutex::new(None);
-        Self { keys, token, fence: grant.fence, acquired_at: grant.started, ttl, min_hold, nodes, state, on_lost }
+        let (on_lost, on_end) = (Mutex::new(None), Mutex::new(None));
+        let acquired_at = grant.started;
+        Self { keys, token, fence: grant.fence, acquired_at, ttl, min_hold, nodes, state, on_lost, on_end }
     }
 
     /// The key as the user gave it.
@@ -74,6 +70,16 @@ impl Lease {
     /// The fencing token: strictly increasing per key across all holders.
     pub fn fence(&self) -> i64 {
         self.fence
+    }
+
+    /// The lease's ttl, which renewals set it to again.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// When the acquisition started (monotonic): its validity, and its renewals, count from there.
+    pub(crate) fn acquired_at(&self) -> Instant {
+        self.acquired_at
     }
 
     /// The current state.
@@ -103,6 +109,14 @@ impl Lease {
         *self.on_lost.lock().expect("lost hook poisoned") = Some(Box::new(hook));
         if self.state() == LeaseState::Lost {
             self.call_lost_hook();
+        }
+    }
+
+    /// Calls `hook` once when the lease ends, lost or released, at once if it already has. For the supervisor.
+    pub(crate) fn on_end(&self, hook: impl FnOnce() + Send + 'static) {
+        *self.on_end.lock().expect("end hook poisoned") = Some(Box::new(hook));
+        if !matches!(self.state(), LeaseState::Held { .. }) {
+            self.call_end_hook();
         }
     }
 
@@ -138,7 +152,7 @@ impl Lease {
         if held_for < self.min_hold {
             return self.release_keeping(self.min_hold - held_for).await;
         }
-        if self.state.send_replace(LeaseState::Released) == LeaseState::Released {
+        if !self.end_released() {
             return Ok(false);
         }
         self.nodes.try_release(&self.keys, &self.token).await
@@ -147,7 +161,7 @@ impl Lease {
     /// Gives the lock back but keeps the key (owner-checked) for `hold` more, so nobody acquires it before then.
     /// Returns whether the key was still ours in Redis; false without a round trip when already released.
     pub async fn release_keeping(&self, hold: Duration) -> Result<bool, SnatchError> {
-        if self.state.send_replace(LeaseState::Released) == LeaseState::Released {
+        if !self.end_released() {
             return Ok(false);
         }
         let hold = hold.max(Duration::from_millis(1));
@@ -163,7 +177,8 @@ impl Lease {
         }
     }
 
-    fn mark_lost(&self) {
+    /// Declares the lease lost if it is still held, calling the hooks.
+    pub(crate) fn mark_lost(&self) {
         let was_held = self.state.send_if_modified(|s| {
             let held = matches!(s, LeaseState::Held { .. });
             if held {
@@ -172,8 +187,18 @@ impl Lease {
             held
         });
         if was_held {
+            self.call_end_hook();
             self.call_lost_hook();
         }
+    }
+
+    /// Sets the state to released; false if it already was. Calls the end hook when it was not.
+    fn end_released(&self) -> bool {
+        let released = self.state.send_replace(LeaseState::Released) != LeaseState::Released;
+        if released {
+            self.call_end_hook();
+        }
+        released
     }
 
     /// Calls the lost hook if one is set and not yet called (taken under the lock, called outside it).
@@ -184,36 +209,11 @@ impl Lease {
         }
     }
 
-    /// Watches the lease until it ends: renews it every ttl/3 when `auto_extend`, and declares it lost when its
-    /// validity is about to run out without a renewal: [`NOTICE_FRACTION`] of the ttl (at most [`MAX_NOTICE`])
-    /// before, so that the owner hears of it while the lease still holds. An extension refused is lost at once.
-    pub(crate) async fn supervise(self: Arc<Self>, auto_extend: bool) {
-        let mut rx = self.state.subscribe();
-        let period = self.ttl / 3;
-        let notice = (self.ttl / NOTICE_FRACTION).min(MAX_NOTICE);
-        let retry = (self.ttl / 10).clamp(Duration::from_millis(1), Duration::from_millis(250));
-        let mut renew_at = self.acquired_at + period;
-        loop {
-            let lost_at = match *rx.borrow_and_update() {
-                LeaseState::Held { valid_until } => valid_until - notice,
-                _ => return,
-            };
-            tokio::select! {
-                changed = rx.changed() => if changed.is_err() { return },
-                () = sleep_until(lost_at) => { self.mark_lost(); return }
-                () = sleep_until(renew_at), if auto_extend => {
-                    let started = Instant::now();
-                    tokio::select! {
-                        result = self.extend(None) => {
-                            renew_at = match result {
-                                Ok(_) => started + period,
-                                Err(_) => Instant::now() + retry,
-                            };
-                        }
-                        () = sleep_until(lost_at) => { self.mark_lost(); return }
-                    }
-                }
-            }
+    /// Calls the end hook if one is set and not yet called (taken under the lock, called outside it).
+    fn call_end_hook(&self) {
+        let hook = self.on_end.lock().expect("end hook poisoned").take();
+        if let Some(hook) = hook {
+            hook();
         }
     }
 }

@@ -13,6 +13,7 @@ mod node;
 mod quorum;
 mod scheduler;
 mod scripts;
+mod supervisor;
 mod waker;
 
 pub use chrono;

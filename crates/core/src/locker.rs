@@ -7,10 +7,10 @@ use crate::lease::Lease;
 use crate::node::Node;
 use crate::quorum::{Acquire, Nodes};
 use crate::scheduler::Schedule;
+use crate::supervisor::Supervisor;
 use crate::SnatchError;
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{watch, OnceCell};
@@ -48,9 +48,8 @@ pub struct Locker {
 struct Shared {
     config: LockerConfig,
     nodes: Arc<Nodes>,
-    /// Leases not yet released, by id, so that `close` can release them.
-    held: Mutex<HashMap<u64, Arc<Lease>>>,
-    next_id: AtomicU64,
+    /// Renews the leases not yet ended, or declares them lost; `close` releases those still held.
+    supervisor: Supervisor,
     closed: AtomicBool,
     /// Number of calls under way; `close` waits for zero.
     busy: watch::Sender<usize>,
@@ -78,8 +77,7 @@ impl Locker {
             shared: Arc::new(Shared {
                 config,
                 nodes,
-                held: Mutex::new(HashMap::new()),
-                next_id: AtomicU64::new(0),
+                supervisor: Supervisor::new(),
                 closed: AtomicBool::new(false),
                 busy: watch::Sender::new(0),
                 close_done: OnceCell::new(),
@@ -116,18 +114,8 @@ impl Locker {
     {
         let _busy = self.enter()?;
         let keys = self.checked_keys(key, options)?;
-        // Supervised here rather than by a task of its own: the lease lives no longer than this call, and `close`
-        // waits for the call (it is busy) before releasing what is held.
-        let Some(lease) = self.grab(keys, options).await? else { return Ok(None) };
-        let output = {
-            let task = task(lease.clone());
-            let supervisor = lease.clone().supervise(options.auto_extend);
-            tokio::pin!(task, supervisor);
-            tokio::select! {
-                output = &mut task => output,
-                () = &mut supervisor => task.await,
-            }
-        };
+        let Some(lease) = self.acquire_keys(keys, options).await? else { return Ok(None) };
+        let output = task(lease.clone()).await;
         let lost = lease.lapsed();
         let _ = lease.release().await;
         Ok(Some(Ran { fence: lease.fence(), output, lost }))
@@ -145,8 +133,9 @@ impl Locker {
                 futures_util::future::join_all(schedules.iter().map(Schedule::stop)).await;
                 let mut busy = shared.busy.subscribe();
                 let _ = busy.wait_for(|n| *n == 0).await;
-                let leases: Vec<_> = shared.held.lock().expect("held poisoned").drain().map(|(_, l)| l).collect();
+                let leases = shared.supervisor.leases();
                 futures_util::future::join_all(leases.iter().map(|l| l.release())).await;
+                shared.supervisor.close();
                 shared.nodes.close();
             })
             .await;
@@ -178,7 +167,7 @@ impl Locker {
     }
 
     /// Acquires `keys` with checked `options` (waiting up to `options.wait`); `None` when not acquired in time. The
-    /// lease is supervised (renewed, or declared lost) and registered for `close` until it ends.
+    /// lease is supervised (renewed, or declared lost) until it ends, and released by `close` if still held.
     pub(crate) async fn acquire_keys(
         &self,
         keys: LockKeys,
@@ -186,7 +175,7 @@ impl Locker {
     ) -> Result<Option<Arc<Lease>>, SnatchError> {
         let lease = self.grab(keys, options).await?;
         if let Some(lease) = &lease {
-            self.supervise(lease.clone(), options.auto_extend);
+            self.shared.supervisor.watch(lease.clone(), options.auto_extend);
         }
         Ok(lease)
     }
@@ -241,17 +230,6 @@ impl Locker {
     /// Registers `schedule` for `close`.
     pub(crate) fn register_schedule(&self, schedule: Schedule) {
         self.shared.schedules.lock().expect("schedules poisoned").push(schedule);
-    }
-
-    /// Registers `lease` for `close` and starts its supervisor, which unregisters it when the lease ends.
-    fn supervise(&self, lease: Arc<Lease>, auto_extend: bool) {
-        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        self.shared.held.lock().expect("held poisoned").insert(id, lease.clone());
-        let shared = self.shared.clone();
-        tokio::spawn(async move {
-            lease.supervise(auto_extend).await;
-            shared.held.lock().expect("held poisoned").remove(&id);
-        });
     }
 }
 

@@ -147,6 +147,24 @@ async fn auto_extension_outlives_the_ttl_and_deletion_is_detected_as_lost() {
 }
 
 #[tokio::test]
+async fn a_short_lease_taken_while_the_supervisor_sleeps_on_a_long_one_is_renewed_in_time() {
+    let (_server, url) = redis_url();
+    let locker = locker(&url);
+    let auto = |ms| LockOptions { auto_extend: true, ..ttl(ms) };
+    // The supervisor now sleeps until its idle tick (the long lease's renewal is 10 s away)...
+    let long = locker.try_lock(&unique_key("long"), &auto(30_000)).await.unwrap().unwrap();
+    tokio::task::yield_now().await;
+    // ...and must be woken for this one: renewed every 50 ms, lost if not renewed within about 130 ms.
+    let key = unique_key("short");
+    let short = locker.try_lock(&key, &auto(150)).await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(matches!(short.state(), LeaseState::Held { .. }), "renewed past 4× its ttl: {:?}", short.state());
+    let pttl: i64 = inspect(&url).pttl(format!("snatch:{key}")).unwrap();
+    assert!(pttl > 0, "the key is still there, with a lease ({pttl} ms)");
+    assert!(matches!(long.state(), LeaseState::Held { .. }));
+}
+
+#[tokio::test]
 async fn reasking_with_the_same_token_keeps_the_fence_and_another_token_hears_the_pttl() {
     let (_server, url) = redis_url();
     let locker = locker(&url);

@@ -73,7 +73,7 @@ impl Lease {
     }
 
     /// The lease's ttl, which renewals set it to again.
-    pub fn ttl(&self) -> Duration {
+    pub(crate) fn ttl(&self) -> Duration {
         self.ttl
     }
 
@@ -201,19 +201,19 @@ impl Lease {
         released
     }
 
-    /// Calls the lost hook if one is set and not yet called (taken under the lock, called outside it).
     fn call_lost_hook(&self) {
-        let hook = self.on_lost.lock().expect("lost hook poisoned").take();
-        if let Some(hook) = hook {
-            hook();
-        }
+        call_once(&self.on_lost);
     }
 
-    /// Calls the end hook if one is set and not yet called (taken under the lock, called outside it).
     fn call_end_hook(&self) {
-        let hook = self.on_end.lock().expect("end hook poisoned").take();
-        if let Some(hook) = hook {
-            hook();
-        }
+        call_once(&self.on_end);
+    }
+}
+
+/// Calls the hook in `slot` if one is set and not yet called (taken under the lock, called outside it).
+fn call_once(slot: &Mutex<Option<Hook>>) {
+    let hook = slot.lock().expect("lease hook poisoned").take();
+    if let Some(hook) = hook {
+        hook();
     }
 }

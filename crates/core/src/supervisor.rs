@@ -10,6 +10,9 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
 
+/// A lease with auto-extension is renewed every ttl / `RENEW_FRACTION`.
+const RENEW_FRACTION: u32 = 3;
+
 /// The lost notice is given this fraction of the ttl before the validity ends.
 const NOTICE_FRACTION: u32 = 10;
 
@@ -76,11 +79,11 @@ impl Supervisor {
         Self { shared: Arc::new(Shared { table: Mutex::new(Table::default()), wake: Arc::new(Notify::new()) }) }
     }
 
-    /// Supervises `lease` until it ends: renews it every ttl/3 when `auto_extend` and declares it lost when its
+    /// Supervises `lease` until it ends: renews it every ttl / [`RENEW_FRACTION`] when `auto_extend` and declares it lost when its
     /// validity is about to run out without a renewal (an extension refused is lost at once). Starts the task on
     /// first use, so it must be called within the Tokio runtime.
     pub(crate) fn watch(&self, lease: Arc<Lease>, auto_extend: bool) {
-        let renew_at = lease.acquired_at() + lease.ttl() / 3;
+        let renew_at = lease.acquired_at() + lease.ttl() / RENEW_FRACTION;
         let mut entry = Entry { lease: lease.clone(), auto_extend, renew_at, queued_at: None };
         let at = entry.next_at();
         entry.queued_at = Some(at);
@@ -194,7 +197,7 @@ fn attend(shared: &Arc<Shared>, id: u64, lease: Arc<Lease>, auto_extend: bool, r
         lease.mark_lost();
     } else if auto_extend && now >= renew_at {
         // In a task of its own, so that one slow server does not hold up the other leases.
-        let (shared, period) = (Arc::downgrade(shared), lease.ttl() / 3);
+        let (shared, period) = (Arc::downgrade(shared), lease.ttl() / RENEW_FRACTION);
         let retry = (lease.ttl() / 10).clamp(Duration::from_millis(1), Duration::from_millis(250));
         tokio::spawn(async move {
             let started = Instant::now();

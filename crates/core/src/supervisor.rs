@@ -79,9 +79,9 @@ impl Supervisor {
         Self { shared: Arc::new(Shared { table: Mutex::new(Table::default()), wake: Arc::new(Notify::new()) }) }
     }
 
-    /// Supervises `lease` until it ends: renews it every ttl / [`RENEW_FRACTION`] when `auto_extend` and declares it lost when its
-    /// validity is about to run out without a renewal (an extension refused is lost at once). Starts the task on
-    /// first use, so it must be called within the Tokio runtime.
+    /// Supervises `lease` until it ends: renews it every ttl / [`RENEW_FRACTION`] when `auto_extend` and declares
+    /// it lost when its validity is about to run out without a renewal (an extension refused is lost at once).
+    /// Starts the task on first use, so it must be called within the Tokio runtime.
     pub(crate) fn watch(&self, lease: Arc<Lease>, auto_extend: bool) {
         let renew_at = lease.acquired_at() + lease.ttl() / RENEW_FRACTION;
         let mut entry = Entry { lease: lease.clone(), auto_extend, renew_at, queued_at: None };

@@ -72,6 +72,21 @@ impl Lease {
         self.fence
     }
 
+    /// The Redis names of the lock.
+    pub(crate) fn keys(&self) -> &LockKeys {
+        &self.keys
+    }
+
+    /// The nodes the lock is on.
+    pub(crate) fn nodes(&self) -> &Arc<Nodes> {
+        &self.nodes
+    }
+
+    /// How long after its acquisition a release keeps the key.
+    pub(crate) fn min_hold(&self) -> Duration {
+        self.min_hold
+    }
+
     /// The lease's ttl, which renewals set it to again.
     pub(crate) fn ttl(&self) -> Duration {
         self.ttl
@@ -193,7 +208,7 @@ impl Lease {
     }
 
     /// Sets the state to released; false if it already was. Calls the end hook when it was not.
-    fn end_released(&self) -> bool {
+    pub(crate) fn end_released(&self) -> bool {
         let released = self.state.send_replace(LeaseState::Released) != LeaseState::Released;
         if released {
             self.call_end_hook();

@@ -5,7 +5,7 @@ use crate::config::{LockOptions, LockerConfig};
 use crate::keys::LockKeys;
 use crate::lease::Lease;
 use crate::node::Node;
-use crate::quorum::{Acquire, Nodes};
+use crate::quorum::{Acquire, Grant, Nodes};
 use crate::scheduler::Schedule;
 use crate::supervisor::Supervisor;
 use crate::SnatchError;
@@ -58,8 +58,8 @@ struct Shared {
     schedules: Mutex<Vec<Schedule>>,
 }
 
-/// Counts one call under way for as long as it lives.
-pub(crate) struct Busy(Arc<Shared>);
+/// Counts one call under way for as long as it lives (see [`Locker::enter`]).
+pub struct Busy(Arc<Shared>);
 
 impl Drop for Busy {
     fn drop(&mut self) {
@@ -115,10 +115,7 @@ impl Locker {
         let _busy = self.enter()?;
         let keys = self.checked_keys(key, options)?;
         let Some(lease) = self.acquire_keys(keys, options).await? else { return Ok(None) };
-        let output = task(lease.clone()).await;
-        let lost = lease.lapsed();
-        let _ = lease.release().await;
-        Ok(Some(Ran { fence: lease.fence(), output, lost }))
+        Ok(Some(run_under(lease, task).await))
     }
 
     /// Stops accepting calls and schedules, waits for the calls and runs under way, releases every lock still held
@@ -146,8 +143,9 @@ impl Locker {
         self.shared.closed.load(Ordering::SeqCst)
     }
 
-    /// Counts a call under way until the returned guard drops; [`SnatchError::Closed`] once closing.
-    pub(crate) fn enter(&self) -> Result<Busy, SnatchError> {
+    /// Counts a call under way until the returned guard drops (`close` waits for it); [`SnatchError::Closed`] once
+    /// closing. The locker's own methods do this themselves.
+    pub fn enter(&self) -> Result<Busy, SnatchError> {
         self.shared.busy.send_modify(|n| *n += 1);
         let busy = Busy(self.shared.clone());
         if self.is_closed() {
@@ -160,8 +158,18 @@ impl Locker {
         self.acquire_keys(self.checked_keys(key, options)?, options).await
     }
 
+    /// The nodes the locker writes to.
+    pub(crate) fn nodes(&self) -> &Arc<Nodes> {
+        &self.shared.nodes
+    }
+
+    /// A new owner token: 128 random bits in hex.
+    pub(crate) fn new_token() -> String {
+        format!("{:032x}", rand::random::<u128>())
+    }
+
     /// The keys of `key` once `options` and `key` are checked.
-    fn checked_keys(&self, key: &str, options: &LockOptions) -> Result<LockKeys, SnatchError> {
+    pub(crate) fn checked_keys(&self, key: &str, options: &LockOptions) -> Result<LockKeys, SnatchError> {
         options.validate()?;
         LockKeys::new(&self.shared.config.prefix, key)
     }
@@ -180,6 +188,35 @@ impl Locker {
         Ok(lease)
     }
 
+    /// The lease of a won acquisition, under supervision (renewed, or declared lost) until it ends, and released
+    /// by `close` if still held. Must be called within the Tokio runtime.
+    pub(crate) fn adopt(
+        &self,
+        keys: LockKeys,
+        token: String,
+        grant: Grant,
+        ttl: Duration,
+        options: &LockOptions,
+    ) -> Arc<Lease> {
+        let lease = Arc::new(Lease::new(keys, token, grant, ttl, options.min_hold, self.shared.nodes.clone()));
+        self.shared.supervisor.watch(lease.clone(), options.auto_extend);
+        lease
+    }
+
+    /// One attempt on `keys` with `token`; `None` when not acquired.
+    pub(crate) async fn attempt(
+        &self,
+        keys: LockKeys,
+        token: String,
+        options: &LockOptions,
+    ) -> Result<Option<Arc<Lease>>, SnatchError> {
+        let ttl = options.ttl.unwrap_or(self.shared.config.ttl);
+        Ok(match self.shared.nodes.acquire(&keys, &token, ttl).await? {
+            Acquire::Won(grant) => Some(self.adopt(keys, token, grant, ttl, options)),
+            Acquire::Taken { .. } | Acquire::Split => None,
+        })
+    }
+
     /// Acquires `keys` like [`Locker::acquire_keys`], leaving the lease's supervision to the caller.
     async fn grab(&self, keys: LockKeys, options: &LockOptions) -> Result<Option<Arc<Lease>>, SnatchError> {
         let shared = &self.shared;
@@ -189,7 +226,7 @@ impl Locker {
         let mut wake = None;
         let mut late_splits = 0;
         loop {
-            let token = format!("{:032x}", rand::random::<u128>());
+            let token = Self::new_token();
             match shared.nodes.acquire(&keys, &token, ttl).await? {
                 Acquire::Won(grant) => {
                     let lease = Lease::new(keys, token, grant, ttl, options.min_hold, shared.nodes.clone());
@@ -231,6 +268,19 @@ impl Locker {
     pub(crate) fn register_schedule(&self, schedule: Schedule) {
         self.shared.schedules.lock().expect("schedules poisoned").push(schedule);
     }
+}
+
+/// Runs `task` with `lease`, then releases it (subject to `min_hold`): the end of [`Locker::run`], for a lease
+/// acquired otherwise. A failure to release is not an error: the key then expires with its lease.
+pub async fn run_under<T, F, Fut>(lease: Arc<Lease>, task: F) -> Ran<T>
+where
+    F: FnOnce(Arc<Lease>) -> Fut,
+    Fut: Future<Output = T>,
+{
+    let output = task(lease.clone()).await;
+    let lost = lease.lapsed();
+    let _ = lease.release().await;
+    Ran { fence: lease.fence(), output, lost }
 }
 
 /// The error for a lock not acquired within `waited` (for callers of [`Locker::run`] that treat that as a failure).

@@ -92,6 +92,11 @@ impl Node {
         self.connection.close();
     }
 
+    /// A Redis error on this server.
+    pub(crate) fn failure(&self, cause: impl std::fmt::Display) -> SnatchError {
+        self.connection.failure(cause)
+    }
+
     /// Runs a script call (batched with those of other operations) and reads its reply as `T`.
     async fn invoke<T: FromRedisValue>(&self, call: ScriptCall) -> Result<T, SnatchError> {
         let reply = self.batcher.call(call).await?;

@@ -59,6 +59,14 @@ impl Nodes {
         Self { nodes, drift_factor }
     }
 
+    /// The node, when there is only one.
+    pub(crate) fn single(&self) -> Option<&Node> {
+        match self.nodes.as_slice() {
+            [node] => Some(node),
+            _ => None,
+        }
+    }
+
     fn quorum(&self) -> usize {
         self.nodes.len() / 2 + 1
     }

@@ -11,7 +11,8 @@ use std::sync::LazyLock;
 /// again with its own token refreshes its lease and keeps its fence), else `-2 - pttl` of the holder (< 0; pttl is
 /// -1 for a key without expiry), or with the third argument `{-2 - pttl, holder's token}`. One integer unless the
 /// holder is asked for: a table reply costs Redis about a tenth more per call, and only Redlock needs the name.
-pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/acquire.lua")));
+pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_LUA));
+const ACQUIRE_LUA: &str = include_str!("scripts/acquire.lua");
 
 /// Set the lease of a lock we own: extension, and the minHold release (the key stays for the remainder).
 ///
@@ -21,7 +22,11 @@ pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(includ
 /// Delete a lock we own (compare-and-delete) and wake its waiters.
 ///
 /// KEYS: lock key. ARGV: token, release channel. Returns 1 when the key was ours, else 0.
-pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/release.lua")));
+pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_LUA));
+const RELEASE_LUA: &str = include_str!("scripts/release.lua");
+
+/// The sources of the scripts that direct calls use (direct.rs), loaded when their socket is opened.
+pub(crate) const DIRECT_SOURCES: [&str; 2] = [ACQUIRE_LUA, RELEASE_LUA];
 
 /// One call of a script: its EVALSHA command, and the script, for when the server has to load it.
 pub(crate) struct ScriptCall {

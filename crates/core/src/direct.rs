@@ -1,0 +1,221 @@
+//! Acquisitions and releases on a single Redis whose commands the caller carries on a socket of its own (the Node
+//! binding sends them on a socket that node's event loop polls, saving the thread hand-offs of the locker's
+//! connection). This module opens that socket, writes the commands and turns the replies into leases; a call whose
+//! reply the caller could not get (its socket failed, or the server did not have the script) is finished on the
+//! locker's own connection by `fallback`, with the same token: our scripts are safe to repeat.
+
+use crate::config::LockOptions;
+use crate::keys::LockKeys;
+use crate::lease::Lease;
+use crate::locker::Locker;
+use crate::node::Node;
+use crate::quorum::{Grant, Nodes};
+use crate::resp::{self, Reply};
+use crate::scripts;
+use crate::SnatchError;
+use redis::{ConnectionAddr, IntoConnectionInfo};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+/// The client name of a socket for direct calls, as `CLIENT LIST` shows it.
+pub const DIRECT_CLIENT_NAME: &str = "redis-snatch-direct";
+
+/// What a reply comes to.
+#[derive(Debug)]
+pub enum Settled<T, C> {
+    /// The call's outcome.
+    Done(Result<T, SnatchError>),
+    /// The reply does not settle the call: finish it with its `fallback`.
+    Fallback(C),
+}
+
+/// One attempt to acquire a key on a single Redis, its command sent by the caller.
+pub struct DirectAcquire {
+    locker: Locker,
+    keys: LockKeys,
+    token: String,
+    ttl: Duration,
+    options: LockOptions,
+    started: Instant,
+}
+
+impl std::fmt::Debug for DirectAcquire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectAcquire").field("key", &self.keys.key).finish()
+    }
+}
+
+/// The release of a lease on a single Redis, its command sent by the caller.
+#[derive(Debug)]
+pub struct DirectRelease {
+    lease: Arc<Lease>,
+}
+
+impl Locker {
+    /// Opens a socket to the locker's Redis for direct calls: connected, authenticated, on the URL's database, named
+    /// [`DIRECT_CLIENT_NAME`], with the scripts loaded, in non-blocking mode. `None` when direct calls do not apply: several nodes (Redlock), or a TLS or Unix
+    /// socket URL. Bounded by the command timeout.
+    pub async fn direct_socket(&self) -> Result<Option<std::net::TcpStream>, SnatchError> {
+        let (Some(node), [url]) = (self.nodes().single(), self.config().urls.as_slice()) else { return Ok(None) };
+        let info = url.as_str().into_connection_info().map_err(|e| node.failure(e))?;
+        let ConnectionAddr::Tcp(host, port) = info.addr() else { return Ok(None) };
+        let settings = info.redis_settings();
+        let mut handshake: Vec<Vec<&str>> = Vec::new();
+        if let Some(password) = settings.password() {
+            handshake.push(["AUTH"].into_iter().chain(settings.username()).chain([password]).collect());
+        }
+        let db = settings.db().to_string();
+        if settings.db() != 0 {
+            handshake.push(vec!["SELECT", &db]);
+        }
+        handshake.push(vec!["CLIENT", "SETNAME", DIRECT_CLIENT_NAME]);
+        handshake.extend(scripts::DIRECT_SOURCES.map(|source| vec!["SCRIPT", "LOAD", source]));
+        let timeout = self.config().command_timeout;
+        let open = async {
+            let mut socket = TcpStream::connect((host.as_str(), *port)).await.map_err(|e| node.failure(e))?;
+            socket.set_nodelay(true).map_err(|e| node.failure(e))?;
+            let mut request = Vec::new();
+            for command in &handshake {
+                resp::encode(&mut request, command);
+            }
+            socket.write_all(&request).await.map_err(|e| node.failure(e))?;
+            let mut replies = Vec::new();
+            for _ in &handshake {
+                let reply = read_reply(&mut socket, &mut replies).await.map_err(|e| node.failure(e))?;
+                if let Reply::Error(text) = reply {
+                    return Err(node.failure(text));
+                }
+            }
+            socket.into_std().map_err(|e| node.failure(e))
+        };
+        let socket = tokio::time::timeout(timeout, open)
+            .await
+            .unwrap_or_else(|_| Err(node.failure(format!("timed out after {} ms", timeout.as_millis()))))?;
+        Ok(Some(socket))
+    }
+
+    /// Starts one attempt to acquire `key` whose command the caller sends. `None` when direct calls do not apply:
+    /// several nodes (Redlock), or `options.wait` (waiting acquisitions stay on the locker's connection). The
+    /// caller counts the call with [`Locker::enter`].
+    pub fn direct_acquire(&self, key: &str, options: &LockOptions) -> Result<Option<DirectAcquire>, SnatchError> {
+        let keys = self.checked_keys(key, options)?;
+        if self.nodes().single().is_none() || !options.wait.is_zero() {
+            return Ok(None);
+        }
+        Ok(Some(DirectAcquire {
+            locker: self.clone(),
+            keys,
+            token: Locker::new_token(),
+            ttl: options.ttl.unwrap_or(self.config().ttl),
+            options: options.clone(),
+            started: Instant::now(),
+        }))
+    }
+}
+
+impl DirectAcquire {
+    /// Appends the command to send; the acquisition's time counts from this call.
+    pub fn command(&mut self, buf: &mut Vec<u8>) {
+        let ttl = self.ttl.as_millis().to_string();
+        let (keys, token) = (&self.keys, self.token.as_bytes());
+        let sha = scripts::ACQUIRE.get_hash().as_bytes();
+        let args: [&[u8]; 7] =
+            [b"EVALSHA", sha, b"2", keys.lock.as_bytes(), keys.fence.as_bytes(), token, ttl.as_bytes()];
+        resp::encode(buf, &args);
+        self.started = Instant::now();
+    }
+
+    /// What the command's reply comes to: the lease (supervised like any other), `None` when the key is held by
+    /// someone else, or an error. Must be called within the Tokio runtime.
+    pub fn settle(self, reply: Reply) -> Settled<Option<Arc<Lease>>, Self> {
+        let node = single(self.locker.nodes());
+        match reply {
+            Reply::Int(fence) if fence >= 0 => {
+                let valid_until = self.locker.nodes().valid_until(self.started, self.ttl);
+                if Instant::now() >= valid_until {
+                    // Ours, but too late to be of use: give it back.
+                    let (nodes, keys, token) = (self.locker.nodes().clone(), self.keys, self.token);
+                    tokio::spawn(async move { nodes.release(&keys, &token).await });
+                    return Settled::Done(Err(node.failure("the lease's validity elapsed before Redis answered")));
+                }
+                let grant = Grant { fence, started: self.started, valid_until };
+                Settled::Done(Ok(Some(self.locker.adopt(self.keys, self.token, grant, self.ttl, &self.options))))
+            }
+            Reply::Int(_) => Settled::Done(Ok(None)),
+            Reply::Error(text) if text.starts_with("NOSCRIPT") => Settled::Fallback(self),
+            Reply::Error(text) => Settled::Done(Err(node.failure(text))),
+            other => Settled::Done(Err(node.failure(format!("unexpected reply {other:?}")))),
+        }
+    }
+
+    /// Makes the attempt on the locker's own connection, with the same token.
+    pub async fn fallback(self) -> Result<Option<Arc<Lease>>, SnatchError> {
+        self.locker.attempt(self.keys, self.token, &self.options).await
+    }
+}
+
+impl Lease {
+    /// Starts the release of this lease with a command the caller sends, when that is how it is released: not
+    /// while minHold keeps the key (then, or when `None`, [`Lease::release`] does it). The lease counts as
+    /// released from now on.
+    pub fn direct_release(self: &Arc<Self>) -> Option<DirectRelease> {
+        if self.acquired_at().elapsed() < self.min_hold() || self.state() == crate::LeaseState::Released {
+            return None;
+        }
+        self.end_released();
+        Some(DirectRelease { lease: self.clone() })
+    }
+}
+
+impl DirectRelease {
+    /// Appends the command to send.
+    pub fn command(&self, buf: &mut Vec<u8>) {
+        let (keys, token) = (self.lease.keys(), self.lease.token().as_bytes());
+        let sha = scripts::RELEASE.get_hash().as_bytes();
+        let args: [&[u8]; 6] = [b"EVALSHA", sha, b"1", keys.lock.as_bytes(), token, keys.channel.as_bytes()];
+        resp::encode(buf, &args);
+    }
+
+    /// What the reply comes to: whether the key was still ours.
+    pub fn settle(self, reply: Reply) -> Settled<bool, Self> {
+        match reply {
+            Reply::Int(n) => Settled::Done(Ok(n == 1)),
+            Reply::Error(text) if text.starts_with("NOSCRIPT") => Settled::Fallback(self),
+            Reply::Error(text) => Settled::Done(Err(single(self.lease.nodes()).failure(text))),
+            other => Settled::Done(Err(single(self.lease.nodes()).failure(format!("unexpected reply {other:?}")))),
+        }
+    }
+
+    /// Releases on the locker's own connection.
+    pub async fn fallback(self) -> Result<bool, SnatchError> {
+        self.lease.nodes().try_release(self.lease.keys(), self.lease.token()).await
+    }
+}
+
+/// The node of a locker that makes direct calls.
+fn single(nodes: &Nodes) -> &Node {
+    nodes.single().expect("direct calls are for a single node")
+}
+
+/// Reads one reply from `socket` (for the handshake), `buf` holding what was read beyond it.
+async fn read_reply(socket: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<Reply> {
+    loop {
+        match resp::parse(buf) {
+            Ok(Some((reply, len))) => {
+                buf.drain(..len);
+                return Ok(reply);
+            }
+            Ok(None) => {}
+            Err(e) => return Err(std::io::Error::other(e.0)),
+        }
+        let mut chunk = [0u8; 512];
+        let n = socket.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}

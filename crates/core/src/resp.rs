@@ -1,0 +1,104 @@
+//! The few pieces of the Redis protocol (RESP2) a caller needs to carry our commands on a socket of its own (see
+//! direct.rs): commands written out, and replies read back.
+
+/// One reply, as far as our commands need it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// An integer reply.
+    Int(i64),
+    /// A status reply (`+OK`).
+    Status(String),
+    /// An error reply, its text.
+    Error(String),
+    /// Anything else (bulk strings, nil, arrays), skipped whole.
+    Other,
+}
+
+/// The bytes could not be a reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolError(pub String);
+
+/// Appends the command `args` in RESP.
+pub fn encode<A: AsRef<[u8]>>(buf: &mut Vec<u8>, args: &[A]) {
+    use std::io::Write;
+    let _ = write!(buf, "*{}\r\n", args.len());
+    for arg in args {
+        let arg = arg.as_ref();
+        let _ = write!(buf, "${}\r\n", arg.len());
+        buf.extend_from_slice(arg);
+        buf.extend_from_slice(b"\r\n");
+    }
+}
+
+/// Reads the reply at the start of `buf`: it and its length, or `None` while it is incomplete.
+pub fn parse(buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> {
+    let Some((line, mut at)) = line(buf)? else { return Ok(None) };
+    let (kind, text) = (line[0], &line[1..]);
+    let reply = match kind {
+        b':' => Reply::Int(number(text)?),
+        b'+' => Reply::Status(String::from_utf8_lossy(text).into_owned()),
+        b'-' => Reply::Error(String::from_utf8_lossy(text).into_owned()),
+        b'$' => {
+            let len = number(text)?;
+            if len >= 0 {
+                at += len as usize + 2;
+                if buf.len() < at {
+                    return Ok(None);
+                }
+            }
+            Reply::Other
+        }
+        b'*' => {
+            for _ in 0..number(text)?.max(0) {
+                let Some((_, len)) = parse(&buf[at..])? else { return Ok(None) };
+                at += len;
+            }
+            Reply::Other
+        }
+        other => return Err(ProtocolError(format!("unexpected reply type byte {other:#04x}"))),
+    };
+    Ok(Some((reply, at)))
+}
+
+/// The first line of `buf` without its CRLF, and the length with it.
+fn line(buf: &[u8]) -> Result<Option<(&[u8], usize)>, ProtocolError> {
+    let Some(end) = buf.windows(2).position(|w| w == b"\r\n") else { return Ok(None) };
+    if end == 0 {
+        return Err(ProtocolError("empty reply line".to_owned()));
+    }
+    Ok(Some((&buf[..end], end + 2)))
+}
+
+fn number(text: &[u8]) -> Result<i64, ProtocolError> {
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| ProtocolError(format!("bad number '{}'", String::from_utf8_lossy(text))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_a_command() {
+        let mut buf = Vec::new();
+        encode(&mut buf, &["EVALSHA", "", "0123456789"]);
+        assert_eq!(buf, b"*3\r\n$7\r\nEVALSHA\r\n$0\r\n\r\n$10\r\n0123456789\r\n");
+    }
+
+    #[test]
+    fn parses_each_kind_and_waits_for_the_rest() {
+        assert_eq!(parse(b":-42\r\n:1"), Ok(Some((Reply::Int(-42), 6))));
+        assert_eq!(parse(b"+OK\r\n"), Ok(Some((Reply::Status("OK".into()), 5))));
+        assert_eq!(parse(b"-NOSCRIPT x\r\n"), Ok(Some((Reply::Error("NOSCRIPT x".into()), 13))));
+        assert_eq!(parse(b"$3\r\nabc\r\n"), Ok(Some((Reply::Other, 9))));
+        assert_eq!(parse(b"$-1\r\n"), Ok(Some((Reply::Other, 5))));
+        assert_eq!(parse(b"*2\r\n:1\r\n$1\r\nx\r\n"), Ok(Some((Reply::Other, 15))));
+        for partial in [&b""[..], b":4", b"$3\r\nab", b"*2\r\n:1\r\n"] {
+            assert_eq!(parse(partial), Ok(None), "{partial:?}");
+        }
+        assert!(parse(b"?\r\n").is_err());
+        assert!(parse(b":x\r\n").is_err());
+    }
+}

@@ -2,8 +2,11 @@
 //! ThreadsafeFunction, and maps core errors to coded JS errors. The JS facade (`index.js`) wraps these classes.
 
 mod completions;
+mod direct_runs;
 mod errors;
 mod locker;
+#[cfg_attr(not(unix), path = "loop_socket_unsupported.rs")]
+mod loop_socket;
 mod options;
 mod schedule;
 

@@ -2,10 +2,12 @@
 //! completions.rs); a run's task is called through the same completions.
 
 use crate::completions::{Completion, Completions};
+use crate::direct_runs::{DirectRuns, Running};
 use crate::errors::to_napi;
 use crate::options::{lock_options, millis, LockInit, LockerInit, ScheduleInit};
 use crate::schedule::{JsTickHandler, NativeSchedule, ScheduleEvent, TickTask};
 use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, Function};
+use napi::Env;
 use napi_derive::napi;
 use snatch_core::{CronSchedule, Lease, Locker, LockerConfig, SnatchError};
 use std::collections::HashMap;
@@ -15,7 +17,7 @@ use tokio::sync::oneshot;
 
 /// Runs waiting for their task to settle, by run id. The facade reports a settled task with `taskDone(id)`:
 /// awaiting the task's promise from Rust would cost a persistent reference per call.
-type Settling = Arc<Mutex<HashMap<u32, oneshot::Sender<()>>>>;
+pub(crate) type Settling = Arc<Mutex<HashMap<u32, oneshot::Sender<()>>>>;
 
 /// Held locks handed to JS, by acquisition id.
 type Leases = Arc<Mutex<HashMap<u32, Arc<Lease>>>>;
@@ -27,28 +29,35 @@ pub struct NativeLocker {
     completions: Arc<Completions>,
     settling: Settling,
     leases: Leases,
+    /// One-attempt runs on a single Redis go by direct calls when its socket is open.
+    direct: DirectRuns,
 }
 
 #[napi]
 impl NativeLocker {
     /// Validates the options. `deliver(completions)` receives results, task calls and lost notices.
     #[napi(constructor, ts_args_type = "init: LockerInit, deliver: (completions: Completion[]) => void")]
-    pub fn new(init: LockerInit, deliver: Function<Vec<Completion>, ()>) -> napi::Result<Self> {
+    pub fn new(env: Env, init: LockerInit, deliver: Function<Vec<Completion>, ()>) -> napi::Result<Self> {
         let config = LockerConfig::try_from(init).map_err(to_napi)?;
         let locker = Locker::new(config).map_err(to_napi)?;
-        let settling = Settling::default();
+        let (settling, running) = (Settling::default(), Running::default());
         // Once JS is gone (a worker thread terminated, say), nothing can use this locker: the runs waiting for a
         // task that will not report back go on to release, and the locker closes, releasing what it holds and
         // stopping its schedules, instead of renewing locks and claiming occurrences for nobody.
         // At process exit the runtime is shut down first: spawning on its handle then drops the task, where napi's
         // `spawn` would panic.
         let runtime = within_runtime_if_available(tokio::runtime::Handle::current);
-        let (waiting, closing) = (settling.clone(), locker.clone());
+        let direct_deliver = deliver.create_ref()?;
+        let (waiting, direct_tasks, closing) = (settling.clone(), running.clone(), locker.clone());
         let completions = Completions::new(deliver, move || {
             waiting.lock().expect("settling poisoned").clear();
+            direct_tasks.lock().expect("running poisoned").clear();
             runtime.spawn(async move { closing.close().await });
         })?;
-        Ok(Self { locker, completions: Arc::new(completions), settling, leases: Leases::default() })
+        let completions = Arc::new(completions);
+        let direct =
+            DirectRuns::new(&env, locker.clone(), direct_deliver, completions.clone(), settling.clone(), running)?;
+        Ok(Self { locker, completions, settling, leases: Leases::default(), direct })
     }
 
     /// Starts run `id`: acquire `key` (waiting up to `options.wait`), have the facade call the task, release.
@@ -57,34 +66,17 @@ impl NativeLocker {
     #[napi]
     pub fn run(&self, id: u32, key: String, options: Option<LockInit>, required: bool) -> napi::Result<()> {
         let options = lock_options(options, true).map_err(to_napi)?;
+        if self.direct.start(id, &key, &options, required)? {
+            return Ok(());
+        }
         let (locker, completions) = (self.locker.clone(), self.completions.clone());
         let settling = self.settling.clone();
         self.start(id, async move {
-            let ran = locker
-                .run(&key, &options, |lease| {
-                    let (settled, on_settled) = oneshot::channel();
-                    settling.lock().expect("settling poisoned").insert(id, settled);
-                    if !completions.push(Completion::task(id, lease.fence())) {
-                        // Not called (the JS environment is gone): the run ends at once.
-                        settling.lock().expect("settling poisoned").remove(&id);
-                    }
-                    async move {
-                        // Waits for the task to settle, telling the facade if the lease is lost meanwhile.
-                        tokio::pin!(on_settled);
-                        tokio::select! {
-                            _ = &mut on_settled => return,
-                            lost = lease.ended() => if lost { completions.push(Completion::lost_notice(id)); },
-                        }
-                        let _ = on_settled.await;
-                    }
-                })
-                .await?;
+            let ran = locker.run(&key, &options, |lease| task_under(id, lease, completions, settling)).await?;
             Ok(match ran {
                 None if required => return Err(snatch_core::not_acquired(&key, options.wait)),
                 None => Completion::done(id),
-                Some(ran) => {
-                    Completion { fence: Some(BigInt::from(ran.fence)), lost: Some(ran.lost), ..Completion::done(id) }
-                }
+                Some(ran) => ran_completion(id, ran.fence, ran.lost),
             })
         });
         Ok(())
@@ -159,6 +151,9 @@ impl NativeLocker {
     /// Called by the facade when the task of run `id` has settled.
     #[napi]
     pub fn task_done(&self, id: u32) {
+        if self.direct.task_done(id) {
+            return;
+        }
         if let Some(settled) = self.settling.lock().expect("settling poisoned").remove(&id) {
             let _ = settled.send(());
         }
@@ -196,6 +191,7 @@ impl NativeLocker {
     /// connections. Idempotent.
     #[napi]
     pub fn close(&self, id: u32) {
+        self.direct.close();
         let (locker, leases) = (self.locker.clone(), self.leases.clone());
         self.start(id, async move {
             locker.close().await;
@@ -215,4 +211,27 @@ impl NativeLocker {
             completions.push(op.await.unwrap_or_else(|e| Completion::failed(id, &e)));
         });
     }
+}
+
+/// The task of run `id` under `lease`, on the runtime: has the facade call it and waits for it to settle, telling
+/// the facade if the lease is lost meanwhile.
+pub(crate) async fn task_under(id: u32, lease: Arc<Lease>, completions: Arc<Completions>, settling: Settling) {
+    let (settled, on_settled) = oneshot::channel();
+    settling.lock().expect("settling poisoned").insert(id, settled);
+    if !completions.push(Completion::task(id, lease.fence())) {
+        // Not called (the JS environment is gone): the run ends at once.
+        settling.lock().expect("settling poisoned").remove(&id);
+        return;
+    }
+    tokio::pin!(on_settled);
+    tokio::select! {
+        _ = &mut on_settled => return,
+        lost = lease.ended() => if lost { completions.push(Completion::lost_notice(id)); },
+    }
+    let _ = on_settled.await;
+}
+
+/// The end of run `id`, whose task ran under the lease with `fence`; `lost` if the lease lapsed meanwhile.
+pub(crate) fn ran_completion(id: u32, fence: i64, lost: bool) -> Completion {
+    Completion { fence: Some(BigInt::from(fence)), lost: Some(lost), ..Completion::done(id) }
 }

@@ -1,0 +1,158 @@
+'use strict'
+// One-attempt runs on a single Redis go by direct calls over a socket that node's event loop polls. These tests
+// put a locker on that socket first, each on a redis-server of its own, and check that the runs behave as over the
+// locker's own connection: results, loss, minHold, close, faults, and a worker thread torn down mid-run.
+
+const { createLocker, LockLostError } = require('..')
+const { startRedis, redisCommand } = require('./support/redis-server')
+const { directClients, onDirectSocket } = require('./support/direct')
+const { uniqueKey, sleep } = require('./support/util')
+
+let server
+let locker
+beforeEach(async () => {
+  server = await startRedis()
+  locker = createLocker({ url: server.url, commandTimeout: 300 })
+  await onDirectSocket(locker, server.url)
+})
+afterEach(async () => {
+  await locker.close()
+  await server.stop()
+})
+
+test('runs on the direct socket run once per key and resolve like any run', async () => {
+  const key = uniqueKey('direct-race')
+  let runs = 0
+  const results = await Promise.all(
+    Array.from({ length: 20 }, () =>
+      locker.snatchTask(key, async ({ fence }) => {
+        runs++
+        await sleep(20)
+        return fence
+      }),
+    ),
+  )
+  expect(runs).toBe(1)
+  const [won] = results.filter((r) => r.ran)
+  expect(won).toEqual({ ran: true, value: won.fence, fence: 1n })
+  expect(results.filter((r) => !r.ran)).toHaveLength(19)
+  expect(await redisCommand(server.url, 'EXISTS', `snatch:${key}`)).toBe(0)
+  expect(await locker.withLock(key, () => 'second')).toBe('second')
+  const [client] = await directClients(server.url)
+  expect(client).toContain(' cmd=evalsha ')
+})
+
+test('a task that throws rejects with its error and the key is released', async () => {
+  const key = uniqueKey('direct-throw')
+  const boom = new Error('boom')
+  await expect(
+    locker.snatchTask(key, () => {
+      throw boom
+    }),
+  ).rejects.toBe(boom)
+  expect(await redisCommand(server.url, 'EXISTS', `snatch:${key}`)).toBe(0)
+})
+
+test('withLock without wait on a held key rejects ERR_SNATCH_TIMEOUT; snatchTask resolves ran: false', async () => {
+  const key = uniqueKey('direct-held')
+  const holder = await locker.tryLock(key)
+  await expect(locker.withLock(key, () => 1)).rejects.toMatchObject({ code: 'ERR_SNATCH_TIMEOUT' })
+  expect(await locker.snatchTask(key, () => 1)).toEqual({ ran: false })
+  await holder.release()
+})
+
+test('a lease lost while the task runs aborts ctx.signal and rejects LockLostError', async () => {
+  const key = uniqueKey('direct-lost')
+  const err = await locker
+    .snatchTask(
+      key,
+      async ({ signal }) => {
+        await redisCommand(server.url, 'DEL', `snatch:${key}`)
+        await new Promise((resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason)))
+      },
+      { ttl: 300 },
+    )
+    .catch((e) => e)
+  expect(err).toBeInstanceOf(LockLostError)
+})
+
+test('minHold keeps the key after the run', async () => {
+  const key = uniqueKey('direct-minhold')
+  expect((await locker.snatchTask(key, () => 'v', { minHold: 60000 })).value).toBe('v')
+  expect(await redisCommand(server.url, 'PTTL', `snatch:${key}`)).toBeGreaterThan(1000)
+  expect(await locker.snatchTask(key, () => 'again')).toEqual({ ran: false })
+})
+
+test('a server that lost its scripts: the run finishes over the locker connection', async () => {
+  await redisCommand(server.url, 'SCRIPT', 'FLUSH')
+  const key = uniqueKey('direct-noscript')
+  expect(await locker.snatchTask(key, () => 'ok')).toEqual({ ran: true, value: 'ok', fence: 1n })
+  expect(await locker.snatchTask(key, () => 'ok')).toEqual({ ran: true, value: 'ok', fence: 2n })
+  expect(await redisCommand(server.url, 'EXISTS', `snatch:${key}`)).toBe(0)
+})
+
+test('a paused server: the run in flight rejects ERR_SNATCH_REDIS and fn is not run; runs resume after', async () => {
+  server.pause()
+  let ran = false
+  const err = await locker
+    .snatchTask(uniqueKey('direct-paused'), () => {
+      ran = true
+    })
+    .catch((e) => e)
+  server.resume()
+  expect(err.code).toBe('ERR_SNATCH_REDIS')
+  expect(err.cause.message).toMatch(/timed out/)
+  expect(ran).toBe(false)
+  // The direct socket was closed; it opens again and runs go over it.
+  await onDirectSocket(locker, server.url)
+})
+
+test('a restarted server: the next runs work, and go over a new direct socket', async () => {
+  await server.restart()
+  const key = uniqueKey('direct-restart')
+  expect(await locker.snatchTask(key, () => 2)).toEqual({ ran: true, value: 2, fence: 1n })
+  await onDirectSocket(locker, server.url)
+})
+
+test('close waits for a run on the direct socket, then releases', async () => {
+  const key = uniqueKey('direct-close')
+  let finished = false
+  const run = locker.snatchTask(key, async () => {
+    await sleep(100)
+    finished = true
+    return 'finished'
+  })
+  await sleep(20)
+  await locker.close()
+  expect(finished).toBe(true)
+  expect((await run).value).toBe('finished')
+  expect(await redisCommand(server.url, 'EXISTS', `snatch:${key}`)).toBe(0)
+  await expect(locker.snatchTask(key, () => 1)).rejects.toMatchObject({ code: 'ERR_SNATCH_CLOSED' })
+  expect(await directClients(server.url)).toEqual([])
+})
+
+test('when its worker thread is terminated during a run on the direct socket, the key is released', async () => {
+  const { Worker } = require('node:worker_threads')
+  const { once } = require('node:events')
+  const key = uniqueKey('direct-worker')
+  const source = `
+    const { parentPort, workerData: { pkg, support, url, key } } = require('node:worker_threads')
+    const { createLocker } = require(pkg)
+    const { onDirectSocket } = require(support)
+    const locker = createLocker({ url })
+    onDirectSocket(locker, url).then(() =>
+      locker.snatchTask(key, () => { parentPort.postMessage('running'); return new Promise(() => {}) }, { ttl: 30000 }))`
+  const path = require('node:path')
+  const workerData = { pkg: path.join(__dirname, '..'), support: path.join(__dirname, 'support/direct.js'), url: server.url, key }
+  // The worker's locker is the second on this server: the test's own locker closes its direct socket first.
+  await locker.close()
+  const worker = new Worker(source, { eval: true, workerData })
+  await once(worker, 'message')
+  expect(await redisCommand(server.url, 'EXISTS', `snatch:${key}`)).toBe(1)
+  await worker.terminate()
+  locker = createLocker({ url: server.url })
+  // The lease is 30 s and renewed: getting the key within 3 s means it was released.
+  const lock = await locker.lock(key, { wait: 3000 })
+  expect(lock.fence).toBe(2n)
+  await lock.release()
+})

@@ -1,0 +1,244 @@
+//! One-attempt runs (snatchTask, withLock without wait) on a single Redis by direct calls over the loop socket
+//! (loop_socket.rs): the acquisition's reply has the facade call the task within the same loop callback, and the
+//! task's end sends the release, with no thread hand-off; their completions go to the facade's delivery callback
+//! directly. A call the socket could not complete goes on over the locker's connection, as the run would have
+//! without the socket.
+
+use crate::completions::{Completion, Completions};
+use crate::locker::{ran_completion, task_under, Settling};
+use crate::loop_socket::{Failed, Handler, LoopSocket, Outcome};
+use napi::bindgen_prelude::{spawn, within_runtime_if_available, FunctionRef, ToNapiValue};
+use napi::{sys, Env, JsValue};
+use snatch_core::{run_under, Busy, DirectAcquire, DirectRelease, Lease, LockOptions, Locker, Settled};
+use std::collections::HashMap;
+use std::ptr;
+use std::sync::{Arc, Mutex};
+
+/// Runs whose task is under way, by run id, with their lease and their count on the locker.
+pub(crate) type Running = Arc<Mutex<HashMap<u32, (Arc<Lease>, Busy)>>>;
+
+/// The facade's delivery callback.
+type Deliver = FunctionRef<Vec<Completion>, ()>;
+
+/// A direct call awaiting its reply. One per call in flight, moved a few times: boxing the larger variant would cost
+/// an allocation per call instead.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Call {
+    /// The acquisition of run `run`.
+    Acquire { run: u32, key: String, required: bool, attempt: DirectAcquire, busy: Busy },
+    /// The release after the task of run `run`: the run completes with `fence` and `lost`.
+    Release { run: u32, fence: i64, lost: bool, release: DirectRelease, busy: Busy },
+}
+
+/// The direct path of one locker.
+pub(crate) struct DirectRuns {
+    socket: LoopSocket<Call>,
+    context: Arc<Context>,
+}
+
+/// What the replies need.
+struct Context {
+    locker: Locker,
+    completions: Arc<Completions>,
+    settling: Settling,
+    running: Running,
+}
+
+impl DirectRuns {
+    /// The direct path of `locker`, delivering to `deliver` on the JS thread of `env`, and through `completions`
+    /// what finishes on the runtime.
+    pub(crate) fn new(
+        env: &Env,
+        locker: Locker,
+        deliver: Deliver,
+        completions: Arc<Completions>,
+        settling: Settling,
+        running: Running,
+    ) -> napi::Result<Self> {
+        let timeout = locker.config().command_timeout;
+        let context = Arc::new(Context { locker, completions, settling, running });
+        let delivery = Delivery::new(env, deliver)?;
+        let on_replies = context.clone();
+        let handler: Handler<Call> = Box::new(move |env, replies| {
+            let out = within_runtime_if_available(|| on_replies.settle(replies));
+            delivery.deliver(env, out);
+        });
+        Ok(Self { socket: LoopSocket::new(env.raw(), timeout, handler), context })
+    }
+
+    /// Starts run `id` by a direct call: false, and nothing started, when the call cannot be made (options that
+    /// wait, several nodes, the socket not open yet).
+    pub(crate) fn start(&self, id: u32, key: &str, options: &LockOptions, required: bool) -> napi::Result<bool> {
+        let locker = &self.context.locker;
+        if !options.wait.is_zero() || !self.socket.ready(locker) {
+            return Ok(false);
+        }
+        let to_napi = crate::errors::to_napi;
+        let Some(attempt) = locker.direct_acquire(key, options).map_err(to_napi)? else { return Ok(false) };
+        let busy = locker.enter().map_err(to_napi)?;
+        let call = Call::Acquire { run: id, key: key.to_owned(), required, attempt, busy };
+        let sent = self.socket.send(call, |call, buf| {
+            if let Call::Acquire { attempt, .. } = call {
+                attempt.command(buf);
+            }
+        });
+        Ok(sent.is_ok())
+    }
+
+    /// The task of run `id` settled: releases its lease. False when `id` is not a direct run.
+    pub(crate) fn task_done(&self, id: u32) -> bool {
+        let Some((lease, busy)) = self.context.running.lock().expect("running poisoned").remove(&id) else {
+            return false;
+        };
+        let (fence, lost) = (lease.fence(), lease.lapsed());
+        let Some(release) = lease.direct_release() else {
+            // minHold keeps the key, or it is released already: the locker's own release does it.
+            let completions = self.context.completions.clone();
+            spawn(async move {
+                let _ = lease.release().await;
+                completions.push(ran_completion(id, fence, lost));
+                drop(busy);
+            });
+            return true;
+        };
+        let call = Call::Release { run: id, fence, lost, release, busy };
+        if let Err(call) = self.socket.send(call, |call, buf| {
+            if let Call::Release { release, .. } = call {
+                release.command(buf);
+            }
+        }) {
+            within_runtime_if_available(|| self.context.settle(vec![(call, Err(Failed))]));
+        }
+        true
+    }
+
+    /// The locker is closing: the socket closes once the calls in flight are answered.
+    pub(crate) fn close(&self) {
+        self.socket.close();
+    }
+}
+
+impl Context {
+    /// Turns replies into completions to deliver now; calls without a usable reply go on over the locker's
+    /// connection. Within the runtime.
+    fn settle(self: &Arc<Self>, replies: Vec<(Call, Outcome)>) -> Vec<Completion> {
+        let mut out = Vec::with_capacity(replies.len());
+        for (call, outcome) in replies {
+            match call {
+                Call::Acquire { run, key, required, attempt, busy } => {
+                    let settled = match outcome {
+                        Ok(reply) => attempt.settle(reply),
+                        Err(Failed) => Settled::Fallback(attempt),
+                    };
+                    match settled {
+                        Settled::Done(Ok(Some(lease))) => {
+                            out.push(Completion::task(run, lease.fence()));
+                            let completions = self.completions.clone();
+                            lease.on_lost(move || {
+                                completions.push(Completion::lost_notice(run));
+                            });
+                            self.running.lock().expect("running poisoned").insert(run, (lease, busy));
+                        }
+                        Settled::Done(Ok(None)) if required => {
+                            out.push(Completion::failed(run, &snatch_core::not_acquired(&key, Default::default())));
+                        }
+                        Settled::Done(Ok(None)) => out.push(Completion::done(run)),
+                        Settled::Done(Err(e)) => out.push(Completion::failed(run, &e)),
+                        Settled::Fallback(attempt) => {
+                            self.clone().acquire_on_runtime(run, key, required, attempt, busy)
+                        }
+                    }
+                }
+                Call::Release { run, fence, lost, release, busy } => {
+                    let settled = match outcome {
+                        Ok(reply) => release.settle(reply),
+                        Err(Failed) => Settled::Fallback(release),
+                    };
+                    match settled {
+                        // As on the runtime, a failed release does not fail the run: the key expires.
+                        Settled::Done(_) => out.push(ran_completion(run, fence, lost)),
+                        Settled::Fallback(release) => {
+                            let completions = self.completions.clone();
+                            spawn(async move {
+                                let _ = release.fallback().await;
+                                completions.push(ran_completion(run, fence, lost));
+                                drop(busy);
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Makes the acquisition of run `run` over the locker's connection, and the rest of the run on the runtime.
+    fn acquire_on_runtime(self: Arc<Self>, run: u32, key: String, required: bool, attempt: DirectAcquire, busy: Busy) {
+        spawn(async move {
+            let completion = match attempt.fallback().await {
+                Ok(Some(lease)) => {
+                    let (completions, settling) = (self.completions.clone(), self.settling.clone());
+                    let ran = run_under(lease, |lease| task_under(run, lease, completions, settling)).await;
+                    ran_completion(run, ran.fence, ran.lost)
+                }
+                Ok(None) if required => Completion::failed(run, &snatch_core::not_acquired(&key, Default::default())),
+                Ok(None) => Completion::done(run),
+                Err(e) => Completion::failed(run, &e),
+            };
+            self.completions.push(completion);
+            drop(busy);
+        });
+    }
+}
+
+/// Calls the facade's delivery callback from a loop callback, the way node calls JS from I/O: in a callback scope,
+/// so that the promise reactions it causes run before the loop goes on.
+struct Delivery {
+    env: sys::napi_env,
+    deliver: Deliver,
+    async_context: sys::napi_async_context,
+}
+
+impl Delivery {
+    fn new(env: &Env, deliver: Deliver) -> napi::Result<Self> {
+        let mut async_context = ptr::null_mut();
+        // SAFETY: on the JS thread of `env`; node makes the resource object.
+        unsafe {
+            let mut name = ptr::null_mut();
+            sys::napi_create_string_utf8(env.raw(), c"redis-snatch".as_ptr(), 12, &mut name);
+            sys::napi_async_init(env.raw(), ptr::null_mut(), name, &mut async_context);
+        }
+        Ok(Self { env: env.raw(), deliver, async_context })
+    }
+
+    /// Hands `completions` to the facade (nothing when there are none). An exception it throws is reported as
+    /// uncaught, as for a callback from node itself.
+    fn deliver(&self, env: sys::napi_env, completions: Vec<Completion>) {
+        if completions.is_empty() {
+            return;
+        }
+        let handle = Env::from_raw(env);
+        let Ok(deliver) = self.deliver.borrow_back(&handle) else { return };
+        // SAFETY: on the JS thread of `env`, inside the caller's handle scope.
+        unsafe {
+            let Ok(argument) = Vec::<Completion>::to_napi_value(env, completions) else { return };
+            let (mut receiver, mut result) = (ptr::null_mut(), ptr::null_mut());
+            // An object is required; the facade's callback does not use `this`.
+            sys::napi_get_global(env, &mut receiver);
+            let status =
+                sys::napi_make_callback(env, self.async_context, receiver, deliver.raw(), 1, &argument, &mut result);
+            if status == sys::Status::napi_pending_exception {
+                let mut exception = ptr::null_mut();
+                sys::napi_get_and_clear_last_exception(env, &mut exception);
+                sys::napi_fatal_exception(env, exception);
+            }
+        }
+    }
+}
+
+impl Drop for Delivery {
+    fn drop(&mut self) {
+        // SAFETY: dropped on the JS thread of `env` (with the socket's state), before the environment is gone.
+        unsafe { sys::napi_async_destroy(self.env, self.async_context) };
+    }
+}

@@ -1,0 +1,446 @@
+//! A Redis socket that node's own event loop polls (libuv's `uv_poll`), for the core's direct calls
+//! (snatch_core::DirectAcquire): commands are written from the JS thread and the replies are read and handed to JS in
+//! the loop's callback, with no thread hand-off either way. Opened on the runtime (connect, AUTH, SELECT, SCRIPT
+//! LOAD), then handed to the loop; not ready while opening, and again for a second after a failure, when callers use
+//! the locker's own connection. Every call has the command timeout as deadline; when one passes, or the socket
+//! fails, the socket is closed and every call in flight is handed back as failed, for the caller to finish on the
+//! locker's connection. Unix only; the handles are unreferenced (the facade keeps the process alive while calls are
+//! pending) and closed with the socket, or when the JS environment is torn down.
+
+use napi::bindgen_prelude::spawn;
+use napi::sys;
+use snatch_core::{parse_reply, Locker, Reply, SnatchError};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::ffi::{c_int, c_void};
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::ptr;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// libuv's `uv_handle_t`, only ever behind a pointer; its first field is the `data` pointer (stable in libuv 1.x).
+#[repr(C)]
+struct UvHandle {
+    data: *mut c_void,
+}
+
+extern "C" {
+    fn uv_handle_size(kind: c_int) -> usize;
+    fn uv_poll_init_socket(event_loop: *mut sys::uv_loop_s, handle: *mut UvHandle, socket: c_int) -> c_int;
+    fn uv_poll_start(
+        handle: *mut UvHandle,
+        events: c_int,
+        callback: extern "C" fn(*mut UvHandle, c_int, c_int),
+    ) -> c_int;
+    fn uv_timer_init(event_loop: *mut sys::uv_loop_s, handle: *mut UvHandle) -> c_int;
+    fn uv_timer_start(
+        handle: *mut UvHandle,
+        callback: extern "C" fn(*mut UvHandle),
+        timeout: u64,
+        repeat: u64,
+    ) -> c_int;
+    fn uv_unref(handle: *mut UvHandle);
+    fn uv_close(handle: *mut UvHandle, callback: extern "C" fn(*mut UvHandle));
+}
+
+/// `UV_POLL` and `UV_TIMER` of `uv_handle_type`, `UV_READABLE` and `UV_WRITABLE` of `uv_poll_event` (libuv 1.x).
+const UV_POLL: c_int = 8;
+const UV_TIMER: c_int = 13;
+const UV_READABLE: c_int = 1;
+const UV_WRITABLE: c_int = 2;
+
+/// How long after a failure the socket is not opened again.
+const REOPEN_AFTER: Duration = Duration::from_secs(1);
+
+/// Why a call got no reply.
+#[derive(Debug)]
+pub(crate) struct Failed;
+
+/// A call's reply, or its failure.
+pub(crate) type Outcome = Result<Reply, Failed>;
+
+/// Receives replies on the JS thread: `(env, replies)`, inside a handle scope. Calls made meanwhile are sent
+/// together when it returns.
+pub(crate) type Handler<C> = Box<dyn Fn(sys::napi_env, Vec<(C, Outcome)>)>;
+
+/// The socket of one locker; `C` is what a call carries until its reply.
+pub(crate) struct LoopSocket<C: 'static> {
+    state: Rc<RefCell<State<C>>>,
+}
+
+struct State<C: 'static> {
+    env: sys::napi_env,
+    phase: Phase<C>,
+    timeout: Duration,
+    handler: Rc<Handler<C>>,
+    /// Replies are being handed out: calls made meanwhile are written when that ends.
+    dispatching: bool,
+    /// No more calls: the socket closes once the last reply is in, and is not opened again.
+    closing: bool,
+}
+
+/// The socket opened on the runtime, for the JS thread to take.
+type Opened = Arc<Mutex<Option<Result<Option<TcpStream>, SnatchError>>>>;
+
+enum Phase<C: 'static> {
+    /// Not open; opened by the first call after `reopen_at`.
+    Closed {
+        reopen_at: Option<Instant>,
+    },
+    Opening(Opened),
+    Open(Open<C>),
+    /// Direct calls do not apply to this locker (Redlock, TLS or Unix socket URL).
+    Unavailable,
+}
+
+struct Open<C> {
+    stream: TcpStream,
+    poll: *mut UvHandle,
+    timer: *mut UvHandle,
+    /// Calls sent, in the order of their replies, with their deadlines.
+    pending: VecDeque<(Instant, C)>,
+    read: Vec<u8>,
+    write: Vec<u8>,
+    /// Waiting for the socket to take the rest of `write`.
+    writable_wanted: bool,
+    /// The registration that closes the handles when the JS environment is torn down, and its count of the state.
+    cleanup: sys::napi_async_cleanup_hook_handle,
+    cleanup_arg: *mut c_void,
+}
+
+impl<C: 'static> LoopSocket<C> {
+    /// A socket for calls with `timeout` as deadline, replies going to `handler`. Nothing opens yet.
+    pub(crate) fn new(env: sys::napi_env, timeout: Duration, handler: Handler<C>) -> Self {
+        let phase = Phase::Closed { reopen_at: None };
+        let state = State { env, phase, timeout, handler: Rc::new(handler), dispatching: false, closing: false };
+        Self { state: Rc::new(RefCell::new(state)) }
+    }
+
+    /// Whether calls can be sent now. When not, starts opening the socket for `locker` if it is closed and may be
+    /// opened again.
+    pub(crate) fn ready(&self, locker: &Locker) -> bool {
+        let mut state = self.state.borrow_mut();
+        if state.closing {
+            return false;
+        }
+        match &state.phase {
+            Phase::Open(_) => return true,
+            Phase::Unavailable => return false,
+            Phase::Closed { reopen_at } => {
+                if reopen_at.is_some_and(|at| Instant::now() < at) || locker.is_closed() {
+                    return false;
+                }
+                let (opened, locker) = (Opened::default(), locker.clone());
+                state.phase = Phase::Opening(opened.clone());
+                spawn(async move {
+                    let socket = locker.direct_socket().await;
+                    *opened.lock().expect("opened socket poisoned") = Some(socket);
+                });
+                return false;
+            }
+            Phase::Opening(opened) => {
+                let Some(socket) = opened.lock().expect("opened socket poisoned").take() else { return false };
+                state.phase = match socket {
+                    Ok(Some(stream)) => match install(&self.state, state.env, stream) {
+                        Some(open) => Phase::Open(open),
+                        None => Phase::Unavailable,
+                    },
+                    Ok(None) => Phase::Unavailable,
+                    Err(_) => Phase::Closed { reopen_at: Some(Instant::now() + REOPEN_AFTER) },
+                };
+            }
+        }
+        matches!(state.phase, Phase::Open(_))
+    }
+
+    /// Sends the command `write` appends and keeps `call` until its reply; `call` is handed back when the socket is
+    /// not open. A socket that fails on the write hands `call` to the handler as failed, with the others in flight.
+    pub(crate) fn send(&self, mut call: C, write: impl FnOnce(&mut C, &mut Vec<u8>)) -> Result<(), C> {
+        let mut state = self.state.borrow_mut();
+        let (timeout, dispatching) = (state.timeout, state.dispatching);
+        let Phase::Open(open) = &mut state.phase else { return Err(call) };
+        write(&mut call, &mut open.write);
+        if open.pending.is_empty() {
+            // SAFETY: the timer is open while the socket is.
+            unsafe { uv_timer_start(open.timer, on_deadline::<C>, timeout.as_millis() as u64, 0) };
+        }
+        open.pending.push_back((Instant::now() + timeout, call));
+        if !dispatching && flush(open).is_err() {
+            drop(state);
+            fail(&self.state);
+        }
+        Ok(())
+    }
+
+    /// Closes the socket once no call is in flight (at once if none is); it is not opened again.
+    pub(crate) fn close(&self) {
+        let mut state = self.state.borrow_mut();
+        state.closing = true;
+        let idle = match &state.phase {
+            Phase::Open(open) => open.pending.is_empty(),
+            _ => true,
+        };
+        drop(state);
+        if idle {
+            shut(&self.state);
+        }
+    }
+}
+
+impl<C: 'static> Drop for LoopSocket<C> {
+    fn drop(&mut self) {
+        self.state.borrow_mut().closing = true;
+        shut(&self.state);
+    }
+}
+
+/// Bytes allocated for a libuv handle (a poll or timer handle is about 160).
+const HANDLE_BYTES: usize = 512;
+
+fn handle_layout() -> std::alloc::Layout {
+    std::alloc::Layout::from_size_align(HANDLE_BYTES, 16).expect("handle layout")
+}
+
+/// Hands `stream` to the loop of `env`: a poll handle for it, a timer for the deadlines, and the cleanup hook that
+/// closes them if the environment is torn down first. `None` if libuv refuses the socket.
+fn install<C: 'static>(state: &Rc<RefCell<State<C>>>, env: sys::napi_env, stream: TcpStream) -> Option<Open<C>> {
+    // SAFETY: on the JS thread of `env`; the handles are allocated at least at libuv's size for them, and each keeps
+    // a count of the state in its data field until it is closed (see `shut`).
+    unsafe {
+        let mut event_loop = ptr::null_mut();
+        sys::napi_get_uv_event_loop(env, &mut event_loop);
+        if uv_handle_size(UV_POLL).max(uv_handle_size(UV_TIMER)) > HANDLE_BYTES {
+            return None;
+        }
+        let poll = std::alloc::alloc_zeroed(handle_layout()).cast::<UvHandle>();
+        if uv_poll_init_socket(event_loop, poll, stream.as_raw_fd()) != 0 {
+            std::alloc::dealloc(poll.cast(), handle_layout());
+            return None;
+        }
+        let timer = std::alloc::alloc_zeroed(handle_layout()).cast::<UvHandle>();
+        uv_timer_init(event_loop, timer);
+        for handle in [poll, timer] {
+            (*handle).data = Rc::into_raw(state.clone()).cast_mut().cast();
+            uv_unref(handle);
+        }
+        uv_poll_start(poll, UV_READABLE, on_poll::<C>);
+        let mut cleanup = ptr::null_mut();
+        let arg = Rc::into_raw(state.clone()).cast_mut().cast();
+        sys::napi_add_async_cleanup_hook(env, Some(on_teardown::<C>), arg, &mut cleanup);
+        let (pending, read, write) = (VecDeque::new(), Vec::new(), Vec::new());
+        Some(Open { stream, poll, timer, pending, read, write, writable_wanted: false, cleanup, cleanup_arg: arg })
+    }
+}
+
+/// The state a handle's callback is for (another count of it).
+///
+/// # Safety
+/// `handle` was set up by `install` and is not closed.
+unsafe fn state_of<C: 'static>(handle: *mut UvHandle) -> Rc<RefCell<State<C>>> {
+    let state = (*handle).data as *const RefCell<State<C>>;
+    Rc::increment_strong_count(state);
+    Rc::from_raw(state)
+}
+
+/// Writes what the socket takes of `open.write`, polling for writability while some is left.
+fn flush<C: 'static>(open: &mut Open<C>) -> std::io::Result<()> {
+    while !open.write.is_empty() {
+        match open.stream.write(&open.write) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => drop(open.write.drain(..n)),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let wanted = !open.write.is_empty();
+    if wanted != open.writable_wanted {
+        open.writable_wanted = wanted;
+        let events = if wanted { UV_READABLE | UV_WRITABLE } else { UV_READABLE };
+        // SAFETY: the poll handle is open while the socket is.
+        unsafe { uv_poll_start(open.poll, events, on_poll::<C>) };
+    }
+    Ok(())
+}
+
+/// The loop found the socket readable or writable: writes what is left, reads what came, hands out the replies
+/// that are complete; fails the socket on an error or end of stream.
+extern "C" fn on_poll<C: 'static>(handle: *mut UvHandle, status: c_int, events: c_int) {
+    // SAFETY: the poll handle is open, so its data is the state's.
+    let state = unsafe { state_of::<C>(handle) };
+    let mut replies = Vec::new();
+    let healthy = {
+        let mut guard = state.borrow_mut();
+        let Phase::Open(open) = &mut guard.phase else { return };
+        status >= 0
+            && (events & UV_WRITABLE == 0 || flush(open).is_ok())
+            && (events & UV_READABLE == 0 || read(open, &mut replies))
+    };
+    if !replies.is_empty() {
+        dispatch(&state, replies);
+    }
+    if !healthy {
+        fail(&state);
+    }
+}
+
+/// Reads everything available and takes the complete replies off the front of `open.pending`. False when the
+/// stream ended or failed, or a reply made no sense (what was complete before is still taken).
+fn read<C>(open: &mut Open<C>, replies: &mut Vec<(C, Outcome)>) -> bool {
+    let mut chunk = [0u8; 16 * 1024];
+    let mut healthy = loop {
+        match open.stream.read(&mut chunk) {
+            Ok(0) => break false,
+            Ok(n) => open.read.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break true,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => break false,
+        }
+    };
+    let mut at = 0;
+    loop {
+        match parse_reply(&open.read[at..]) {
+            Ok(Some((reply, len))) => {
+                let Some((_, call)) = open.pending.pop_front() else {
+                    healthy = false;
+                    break;
+                };
+                at += len;
+                replies.push((call, Ok(reply)));
+            }
+            Ok(None) => break,
+            Err(_) => {
+                healthy = false;
+                break;
+            }
+        }
+    }
+    open.read.drain(..at);
+    healthy
+}
+
+/// The timer found the oldest call's deadline: fails the socket if it has passed, else waits for it.
+extern "C" fn on_deadline<C: 'static>(handle: *mut UvHandle) {
+    // SAFETY: the timer is open, so its data is the state's.
+    let state = unsafe { state_of::<C>(handle) };
+    let overdue = {
+        let guard = state.borrow();
+        let Phase::Open(open) = &guard.phase else { return };
+        match open.pending.front() {
+            None => false,
+            Some((deadline, _)) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if !left.is_zero() {
+                    // SAFETY: as above.
+                    unsafe { uv_timer_start(open.timer, on_deadline::<C>, left.as_millis() as u64 + 1, 0) };
+                }
+                left.is_zero()
+            }
+        }
+    };
+    if overdue {
+        fail(&state);
+    }
+}
+
+/// Hands `replies` to the handler inside a handle scope, then sends what was called meanwhile, and closes the
+/// socket if it is closing and nothing is in flight any more.
+fn dispatch<C: 'static>(state: &Rc<RefCell<State<C>>>, replies: Vec<(C, Outcome)>) {
+    let (env, handler) = {
+        let mut guard = state.borrow_mut();
+        guard.dispatching = true;
+        (guard.env, guard.handler.clone())
+    };
+    // SAFETY: on the JS thread of `env`.
+    unsafe {
+        let mut scope = ptr::null_mut();
+        sys::napi_open_handle_scope(env, &mut scope);
+        handler(env, replies);
+        sys::napi_close_handle_scope(env, scope);
+    }
+    let mut guard = state.borrow_mut();
+    guard.dispatching = false;
+    let closing = guard.closing;
+    let Phase::Open(open) = &mut guard.phase else { return };
+    let (flushed, idle) = (flush(open).is_ok(), open.pending.is_empty());
+    drop(guard);
+    if !flushed {
+        fail(state);
+    } else if closing && idle {
+        shut(state);
+    }
+}
+
+/// The socket failed: closes it and hands every call in flight to the handler as failed. It may be opened again
+/// after [`REOPEN_AFTER`].
+fn fail<C: 'static>(state: &Rc<RefCell<State<C>>>) {
+    let Some(pending) = shut(state) else { return };
+    if let Phase::Closed { reopen_at } = &mut state.borrow_mut().phase {
+        *reopen_at = Some(Instant::now() + REOPEN_AFTER);
+    }
+    if !pending.is_empty() {
+        dispatch(state, pending.into_iter().map(|(_, call)| (call, Err(Failed))).collect());
+    }
+}
+
+/// Closes the socket and its handles if it is open (not to be opened again when closing), returning the calls
+/// that were in flight.
+fn shut<C: 'static>(state: &Rc<RefCell<State<C>>>) -> Option<VecDeque<(Instant, C)>> {
+    let mut guard = state.borrow_mut();
+    if !matches!(guard.phase, Phase::Open(_)) {
+        if guard.closing {
+            guard.phase = Phase::Unavailable;
+        }
+        return None;
+    }
+    let next = if guard.closing { Phase::Unavailable } else { Phase::Closed { reopen_at: None } };
+    let Phase::Open(open) = std::mem::replace(&mut guard.phase, next) else { unreachable!("checked above") };
+    drop(guard);
+    let closing = Box::into_raw(Box::new(Closing { handles: 2, cleanup: open.cleanup, cleanup_arg: open.cleanup_arg }));
+    // SAFETY: the handles are open; each gives up its count of the state and points to `closing` instead, which
+    // the second close callback frees.
+    unsafe {
+        for handle in [open.poll, open.timer] {
+            drop(Rc::from_raw((*handle).data as *const RefCell<State<C>>));
+            (*handle).data = closing.cast();
+            uv_close(handle, on_closed::<C>);
+        }
+    }
+    Some(open.pending)
+}
+
+/// The handles of a socket being closed, and its cleanup hook, removed once both are closed.
+struct Closing {
+    handles: u8,
+    cleanup: sys::napi_async_cleanup_hook_handle,
+    cleanup_arg: *mut c_void,
+}
+
+/// libuv closed a handle: frees it, and once both are, removes the cleanup hook.
+extern "C" fn on_closed<C: 'static>(handle: *mut UvHandle) {
+    // SAFETY: `shut` set the data to its `Closing`; the handle is closed and ours to free.
+    unsafe {
+        let closing = (*handle).data.cast::<Closing>();
+        std::alloc::dealloc(handle.cast(), handle_layout());
+        (*closing).handles -= 1;
+        if (*closing).handles == 0 {
+            let closing = Box::from_raw(closing);
+            // The state may go with this count: before the hook's removal lets node tear the environment down.
+            drop(Rc::from_raw(closing.cleanup_arg as *const RefCell<State<C>>));
+            sys::napi_remove_async_cleanup_hook(closing.cleanup);
+        }
+    }
+}
+
+/// The JS environment is being torn down: closes the socket, dropping the calls in flight (nothing can hear of
+/// them any more). Node waits for the hook's removal, which comes when the handles are closed.
+unsafe extern "C" fn on_teardown<C: 'static>(_handle: sys::napi_async_cleanup_hook_handle, arg: *mut c_void) {
+    let state = arg as *const RefCell<State<C>>;
+    Rc::increment_strong_count(state);
+    let state = Rc::from_raw(state);
+    state.borrow_mut().closing = true;
+    shut(&state);
+}

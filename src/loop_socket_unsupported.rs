@@ -1,0 +1,36 @@
+//! The loop socket where libuv polling of a Redis socket is not built (Windows): never ready, so every run goes
+//! over the locker's own connection. Same interface as loop_socket.rs.
+
+use napi::sys;
+use snatch_core::{Locker, Reply};
+use std::marker::PhantomData;
+use std::time::Duration;
+
+/// Why a call got no reply.
+#[derive(Debug)]
+pub(crate) struct Failed;
+
+/// A call's reply, or its failure.
+pub(crate) type Outcome = Result<Reply, Failed>;
+
+/// Receives replies on the JS thread.
+pub(crate) type Handler<C> = Box<dyn Fn(sys::napi_env, Vec<(C, Outcome)>)>;
+
+/// A socket that is never open.
+pub(crate) struct LoopSocket<C: 'static>(PhantomData<C>);
+
+impl<C: 'static> LoopSocket<C> {
+    pub(crate) fn new(_env: sys::napi_env, _timeout: Duration, _handler: Handler<C>) -> Self {
+        Self(PhantomData)
+    }
+
+    pub(crate) fn ready(&self, _locker: &Locker) -> bool {
+        false
+    }
+
+    pub(crate) fn send(&self, call: C, _write: impl FnOnce(&mut C, &mut Vec<u8>)) -> Result<(), C> {
+        Err(call)
+    }
+
+    pub(crate) fn close(&self) {}
+}

@@ -42,6 +42,18 @@ test('runs on the direct socket run once per key and resolve like any run', asyn
   expect(client).toContain(' cmd=evalsha ')
 })
 
+test('100 concurrent loops of runs on their own keys each run every time', async () => {
+  const keys = Array.from({ length: 100 }, (_, i) => uniqueKey(`direct-loop-${i}`))
+  const ran = await Promise.all(
+    keys.map(async (key) => {
+      let count = 0
+      for (let i = 0; i < 20; i++) if ((await locker.snatchTask(key, () => i)).value === i) count++
+      return count
+    }),
+  )
+  expect(ran).toEqual(keys.map(() => 20))
+})
+
 test('a task that throws rejects with its error and the key is released', async () => {
   const key = uniqueKey('direct-throw')
   const boom = new Error('boom')

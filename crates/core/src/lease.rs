@@ -5,7 +5,7 @@ use crate::quorum::{Extend, Grant, Nodes};
 use crate::SnatchError;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// Where a lease stands.
@@ -31,7 +31,9 @@ pub struct Lease {
     ttl: Duration,
     min_hold: Duration,
     nodes: Arc<Nodes>,
-    state: watch::Sender<LeaseState>,
+    state: Mutex<LeaseState>,
+    /// Woken when the lease ends (see [`Lease::ended`]).
+    end: Notify,
     on_lost: Mutex<Option<Hook>>,
     on_end: Mutex<Option<Hook>>,
 }
@@ -51,10 +53,11 @@ impl Lease {
         min_hold: Duration,
         nodes: Arc<Nodes>,
     ) -> Self {
-        let state = watch::Sender::new(LeaseState::Held { valid_until: grant.valid_until });
+        let state = Mutex::new(LeaseState::Held { valid_until: grant.valid_until });
         let (on_lost, on_end) = (Mutex::new(None), Mutex::new(None));
         let acquired_at = grant.started;
-        Self { keys, token, fence: grant.fence, acquired_at, ttl, min_hold, nodes, state, on_lost, on_end }
+        let (fence, end) = (grant.fence, Notify::new());
+        Self { keys, token, fence, acquired_at, ttl, min_hold, nodes, state, end, on_lost, on_end }
     }
 
     /// The key as the user gave it.
@@ -99,7 +102,7 @@ impl Lease {
 
     /// The current state.
     pub fn state(&self) -> LeaseState {
-        *self.state.borrow()
+        *self.state.lock().expect("lease state poisoned")
     }
 
     /// How long the lease is still guaranteed; zero once lost or released.
@@ -112,9 +115,16 @@ impl Lease {
 
     /// Resolves when the lease ends: true if it was lost, false if it was released.
     pub async fn ended(&self) -> bool {
-        let mut rx = self.state.subscribe();
-        let state = *rx.wait_for(|s| !matches!(s, LeaseState::Held { .. })).await.expect("sender lives in self");
-        state == LeaseState::Lost
+        loop {
+            let ended = self.end.notified();
+            tokio::pin!(ended);
+            // Registered before the state is read, so that an end in between still wakes it.
+            ended.as_mut().enable();
+            match self.state() {
+                LeaseState::Held { .. } => ended.await,
+                state => return state == LeaseState::Lost,
+            }
+        }
     }
 
     /// Calls `hook` once when the lease is lost, at once if it already is; never if it is released first. For an
@@ -145,13 +155,14 @@ impl Lease {
         }
         match self.nodes.extend(&self.keys, &self.token, ttl).await? {
             Extend::Renewed { valid_until } if valid_until > Instant::now() => {
-                Ok(self.state.send_if_modified(|s| match s {
+                let mut state = self.state.lock().expect("lease state poisoned");
+                Ok(match &mut *state {
                     LeaseState::Held { valid_until: v } => {
                         *v = valid_until;
                         true
                     }
                     _ => false,
-                }))
+                })
             }
             Extend::Renewed { .. } | Extend::Refused => {
                 self.mark_lost();
@@ -194,14 +205,16 @@ impl Lease {
 
     /// Declares the lease lost if it is still held, calling the hooks.
     pub(crate) fn mark_lost(&self) {
-        let was_held = self.state.send_if_modified(|s| {
-            let held = matches!(s, LeaseState::Held { .. });
+        let was_held = {
+            let mut state = self.state.lock().expect("lease state poisoned");
+            let held = matches!(*state, LeaseState::Held { .. });
             if held {
-                *s = LeaseState::Lost;
+                *state = LeaseState::Lost;
             }
             held
-        });
+        };
         if was_held {
+            self.end.notify_waiters();
             self.call_end_hook();
             self.call_lost_hook();
         }
@@ -209,8 +222,10 @@ impl Lease {
 
     /// Sets the state to released; false if it already was. Calls the end hook when it was not.
     pub(crate) fn end_released(&self) -> bool {
-        let released = self.state.send_replace(LeaseState::Released) != LeaseState::Released;
+        let before = std::mem::replace(&mut *self.state.lock().expect("lease state poisoned"), LeaseState::Released);
+        let released = before != LeaseState::Released;
         if released {
+            self.end.notify_waiters();
             self.call_end_hook();
         }
         released

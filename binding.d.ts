@@ -11,8 +11,12 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** A locker; the facade's `Locker` wraps it. */
 export declare class NativeLocker {
-  /** Validates the options. `deliver(completions)` receives results, task calls and lost notices. */
-  constructor(init: LockerInit, deliver: (completions: Completion[]) => void)
+  /**
+   * Validates the options. `deliver(completions)` receives results, task calls and lost notices;
+   * `deliverRun(task, id, fence, lost)` those of runs on the direct socket (see direct_runs.rs): a call of the
+   * task of run `id` under `fence` when `task`, else the end of run `id` (with `fence` and `lost` if it ran).
+   */
+  constructor(init: LockerInit, deliver: (completions: Completion[]) => void, deliverRun: (task: boolean, id: number, fence?: bigint, lost?: boolean) => void)
   /**
    * Starts run `id`: acquire `key` (waiting up to `options.wait`), have the facade call the task, release.
    * Completes with the fence and whether the lease lapsed; without a fence when not acquired, or with a timeout

@@ -9,28 +9,34 @@ const { Run } = require('./run')
 const { ScheduledTask } = require('./schedule')
 
 /**
- * The native side's delivery callback: settles operations, calls run tasks, reports lost leases. Made outside the
- * Locker so that it does not hold the Locker (the native side keeps it for as long as the locker lives, and closures
- * made in one function share their captured variables): an unreachable Locker is collected, and then closed.
+ * The native side's delivery callbacks: `batch(completions)` settles operations, calls run tasks, reports lost
+ * leases; `run(task, id, fence, lost)` does the same for the events of runs on the direct socket, passed as plain
+ * values (cheaper than completion objects made natively). Made outside the Locker so that they do not hold the Locker
+ * (the native side keeps them for as long as the locker lives, and closures made in one function share their captured
+ * variables): an unreachable Locker is collected, and then closed.
  */
 function deliverTo(pending, runs, locks, keepAlive) {
-  return (completions) => {
-    for (const c of completions) {
-      if (c.task) {
-        runs.get(c.id).task(c.id, c.fence)
-        continue
-      }
-      if (c.lostNotice) {
-        if (runs.has(c.id)) runs.get(c.id).lost()
-        else locks.get(c.id)?._lost()
-        continue
-      }
-      const settle = pending.get(c.id)
-      pending.delete(c.id)
-      keepAlive.drop()
-      if (c.error === undefined || c.error === null) settle.resolve(c)
-      else settle.reject(fromReason(c.error))
+  const one = (c) => {
+    if (c.task) {
+      runs.get(c.id).task(c.id, c.fence)
+      return
     }
+    if (c.lostNotice) {
+      if (runs.has(c.id)) runs.get(c.id).lost()
+      else locks.get(c.id)?._lost()
+      return
+    }
+    const settle = pending.get(c.id)
+    pending.delete(c.id)
+    keepAlive.drop()
+    if (c.error === undefined || c.error === null) settle.resolve(c)
+    else settle.reject(fromReason(c.error))
+  }
+  return {
+    batch: (completions) => {
+      for (const c of completions) one(c)
+    },
+    run: (task, id, fence, lost) => one(task ? { id, task, fence } : { id, fence, lost }),
   }
 }
 
@@ -55,7 +61,7 @@ class Locker {
     const init = lockerInit(options)
     const deliver = deliverTo(this.#pending, this.#runs, this.#locks, this.#keepAlive)
     try {
-      this.#native = new NativeLocker(init, deliver)
+      this.#native = new NativeLocker(init, deliver.batch, deliver.run)
     } catch (err) {
       throw fromNative(err)
     }

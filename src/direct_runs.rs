@@ -7,7 +7,7 @@
 use crate::completions::{Completion, Completions};
 use crate::locker::{ran_completion, task_under, Settling};
 use crate::loop_socket::{Failed, Handler, LoopSocket, Outcome};
-use napi::bindgen_prelude::{spawn, within_runtime_if_available, FunctionRef, ToNapiValue};
+use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, FunctionRef, ToNapiValue};
 use napi::{sys, Env, JsValue};
 use snatch_core::{run_under, Busy, DirectAcquire, DirectRelease, Lease, LockOptions, Locker, Settled};
 use std::collections::HashMap;
@@ -18,7 +18,10 @@ use std::sync::{Arc, Mutex};
 pub(crate) type Running = Arc<Mutex<HashMap<u32, (Arc<Lease>, Busy)>>>;
 
 /// The facade's delivery callback.
-type Deliver = FunctionRef<Vec<Completion>, ()>;
+pub(crate) type Deliver = FunctionRef<Vec<Completion>, ()>;
+
+/// The facade's callback for run events: `(task, id, fence, lost)`.
+pub(crate) type DeliverRun = FunctionRef<(bool, u32, Option<BigInt>, Option<bool>), ()>;
 
 /// A direct call awaiting its reply. One per call in flight, moved a few times: boxing the larger variant would cost
 /// an allocation per call instead.
@@ -45,23 +48,24 @@ struct Context {
 }
 
 impl DirectRuns {
-    /// The direct path of `locker`, delivering to `deliver` on the JS thread of `env`, and through `completions`
-    /// what finishes on the runtime.
+    /// The direct path of `locker`, delivering to `deliver` and `deliver_run` on the JS thread of `env` (see
+    /// [`Delivery`]), and through `completions` what finishes on the runtime.
     pub(crate) fn new(
         env: &Env,
         locker: Locker,
         deliver: Deliver,
+        deliver_run: DeliverRun,
         completions: Arc<Completions>,
         settling: Settling,
         running: Running,
     ) -> napi::Result<Self> {
         let timeout = locker.config().command_timeout;
         let context = Arc::new(Context { locker, completions, settling, running });
-        let delivery = Delivery::new(env, deliver)?;
+        let delivery = Delivery::new(env, deliver, deliver_run)?;
         let on_replies = context.clone();
-        let handler: Handler<Call> = Box::new(move |env, replies| {
-            let out = within_runtime_if_available(|| on_replies.settle(replies));
-            delivery.deliver(env, out);
+        let handler: Handler<Call> = Box::new(move |replies| {
+            let events = within_runtime_if_available(|| on_replies.settle(replies));
+            delivery.deliver(events);
         });
         Ok(Self { socket: LoopSocket::new(env.raw(), timeout, handler), context })
     }
@@ -121,7 +125,7 @@ impl DirectRuns {
 impl Context {
     /// Turns replies into completions to deliver now; calls without a usable reply go on over the locker's
     /// connection. Within the runtime.
-    fn settle(self: &Arc<Self>, replies: Vec<(Call, Outcome)>) -> Vec<Completion> {
+    fn settle(self: &Arc<Self>, replies: Vec<(Call, Outcome)>) -> Vec<Event> {
         let mut out = Vec::with_capacity(replies.len());
         for (call, outcome) in replies {
             match call {
@@ -132,7 +136,7 @@ impl Context {
                     };
                     match settled {
                         Settled::Done(Ok(Some(lease))) => {
-                            out.push(Completion::task(run, lease.fence()));
+                            out.push(Event::Task(run, lease.fence()));
                             let completions = self.completions.clone();
                             lease.on_lost(move || {
                                 completions.push(Completion::lost_notice(run));
@@ -140,10 +144,11 @@ impl Context {
                             self.running.lock().expect("running poisoned").insert(run, (lease, busy));
                         }
                         Settled::Done(Ok(None)) if required => {
-                            out.push(Completion::failed(run, &snatch_core::not_acquired(&key, Default::default())));
+                            let e = snatch_core::not_acquired(&key, Default::default());
+                            out.push(Event::Other(Completion::failed(run, &e)));
                         }
-                        Settled::Done(Ok(None)) => out.push(Completion::done(run)),
-                        Settled::Done(Err(e)) => out.push(Completion::failed(run, &e)),
+                        Settled::Done(Ok(None)) => out.push(Event::NotAcquired(run)),
+                        Settled::Done(Err(e)) => out.push(Event::Other(Completion::failed(run, &e))),
                         Settled::Fallback(attempt) => {
                             self.clone().acquire_on_runtime(run, key, required, attempt, busy)
                         }
@@ -156,7 +161,7 @@ impl Context {
                     };
                     match settled {
                         // As on the runtime, a failed release does not fail the run: the key expires.
-                        Settled::Done(_) => out.push(ran_completion(run, fence, lost)),
+                        Settled::Done(_) => out.push(Event::Ran(run, fence, lost)),
                         Settled::Fallback(release) => {
                             let completions = self.completions.clone();
                             spawn(async move {
@@ -191,54 +196,116 @@ impl Context {
     }
 }
 
-/// Calls the facade's delivery callback from a loop callback, the way node calls JS from I/O: in a callback scope,
-/// so that the promise reactions it causes run before the loop goes on.
+/// What a reply tells the facade.
+enum Event {
+    /// Call the task of run `.0` under the lease with fence `.1`.
+    Task(u32, i64),
+    /// Run `.0` ended after its task ran under fence `.1`; `.2`: the lease lapsed meanwhile.
+    Ran(u32, i64, bool),
+    /// Run `.0` ended without the lock.
+    NotAcquired(u32),
+    /// Anything else, as a completion.
+    Other(Completion),
+}
+
+/// Calls the facade from a loop callback the way node calls JS from I/O: in one callback scope, so that the promise
+/// reactions the calls cause run before the loop goes on. The frequent events go to `deliverRun(task, id, fence,
+/// lost)` as plain values (a completion object made through N-API costs about as much again as the call); the rest
+/// to `deliver(completions)`.
 struct Delivery {
     env: sys::napi_env,
     deliver: Deliver,
+    deliver_run: DeliverRun,
+    /// The async resource the calls are made in (a reference to an empty object), and its context.
+    resource: sys::napi_ref,
     async_context: sys::napi_async_context,
 }
 
 impl Delivery {
-    fn new(env: &Env, deliver: Deliver) -> napi::Result<Self> {
-        let mut async_context = ptr::null_mut();
-        // SAFETY: on the JS thread of `env`; node makes the resource object.
+    fn new(env: &Env, deliver: Deliver, deliver_run: DeliverRun) -> napi::Result<Self> {
+        let (mut resource, mut async_context) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: on the JS thread of `env`.
         unsafe {
-            let mut name = ptr::null_mut();
+            let (mut object, mut name) = (ptr::null_mut(), ptr::null_mut());
+            sys::napi_create_object(env.raw(), &mut object);
             sys::napi_create_string_utf8(env.raw(), c"redis-snatch".as_ptr(), 12, &mut name);
-            sys::napi_async_init(env.raw(), ptr::null_mut(), name, &mut async_context);
+            sys::napi_async_init(env.raw(), object, name, &mut async_context);
+            sys::napi_create_reference(env.raw(), object, 1, &mut resource);
         }
-        Ok(Self { env: env.raw(), deliver, async_context })
+        Ok(Self { env: env.raw(), deliver, deliver_run, resource, async_context })
     }
 
-    /// Hands `completions` to the facade (nothing when there are none). An exception it throws is reported as
-    /// uncaught, as for a callback from node itself.
-    fn deliver(&self, env: sys::napi_env, completions: Vec<Completion>) {
-        if completions.is_empty() {
+    /// Hands `events` to the facade (nothing when there are none). An exception it throws is reported as uncaught,
+    /// as for a callback from node itself.
+    fn deliver(&self, events: Vec<Event>) {
+        if events.is_empty() {
             return;
         }
+        let env = self.env;
         let handle = Env::from_raw(env);
-        let Ok(deliver) = self.deliver.borrow_back(&handle) else { return };
+        let (Ok(deliver), Ok(deliver_run)) = (self.deliver.borrow_back(&handle), self.deliver_run.borrow_back(&handle))
+        else {
+            return;
+        };
+        let mut others = Vec::new();
         // SAFETY: on the JS thread of `env`, inside the caller's handle scope.
         unsafe {
-            let Ok(argument) = Vec::<Completion>::to_napi_value(env, completions) else { return };
-            let (mut receiver, mut result) = (ptr::null_mut(), ptr::null_mut());
-            // An object is required; the facade's callback does not use `this`.
-            sys::napi_get_global(env, &mut receiver);
-            let status =
-                sys::napi_make_callback(env, self.async_context, receiver, deliver.raw(), 1, &argument, &mut result);
-            if status == sys::Status::napi_pending_exception {
-                let mut exception = ptr::null_mut();
-                sys::napi_get_and_clear_last_exception(env, &mut exception);
-                sys::napi_fatal_exception(env, exception);
+            let (mut resource, mut scope, mut receiver) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+            sys::napi_get_reference_value(env, self.resource, &mut resource);
+            sys::napi_open_callback_scope(env, resource, self.async_context, &mut scope);
+            sys::napi_get_undefined(env, &mut receiver);
+            for event in events {
+                let (task, id, fence, lost) = match event {
+                    Event::Task(id, fence) => (true, id, Some(fence), None),
+                    Event::Ran(id, fence, lost) => (false, id, Some(fence), Some(lost)),
+                    Event::NotAcquired(id) => (false, id, None, None),
+                    Event::Other(completion) => {
+                        others.push(completion);
+                        continue;
+                    }
+                };
+                let mut args = [receiver; 4];
+                sys::napi_get_boolean(env, task, &mut args[0]);
+                sys::napi_create_uint32(env, id, &mut args[1]);
+                if let Some(fence) = fence {
+                    sys::napi_create_bigint_int64(env, fence, &mut args[2]);
+                }
+                if let Some(lost) = lost {
+                    sys::napi_get_boolean(env, lost, &mut args[3]);
+                }
+                call(env, receiver, deliver_run.raw(), &args);
             }
+            if !others.is_empty() {
+                if let Ok(argument) = Vec::<Completion>::to_napi_value(env, others) {
+                    call(env, receiver, deliver.raw(), &[argument]);
+                }
+            }
+            sys::napi_close_callback_scope(env, scope);
         }
+    }
+}
+
+/// Calls `function` with `args`; an exception it throws is reported as uncaught.
+///
+/// # Safety
+/// On the JS thread of `env`, inside a handle scope.
+unsafe fn call(env: sys::napi_env, receiver: sys::napi_value, function: sys::napi_value, args: &[sys::napi_value]) {
+    let mut result = ptr::null_mut();
+    if sys::napi_call_function(env, receiver, function, args.len(), args.as_ptr(), &mut result)
+        == sys::Status::napi_pending_exception
+    {
+        let mut exception = ptr::null_mut();
+        sys::napi_get_and_clear_last_exception(env, &mut exception);
+        sys::napi_fatal_exception(env, exception);
     }
 }
 
 impl Drop for Delivery {
     fn drop(&mut self) {
         // SAFETY: dropped on the JS thread of `env` (with the socket's state), before the environment is gone.
-        unsafe { sys::napi_async_destroy(self.env, self.async_context) };
+        unsafe {
+            sys::napi_async_destroy(self.env, self.async_context);
+            sys::napi_delete_reference(self.env, self.resource);
+        }
     }
 }

@@ -35,9 +35,19 @@ pub struct NativeLocker {
 
 #[napi]
 impl NativeLocker {
-    /// Validates the options. `deliver(completions)` receives results, task calls and lost notices.
-    #[napi(constructor, ts_args_type = "init: LockerInit, deliver: (completions: Completion[]) => void")]
-    pub fn new(env: Env, init: LockerInit, deliver: Function<Vec<Completion>, ()>) -> napi::Result<Self> {
+    /// Validates the options. `deliver(completions)` receives results, task calls and lost notices;
+    /// `deliverRun(task, id, fence, lost)` those of runs on the direct socket (see direct_runs.rs): a call of the
+    /// task of run `id` under `fence` when `task`, else the end of run `id` (with `fence` and `lost` if it ran).
+    #[napi(
+        constructor,
+        ts_args_type = "init: LockerInit, deliver: (completions: Completion[]) => void, deliverRun: (task: boolean, id: number, fence?: bigint, lost?: boolean) => void"
+    )]
+    pub fn new(
+        env: Env,
+        init: LockerInit,
+        deliver: Function<Vec<Completion>, ()>,
+        deliver_run: Function<(bool, u32, Option<BigInt>, Option<bool>), ()>,
+    ) -> napi::Result<Self> {
         let config = LockerConfig::try_from(init).map_err(to_napi)?;
         let locker = Locker::new(config).map_err(to_napi)?;
         let (settling, running) = (Settling::default(), Running::default());
@@ -47,7 +57,7 @@ impl NativeLocker {
         // At process exit the runtime is shut down first: spawning on its handle then drops the task, where napi's
         // `spawn` would panic.
         let runtime = within_runtime_if_available(tokio::runtime::Handle::current);
-        let direct_deliver = deliver.create_ref()?;
+        let (direct_deliver, direct_deliver_run) = (deliver.create_ref()?, deliver_run.create_ref()?);
         let (waiting, direct_tasks, closing) = (settling.clone(), running.clone(), locker.clone());
         let completions = Completions::new(deliver, move || {
             waiting.lock().expect("settling poisoned").clear();
@@ -55,8 +65,15 @@ impl NativeLocker {
             runtime.spawn(async move { closing.close().await });
         })?;
         let completions = Arc::new(completions);
-        let direct =
-            DirectRuns::new(&env, locker.clone(), direct_deliver, completions.clone(), settling.clone(), running)?;
+        let direct = DirectRuns::new(
+            &env,
+            locker.clone(),
+            direct_deliver,
+            direct_deliver_run,
+            completions.clone(),
+            settling.clone(),
+            running,
+        )?;
         Ok(Self { locker, completions, settling, leases: Leases::default(), direct })
     }
 

@@ -57,6 +57,9 @@ const UV_WRITABLE: c_int = 2;
 /// throughput of writing them all at once, which has node and Redis take turns (bench/README.md, profile step 14).
 const WRITE_EVERY: usize = 16;
 
+/// Bytes read from the socket at a time.
+const READ_CHUNK: usize = 16 * 1024;
+
 /// How long after a failure the socket is not opened again.
 const REOPEN_AFTER: Duration = Duration::from_secs(1);
 
@@ -67,9 +70,9 @@ pub(crate) struct Failed;
 /// A call's reply, or its failure.
 pub(crate) type Outcome = Result<Reply, Failed>;
 
-/// Receives replies on the JS thread: `(env, replies)`, inside a handle scope. Calls made meanwhile are sent
+/// Receives replies on the JS thread, inside a handle scope. Calls made meanwhile are sent
 /// together when it returns.
-pub(crate) type Handler<C> = Box<dyn Fn(sys::napi_env, Vec<(C, Outcome)>)>;
+pub(crate) type Handler<C> = Box<dyn Fn(Vec<(C, Outcome)>)>;
 
 /// The socket of one locker; `C` is what a call carries until its reply.
 pub(crate) struct LoopSocket<C: 'static> {
@@ -108,7 +111,10 @@ struct Open<C> {
     timer: *mut UvHandle,
     /// Calls sent, in the order of their replies, with their deadlines.
     pending: VecDeque<(Instant, C)>,
+    /// What was read and not yet parsed.
     read: Vec<u8>,
+    /// Where reads land first (allocated once, rather than zeroed on the stack for every read).
+    chunk: Box<[u8]>,
     write: Vec<u8>,
     /// Commands added to `write` since it was last written.
     unwritten: usize,
@@ -246,6 +252,7 @@ fn install<C: 'static>(state: &Rc<RefCell<State<C>>>, env: sys::napi_env, stream
             timer,
             pending,
             read,
+            chunk: vec![0; READ_CHUNK].into_boxed_slice(),
             write,
             unwritten: 0,
             writable_wanted: false,
@@ -311,11 +318,16 @@ extern "C" fn on_poll<C: 'static>(handle: *mut UvHandle, status: c_int, events: 
 /// Reads everything available and takes the complete replies off the front of `open.pending`. False when the
 /// stream ended or failed, or a reply made no sense (what was complete before is still taken).
 fn read<C>(open: &mut Open<C>, replies: &mut Vec<(C, Outcome)>) -> bool {
-    let mut chunk = [0u8; 16 * 1024];
     let mut healthy = loop {
-        match open.stream.read(&mut chunk) {
+        match open.stream.read(&mut open.chunk) {
             Ok(0) => break false,
-            Ok(n) => open.read.extend_from_slice(&chunk[..n]),
+            Ok(n) => {
+                open.read.extend_from_slice(&open.chunk[..n]);
+                if n < open.chunk.len() {
+                    // All there is for now: the loop polls the socket again (level-triggered) if more comes.
+                    break true;
+                }
+            }
             Err(e) if e.kind() == ErrorKind::WouldBlock => break true,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(_) => break false,
@@ -379,7 +391,7 @@ fn dispatch<C: 'static>(state: &Rc<RefCell<State<C>>>, replies: Vec<(C, Outcome)
     unsafe {
         let mut scope = ptr::null_mut();
         sys::napi_open_handle_scope(env, &mut scope);
-        handler(env, replies);
+        handler(replies);
         sys::napi_close_handle_scope(env, scope);
     }
     let mut guard = state.borrow_mut();

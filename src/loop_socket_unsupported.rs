@@ -14,7 +14,7 @@ pub(crate) struct Failed;
 pub(crate) type Outcome = Result<Reply, Failed>;
 
 /// Receives replies on the JS thread.
-pub(crate) type Handler<C> = Box<dyn Fn(sys::napi_env, Vec<(C, Outcome)>)>;
+pub(crate) type Handler<C> = Box<dyn Fn(Vec<(C, Outcome)>)>;
 
 /// A socket that is never open.
 pub(crate) struct LoopSocket<C: 'static>(PhantomData<C>);

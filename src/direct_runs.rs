@@ -111,7 +111,7 @@ impl DirectRuns {
                 release.command(buf);
             }
         }) {
-            within_runtime_if_available(|| self.context.settle(vec![(call, Err(Failed))]));
+            within_runtime_if_available(|| self.context.settle(vec![(call, Err(Failed::Dropped))]));
         }
         true
     }
@@ -132,7 +132,9 @@ impl Context {
                 Call::Acquire { run, key, required, attempt, busy } => {
                     let settled = match outcome {
                         Ok(reply) => attempt.settle(reply),
-                        Err(Failed) => Settled::Fallback(attempt),
+                        // As on the locker's connection, a call that timed out fails and is not sent again.
+                        Err(Failed::TimedOut) => Settled::Done(Err(attempt.timed_out())),
+                        Err(Failed::Dropped) => Settled::Fallback(attempt),
                     };
                     match settled {
                         Settled::Done(Ok(Some(lease))) => {
@@ -157,10 +159,11 @@ impl Context {
                 Call::Release { run, fence, lost, release, busy } => {
                     let settled = match outcome {
                         Ok(reply) => release.settle(reply),
-                        Err(Failed) => Settled::Fallback(release),
+                        Err(Failed::TimedOut) => Settled::Done(Ok(false)),
+                        Err(Failed::Dropped) => Settled::Fallback(release),
                     };
                     match settled {
-                        // As on the runtime, a failed release does not fail the run: the key expires.
+                        // As on the runtime, a failed release does not fail the run: the key expires with its lease.
                         Settled::Done(_) => out.push(Event::Ran(run, fence, lost)),
                         Settled::Fallback(release) => {
                             let completions = self.completions.clone();

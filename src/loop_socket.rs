@@ -64,8 +64,14 @@ const READ_CHUNK: usize = 16 * 1024;
 const REOPEN_AFTER: Duration = Duration::from_secs(1);
 
 /// Why a call got no reply.
-#[derive(Debug)]
-pub(crate) struct Failed;
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Failed {
+    /// The socket failed (closed by the server, an I/O or protocol error) before the reply: whether Redis ran the
+    /// call is not known.
+    Dropped,
+    /// Its deadline, the command timeout, passed.
+    TimedOut,
+}
 
 /// A call's reply, or its failure.
 pub(crate) type Outcome = Result<Reply, Failed>;
@@ -185,7 +191,7 @@ impl<C: 'static> LoopSocket<C> {
         open.unwritten += 1;
         if (!dispatching || open.unwritten >= WRITE_EVERY) && flush(open).is_err() {
             drop(state);
-            fail(&self.state);
+            fail(&self.state, Failed::Dropped);
         }
         Ok(())
     }
@@ -311,7 +317,7 @@ extern "C" fn on_poll<C: 'static>(handle: *mut UvHandle, status: c_int, events: 
         dispatch(&state, replies);
     }
     if !healthy {
-        fail(&state);
+        fail(&state, Failed::Dropped);
     }
 }
 
@@ -375,7 +381,7 @@ extern "C" fn on_deadline<C: 'static>(handle: *mut UvHandle) {
         }
     };
     if overdue {
-        fail(&state);
+        fail(&state, Failed::TimedOut);
     }
 }
 
@@ -401,21 +407,22 @@ fn dispatch<C: 'static>(state: &Rc<RefCell<State<C>>>, replies: Vec<(C, Outcome)
     let (flushed, idle) = (flush(open).is_ok(), open.pending.is_empty());
     drop(guard);
     if !flushed {
-        fail(state);
+        fail(state, Failed::Dropped);
     } else if closing && idle {
         shut(state);
     }
 }
 
-/// The socket failed: closes it and hands every call in flight to the handler as failed. It may be opened again
+/// The socket failed, or a deadline passed: closes it and hands every call in flight to the handler as failed, for
+/// `why`. It may be opened again
 /// after [`REOPEN_AFTER`].
-fn fail<C: 'static>(state: &Rc<RefCell<State<C>>>) {
+fn fail<C: 'static>(state: &Rc<RefCell<State<C>>>, why: Failed) {
     let Some(pending) = shut(state) else { return };
     if let Phase::Closed { reopen_at } = &mut state.borrow_mut().phase {
         *reopen_at = Some(Instant::now() + REOPEN_AFTER);
     }
     if !pending.is_empty() {
-        dispatch(state, pending.into_iter().map(|(_, call)| (call, Err(Failed))).collect());
+        dispatch(state, pending.into_iter().map(|(_, call)| (call, Err(why))).collect());
     }
 }
 

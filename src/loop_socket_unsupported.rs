@@ -7,8 +7,13 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 /// Why a call got no reply.
-#[derive(Debug)]
-pub(crate) struct Failed;
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Failed {
+    /// The socket failed.
+    Dropped,
+    /// Its deadline passed.
+    TimedOut,
+}
 
 /// A call's reply, or its failure.
 pub(crate) type Outcome = Result<Reply, Failed>;

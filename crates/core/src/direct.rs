@@ -151,6 +151,13 @@ impl DirectAcquire {
         }
     }
 
+    /// The error for a reply that did not come within the command timeout (the attempt is not made again, as on the
+    /// locker's own connection).
+    pub fn timed_out(self) -> SnatchError {
+        let timeout = self.locker.config().command_timeout;
+        single(self.locker.nodes()).failure(format!("timed out after {} ms", timeout.as_millis()))
+    }
+
     /// Makes the attempt on the locker's own connection, with the same token.
     pub async fn fallback(self) -> Result<Option<Arc<Lease>>, SnatchError> {
         self.locker.attempt(self.keys, self.token, &self.options).await

@@ -126,6 +126,40 @@ test('a restarted server: the next runs work, and go over a new direct socket', 
   await onDirectSocket(locker, server.url)
 })
 
+test('tryLock and release with the direct socket open: the lock is ours in Redis, released once, extendable', async () => {
+  const key = uniqueKey('direct-trylock')
+  const lock = await locker.tryLock(key, { ttl: 5000 })
+  expect(lock.fence).toBe(1n)
+  expect(await redisCommand(server.url, 'GET', `snatch:${key}`)).toBe(lock.token)
+  expect(await locker.tryLock(key)).toBeNull()
+  expect(await lock.extend(60000)).toBe(true)
+  expect(await redisCommand(server.url, 'PTTL', `snatch:${key}`)).toBeGreaterThan(5000)
+  expect(await lock.release()).toBe(true)
+  expect(await lock.release()).toBe(false)
+  expect(await redisCommand(server.url, 'EXISTS', `snatch:${key}`)).toBe(0)
+})
+
+test('a lock from the direct socket whose lease is lost aborts its signal; close releases the others', async () => {
+  const lost = await locker.tryLock(uniqueKey('direct-lock-lost'), { ttl: 300, autoExtend: true })
+  const { signal } = lost
+  const held = uniqueKey('direct-lock-held')
+  const kept = await locker.tryLock(held, { ttl: 30000 })
+  await redisCommand(server.url, 'DEL', `snatch:${lost.key}`)
+  if (!signal.aborted) await new Promise((resolve) => signal.addEventListener('abort', resolve))
+  expect(signal.reason.code).toBe('ERR_SNATCH_LOCK_LOST')
+  expect(kept.signal.aborted).toBe(false)
+  await locker.close()
+  expect(await redisCommand(server.url, 'EXISTS', `snatch:${held}`)).toBe(0)
+})
+
+test('a lock released after the server lost its scripts is released over the locker connection', async () => {
+  const key = uniqueKey('direct-unlock-noscript')
+  const lock = await locker.tryLock(key)
+  await redisCommand(server.url, 'SCRIPT', 'FLUSH')
+  expect(await lock.release()).toBe(true)
+  expect(await redisCommand(server.url, 'EXISTS', `snatch:${key}`)).toBe(0)
+})
+
 test('close waits for a run on the direct socket, then releases', async () => {
   const key = uniqueKey('direct-close')
   let finished = false

@@ -2,7 +2,7 @@
 //! ThreadsafeFunction, and maps core errors to coded JS errors. The JS facade (`index.js`) wraps these classes.
 
 mod completions;
-mod direct_runs;
+mod direct_calls;
 mod errors;
 mod locker;
 #[cfg_attr(not(unix), path = "loop_socket_unsupported.rs")]

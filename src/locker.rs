@@ -2,7 +2,7 @@
 //! completions.rs); a run's task is called through the same completions.
 
 use crate::completions::{Completion, Completions};
-use crate::direct_runs::{DirectRuns, Running};
+use crate::direct_calls::{Context, DirectCalls, Running};
 use crate::errors::to_napi;
 use crate::options::{lock_options, millis, LockInit, LockerInit, ScheduleInit};
 use crate::schedule::{JsTickHandler, NativeSchedule, ScheduleEvent, TickTask};
@@ -20,7 +20,7 @@ use tokio::sync::oneshot;
 pub(crate) type Settling = Arc<Mutex<HashMap<u32, oneshot::Sender<()>>>>;
 
 /// Held locks handed to JS, by acquisition id.
-type Leases = Arc<Mutex<HashMap<u32, Arc<Lease>>>>;
+pub(crate) type Leases = Arc<Mutex<HashMap<u32, Arc<Lease>>>>;
 
 /// A locker; the facade's `Locker` wraps it.
 #[napi]
@@ -30,13 +30,13 @@ pub struct NativeLocker {
     settling: Settling,
     leases: Leases,
     /// One-attempt runs on a single Redis go by direct calls when its socket is open.
-    direct: DirectRuns,
+    direct: DirectCalls,
 }
 
 #[napi]
 impl NativeLocker {
     /// Validates the options. `deliver(completions)` receives results, task calls and lost notices;
-    /// `deliverRun(task, id, fence, lost)` those of runs on the direct socket (see direct_runs.rs): a call of the
+    /// `deliverRun(task, id, fence, lost)` those of runs on the direct socket (see direct_calls.rs): a call of the
     /// task of run `id` under `fence` when `task`, else the end of run `id` (with `fence` and `lost` if it ran).
     #[napi(
         constructor,
@@ -50,7 +50,7 @@ impl NativeLocker {
     ) -> napi::Result<Self> {
         let config = LockerConfig::try_from(init).map_err(to_napi)?;
         let locker = Locker::new(config).map_err(to_napi)?;
-        let (settling, running) = (Settling::default(), Running::default());
+        let (settling, running, leases) = (Settling::default(), Running::default(), Leases::default());
         // Once JS is gone (a worker thread terminated, say), nothing can use this locker: the runs waiting for a
         // task that will not report back go on to release, and the locker closes, releasing what it holds and
         // stopping its schedules, instead of renewing locks and claiming occurrences for nobody.
@@ -65,16 +65,15 @@ impl NativeLocker {
             runtime.spawn(async move { closing.close().await });
         })?;
         let completions = Arc::new(completions);
-        let direct = DirectRuns::new(
-            &env,
-            locker.clone(),
-            direct_deliver,
-            direct_deliver_run,
-            completions.clone(),
-            settling.clone(),
+        let context = Context {
+            locker: locker.clone(),
+            completions: completions.clone(),
+            settling: settling.clone(),
             running,
-        )?;
-        Ok(Self { locker, completions, settling, leases: Leases::default(), direct })
+            leases: leases.clone(),
+        };
+        let direct = DirectCalls::new(&env, context, direct_deliver, direct_deliver_run)?;
+        Ok(Self { locker, completions, settling, leases, direct })
     }
 
     /// Starts run `id`: acquire `key` (waiting up to `options.wait`), have the facade call the task, release.
@@ -105,33 +104,26 @@ impl NativeLocker {
     #[napi]
     pub fn acquire(&self, id: u32, key: String, options: Option<LockInit>, wait: bool) -> napi::Result<()> {
         let options = lock_options(options, false).map_err(to_napi)?;
+        if !wait && self.direct.try_lock(id, &key, &options)? {
+            return Ok(());
+        }
         let (locker, leases, completions) = (self.locker.clone(), self.leases.clone(), self.completions.clone());
         spawn(async move {
             let lease =
                 if wait { locker.lock(&key, &options).await.map(Some) } else { locker.try_lock(&key, &options).await };
-            let lease = match lease {
-                Ok(Some(lease)) => lease,
+            match lease {
+                Ok(Some(lease)) => {
+                    completions.push(locked(id, &lease));
+                    // After the completion is queued, so that the facade has the lock when a lost notice comes.
+                    keep_lock(id, &lease, &leases, &completions);
+                }
                 Ok(None) => {
                     completions.push(Completion::done(id));
-                    return;
                 }
                 Err(e) => {
                     completions.push(Completion::failed(id, &e));
-                    return;
                 }
-            };
-            leases.lock().expect("leases poisoned").insert(id, lease.clone());
-            completions.push(Completion {
-                fence: Some(BigInt::from(lease.fence())),
-                token: Some(lease.token().to_owned()),
-                ..Completion::done(id)
-            });
-            // Set after the completion is queued, so that the facade has the lock when a lost notice comes.
-            let completions = completions.clone();
-            lease.on_lost(move || {
-                leases.lock().expect("leases poisoned").remove(&id);
-                completions.push(Completion::lost_notice(id));
-            });
+            }
         });
         Ok(())
     }
@@ -156,6 +148,9 @@ impl NativeLocker {
     #[napi]
     pub fn release(&self, id: u32, lock: u32) {
         let lease = self.leases.lock().expect("leases poisoned").remove(&lock);
+        if lease.as_ref().is_some_and(|lease| self.direct.release(id, lease)) {
+            return;
+        }
         self.start(id, async move {
             let ok = match lease {
                 Some(lease) => lease.release().await?,
@@ -251,4 +246,24 @@ pub(crate) async fn task_under(id: u32, lease: Arc<Lease>, completions: Arc<Comp
 /// The end of run `id`, whose task ran under the lease with `fence`; `lost` if the lease lapsed meanwhile.
 pub(crate) fn ran_completion(id: u32, fence: i64, lost: bool) -> Completion {
     Completion { fence: Some(BigInt::from(fence)), lost: Some(lost), ..Completion::done(id) }
+}
+
+/// The completion of acquisition `id`, which got `lease`.
+pub(crate) fn locked(id: u32, lease: &Lease) -> Completion {
+    Completion {
+        fence: Some(BigInt::from(lease.fence())),
+        token: Some(lease.token().to_owned()),
+        ..Completion::done(id)
+    }
+}
+
+/// Keeps `lease` as lock `id` for `release`, `extend` and `remainingMs`, until it is released or lost; a loss is
+/// told to the facade (after the acquisition's completion, if that is queued or delivered first).
+pub(crate) fn keep_lock(id: u32, lease: &Arc<Lease>, leases: &Leases, completions: &Arc<Completions>) {
+    leases.lock().expect("leases poisoned").insert(id, lease.clone());
+    let (leases, completions) = (leases.clone(), completions.clone());
+    lease.on_lost(move || {
+        leases.lock().expect("leases poisoned").remove(&id);
+        completions.push(Completion::lost_notice(id));
+    });
 }

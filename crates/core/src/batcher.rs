@@ -95,10 +95,9 @@ async fn send(connection: Arc<Connection>, calls: Vec<(ScriptCall, Reply)>) {
     if replies.is_empty() {
         return;
     }
-    let timeout = connection.timeout();
-    let results = tokio::time::timeout(timeout, run(&connection, &pipe, &scripts))
+    let results = tokio::time::timeout(connection.timeout(), run(&connection, &pipe, &scripts))
         .await
-        .unwrap_or_else(|_| Err(connection.failure(format!("timed out after {} ms", timeout.as_millis()))));
+        .unwrap_or_else(|_| Err(connection.timed_out()));
     match results {
         Ok(values) => {
             for (reply, value) in replies.into_iter().zip(values) {

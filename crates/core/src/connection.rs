@@ -55,6 +55,11 @@ impl Connection {
         }
     }
 
+    /// The error of a command (or connection attempt) that did not finish within the command timeout.
+    pub(crate) fn timed_out(&self) -> SnatchError {
+        self.failure(format!("timed out after {} ms", self.timeout.as_millis()))
+    }
+
     /// A Redis error on this server.
     pub(crate) fn failure(&self, cause: impl std::fmt::Display) -> SnatchError {
         SnatchError::Redis { cause: format!("{}: {cause}", self.label) }

@@ -73,7 +73,6 @@ impl Locker {
         }
         handshake.push(vec!["CLIENT", "SETNAME", DIRECT_CLIENT_NAME]);
         handshake.extend(scripts::DIRECT_SOURCES.map(|source| vec!["SCRIPT", "LOAD", source]));
-        let timeout = self.config().command_timeout;
         let open = async {
             let mut socket = TcpStream::connect((host.as_str(), *port)).await.map_err(|e| node.failure(e))?;
             socket.set_nodelay(true).map_err(|e| node.failure(e))?;
@@ -91,9 +90,7 @@ impl Locker {
             }
             socket.into_std().map_err(|e| node.failure(e))
         };
-        let socket = tokio::time::timeout(timeout, open)
-            .await
-            .unwrap_or_else(|_| Err(node.failure(format!("timed out after {} ms", timeout.as_millis()))))?;
+        let socket = tokio::time::timeout(node.timeout(), open).await.unwrap_or_else(|_| Err(node.timed_out()))?;
         Ok(Some(socket))
     }
 
@@ -154,8 +151,7 @@ impl DirectAcquire {
     /// The error for a reply that did not come within the command timeout (the attempt is not made again, as on the
     /// locker's own connection).
     pub fn timed_out(self) -> SnatchError {
-        let timeout = self.locker.config().command_timeout;
-        single(self.locker.nodes()).failure(format!("timed out after {} ms", timeout.as_millis()))
+        single(self.locker.nodes()).timed_out()
     }
 
     /// Makes the attempt on the locker's own connection, with the same token.
@@ -194,6 +190,11 @@ impl DirectRelease {
             Reply::Error(text) => Settled::Done(Err(single(self.lease.nodes()).failure(text))),
             other => Settled::Done(Err(single(self.lease.nodes()).failure(format!("unexpected reply {other:?}")))),
         }
+    }
+
+    /// The error for a reply that did not come within the command timeout (the release is not sent again).
+    pub fn timed_out(self) -> SnatchError {
+        single(self.lease.nodes()).timed_out()
     }
 
     /// Releases on the locker's own connection.

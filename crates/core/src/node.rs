@@ -92,6 +92,16 @@ impl Node {
         self.connection.close();
     }
 
+    /// The command timeout.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.connection.timeout()
+    }
+
+    /// The error of a command that did not finish within the command timeout.
+    pub(crate) fn timed_out(&self) -> SnatchError {
+        self.connection.timed_out()
+    }
+
     /// A Redis error on this server.
     pub(crate) fn failure(&self, cause: impl std::fmt::Display) -> SnatchError {
         self.connection.failure(cause)

@@ -1,11 +1,11 @@
-//! One-attempt runs (snatchTask, withLock without wait) on a single Redis by direct calls over the loop socket
-//! (loop_socket.rs): the acquisition's reply has the facade call the task within the same loop callback, and the
-//! task's end sends the release, with no thread hand-off; their completions go to the facade's delivery callback
-//! directly. A call the socket could not complete goes on over the locker's connection, as the run would have
-//! without the socket.
+//! One-attempt runs (snatchTask, withLock without wait) and locks (tryLock, and the release of the locks it got) on
+//! a single Redis by direct calls over the loop socket (loop_socket.rs): a run's acquisition reply has the facade call
+//! the task within the same loop callback, and the task's end sends the release, with no thread hand-off; the
+//! completions go to the facade's delivery callbacks directly. A call the socket could not complete goes on over the
+//! locker's connection, as it would have without the socket.
 
 use crate::completions::{Completion, Completions};
-use crate::locker::{ran_completion, task_under, Settling};
+use crate::locker::{keep_lock, locked, ran_completion, task_under, Leases, Settling};
 use crate::loop_socket::{Failed, Handler, LoopSocket, Outcome};
 use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, FunctionRef, ToNapiValue};
 use napi::{sys, Env, JsValue};
@@ -31,36 +31,43 @@ pub(crate) enum Call {
     Acquire { run: u32, key: String, required: bool, attempt: DirectAcquire, busy: Busy },
     /// The release after the task of run `run`: the run completes with `fence` and `lost`.
     Release { run: u32, fence: i64, lost: bool, release: DirectRelease, busy: Busy },
+    /// The acquisition of tryLock `id`.
+    Lock { id: u32, attempt: DirectAcquire, busy: Busy },
+    /// Operation `id`: the release of a lock.
+    Unlock { id: u32, release: DirectRelease },
+}
+
+impl Call {
+    /// Appends the call's command.
+    fn command(&mut self, buf: &mut Vec<u8>) {
+        match self {
+            Self::Acquire { attempt, .. } | Self::Lock { attempt, .. } => attempt.command(buf),
+            Self::Release { release, .. } | Self::Unlock { release, .. } => release.command(buf),
+        }
+    }
 }
 
 /// The direct path of one locker.
-pub(crate) struct DirectRuns {
+pub(crate) struct DirectCalls {
     socket: LoopSocket<Call>,
     context: Arc<Context>,
 }
 
-/// What the replies need.
-struct Context {
-    locker: Locker,
-    completions: Arc<Completions>,
-    settling: Settling,
-    running: Running,
+/// What the replies need: the locker and the binding's state shared with its runtime path.
+pub(crate) struct Context {
+    pub(crate) locker: Locker,
+    pub(crate) completions: Arc<Completions>,
+    pub(crate) settling: Settling,
+    pub(crate) running: Running,
+    pub(crate) leases: Leases,
 }
 
-impl DirectRuns {
-    /// The direct path of `locker`, delivering to `deliver` and `deliver_run` on the JS thread of `env` (see
-    /// [`Delivery`]), and through `completions` what finishes on the runtime.
-    pub(crate) fn new(
-        env: &Env,
-        locker: Locker,
-        deliver: Deliver,
-        deliver_run: DeliverRun,
-        completions: Arc<Completions>,
-        settling: Settling,
-        running: Running,
-    ) -> napi::Result<Self> {
-        let timeout = locker.config().command_timeout;
-        let context = Arc::new(Context { locker, completions, settling, running });
+impl DirectCalls {
+    /// The direct path of `context.locker`, delivering to `deliver` and `deliver_run` on the JS thread of `env` (see
+    /// [`Delivery`]), and through `context.completions` what finishes on the runtime.
+    pub(crate) fn new(env: &Env, context: Context, deliver: Deliver, deliver_run: DeliverRun) -> napi::Result<Self> {
+        let timeout = context.locker.config().command_timeout;
+        let context = Arc::new(context);
         let delivery = Delivery::new(env, deliver, deliver_run)?;
         let on_replies = context.clone();
         let handler: Handler<Call> = Box::new(move |replies| {
@@ -73,6 +80,27 @@ impl DirectRuns {
     /// Starts run `id` by a direct call: false, and nothing started, when the call cannot be made (options that
     /// wait, several nodes, the socket not open yet).
     pub(crate) fn start(&self, id: u32, key: &str, options: &LockOptions, required: bool) -> napi::Result<bool> {
+        self.acquire(key, options, |attempt, busy| Call::Acquire {
+            run: id,
+            key: key.to_owned(),
+            required,
+            attempt,
+            busy,
+        })
+    }
+
+    /// Starts tryLock `id` by a direct call: false, and nothing started, when the call cannot be made.
+    pub(crate) fn try_lock(&self, id: u32, key: &str, options: &LockOptions) -> napi::Result<bool> {
+        self.acquire(key, options, |attempt, busy| Call::Lock { id, attempt, busy })
+    }
+
+    /// Sends the acquisition of `key` that `call` makes a call of, if it can go by a direct call.
+    fn acquire(
+        &self,
+        key: &str,
+        options: &LockOptions,
+        call: impl FnOnce(DirectAcquire, Busy) -> Call,
+    ) -> napi::Result<bool> {
         let locker = &self.context.locker;
         if !options.wait.is_zero() || !self.socket.ready(locker) {
             return Ok(false);
@@ -80,13 +108,25 @@ impl DirectRuns {
         let to_napi = crate::errors::to_napi;
         let Some(attempt) = locker.direct_acquire(key, options).map_err(to_napi)? else { return Ok(false) };
         let busy = locker.enter().map_err(to_napi)?;
-        let call = Call::Acquire { run: id, key: key.to_owned(), required, attempt, busy };
-        let sent = self.socket.send(call, |call, buf| {
-            if let Call::Acquire { attempt, .. } = call {
-                attempt.command(buf);
-            }
-        });
-        Ok(sent.is_ok())
+        Ok(self.socket.send(call(attempt, busy), Call::command).is_ok())
+    }
+
+    /// Starts operation `id`, the release of `lease`, by a direct call: false, and nothing started, when it does not
+    /// go that way (see `Lease::direct_release`).
+    pub(crate) fn release(&self, id: u32, lease: &Arc<Lease>) -> bool {
+        if !self.socket.ready(&self.context.locker) {
+            return false;
+        }
+        let Some(release) = lease.direct_release() else { return false };
+        self.send(Call::Unlock { id, release });
+        true
+    }
+
+    /// Sends `call`; if the socket closed meanwhile, it goes on over the locker's connection.
+    fn send(&self, call: Call) {
+        if let Err(call) = self.socket.send(call, Call::command) {
+            within_runtime_if_available(|| self.context.settle(vec![(call, Err(Failed::Dropped))]));
+        }
     }
 
     /// The task of run `id` settled: releases its lease. False when `id` is not a direct run.
@@ -105,14 +145,7 @@ impl DirectRuns {
             });
             return true;
         };
-        let call = Call::Release { run: id, fence, lost, release, busy };
-        if let Err(call) = self.socket.send(call, |call, buf| {
-            if let Call::Release { release, .. } = call {
-                release.command(buf);
-            }
-        }) {
-            within_runtime_if_available(|| self.context.settle(vec![(call, Err(Failed::Dropped))]));
-        }
+        self.send(Call::Release { run: id, fence, lost, release, busy });
         true
     }
 
@@ -156,6 +189,56 @@ impl Context {
                         }
                     }
                 }
+                Call::Lock { id, attempt, busy } => {
+                    let settled = match outcome {
+                        Ok(reply) => attempt.settle(reply),
+                        Err(Failed::TimedOut) => Settled::Done(Err(attempt.timed_out())),
+                        Err(Failed::Dropped) => Settled::Fallback(attempt),
+                    };
+                    match settled {
+                        Settled::Done(Ok(Some(lease))) => {
+                            // The lost notice goes through the completion queue, so after this delivery.
+                            keep_lock(id, &lease, &self.leases, &self.completions);
+                            out.push(Event::Other(locked(id, &lease)));
+                        }
+                        Settled::Done(Ok(None)) => out.push(Event::NotAcquired(id)),
+                        Settled::Done(Err(e)) => out.push(Event::Other(Completion::failed(id, &e))),
+                        Settled::Fallback(attempt) => {
+                            let (leases, completions) = (self.leases.clone(), self.completions.clone());
+                            spawn(async move {
+                                match attempt.fallback().await {
+                                    Ok(Some(lease)) => {
+                                        completions.push(locked(id, &lease));
+                                        keep_lock(id, &lease, &leases, &completions);
+                                    }
+                                    Ok(None) => {
+                                        completions.push(Completion::done(id));
+                                    }
+                                    Err(e) => {
+                                        completions.push(Completion::failed(id, &e));
+                                    }
+                                }
+                                drop(busy);
+                            });
+                        }
+                    }
+                }
+                Call::Unlock { id, release } => {
+                    let settled = match outcome {
+                        Ok(reply) => release.settle(reply),
+                        Err(Failed::TimedOut) => Settled::Done(Err(release.timed_out())),
+                        Err(Failed::Dropped) => Settled::Fallback(release),
+                    };
+                    match settled {
+                        Settled::Done(result) => out.push(Event::Other(released(id, result))),
+                        Settled::Fallback(release) => {
+                            let completions = self.completions.clone();
+                            spawn(async move {
+                                completions.push(released(id, release.fallback().await));
+                            });
+                        }
+                    }
+                }
                 Call::Release { run, fence, lost, release, busy } => {
                     let settled = match outcome {
                         Ok(reply) => release.settle(reply),
@@ -196,6 +279,14 @@ impl Context {
             self.completions.push(completion);
             drop(busy);
         });
+    }
+}
+
+/// The completion of operation `id`, a lock's release that came to `result`.
+fn released(id: u32, result: Result<bool, snatch_core::SnatchError>) -> Completion {
+    match result {
+        Ok(ok) => Completion { ok: Some(ok), ..Completion::done(id) },
+        Err(e) => Completion::failed(id, &e),
     }
 }
 

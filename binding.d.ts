@@ -13,8 +13,9 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 export declare class NativeLocker {
   /**
    * Validates the options. `deliver(completions)` receives results, task calls and lost notices;
-   * `deliverRun(task, id, fence, lost)` those of runs on the direct socket (see direct_runs.rs): a call of the
-   * task of run `id` under `fence` when `task`, else the end of run `id` (with `fence` and `lost` if it ran).
+   * `deliverRun(task, id, fence, lost)` the frequent ones of the direct socket (see direct_calls.rs): a call of
+   * the task of run `id` under `fence` when `task`, else the end of run `id` (with `fence` and `lost` if it ran)
+   * or of tryLock `id` without the lock.
    */
   constructor(init: LockerInit, deliver: (completions: Completion[]) => void, deliverRun: (task: boolean, id: number, fence?: bigint, lost?: boolean) => void)
   /**

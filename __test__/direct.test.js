@@ -126,7 +126,7 @@ test('a restarted server: the next runs work, and go over a new direct socket', 
   await onDirectSocket(locker, server.url)
 })
 
-test('tryLock and release with the direct socket open: the lock is ours in Redis, released once, extendable', async () => {
+test('tryLock and release with the direct socket open: the lock is in Redis, released once, extendable', async () => {
   const key = uniqueKey('direct-trylock')
   const lock = await locker.tryLock(key, { ttl: 5000 })
   expect(lock.fence).toBe(1n)
@@ -186,10 +186,14 @@ test('when its worker thread is terminated during a run on the direct socket, th
     const { createLocker } = require(pkg)
     const { onDirectSocket } = require(support)
     const locker = createLocker({ url })
-    onDirectSocket(locker, url).then(() =>
-      locker.snatchTask(key, () => { parentPort.postMessage('running'); return new Promise(() => {}) }, { ttl: 30000 }))`
+    const running = () => {
+      parentPort.postMessage('running')
+      return new Promise(() => {})
+    }
+    onDirectSocket(locker, url).then(() => locker.snatchTask(key, running, { ttl: 30000 }))`
   const path = require('node:path')
-  const workerData = { pkg: path.join(__dirname, '..'), support: path.join(__dirname, 'support/direct.js'), url: server.url, key }
+  const support = path.join(__dirname, 'support/direct.js')
+  const workerData = { pkg: path.join(__dirname, '..'), support, url: server.url, key }
   // The worker's locker is the second on this server: the test's own locker closes its direct socket first.
   await locker.close()
   const worker = new Worker(source, { eval: true, workerData })

@@ -10,10 +10,11 @@ const { ScheduledTask } = require('./schedule')
 
 /**
  * The native side's delivery callbacks: `batch(completions)` settles operations, calls run tasks, reports lost
- * leases; `run(task, id, fence, lost)` does the same for the events of runs on the direct socket, passed as plain
- * values (cheaper than completion objects made natively). Made outside the Locker so that they do not hold the Locker
- * (the native side keeps them for as long as the locker lives, and closures made in one function share their captured
- * variables): an unreachable Locker is collected, and then closed.
+ * leases; `run(task, id, fence, lost)` takes the frequent events of the direct socket (a run's task call, the end of a
+ * run or of a tryLock without the lock) as plain values, cheaper than completion objects made natively. Made outside
+ * the Locker so that they do not hold the Locker (the native side keeps them for as long as the locker lives, and
+ * closures made in one function share their captured variables): an unreachable Locker is collected, and then
+ * closed.
  */
 function deliverTo(pending, runs, locks, keepAlive) {
   const one = (c) => {

@@ -5,11 +5,11 @@
 //! locker's connection, as it would have without the socket.
 
 use crate::completions::{Completion, Completions};
-use crate::locker::{keep_lock, locked, ran_completion, task_under, Leases, Settling};
-use crate::loop_socket::{Failed, Handler, LoopSocket, Outcome};
+use crate::locker::{acquired, keep_lock, locked, ran_completion, task_under, Leases, Settling};
+use crate::loop_socket::{Handler, LoopSocket, Outcome};
 use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, FunctionRef, ToNapiValue};
 use napi::{sys, Env, JsValue};
-use snatch_core::{run_under, Busy, DirectAcquire, DirectRelease, Lease, LockOptions, Locker, Settled};
+use snatch_core::{run_under, Busy, DirectAcquire, DirectRelease, Lease, LockOptions, Locker, NoReply, Settled};
 use std::collections::HashMap;
 use std::ptr;
 use std::sync::{Arc, Mutex};
@@ -125,7 +125,7 @@ impl DirectCalls {
     /// Sends `call`; if the socket closed meanwhile, it goes on over the locker's connection.
     fn send(&self, call: Call) {
         if let Err(call) = self.socket.send(call, Call::command) {
-            within_runtime_if_available(|| self.context.settle(vec![(call, Err(Failed::Dropped))]));
+            within_runtime_if_available(|| self.context.settle(vec![(call, Err(NoReply::Dropped))]));
         }
     }
 
@@ -162,40 +162,25 @@ impl Context {
         let mut out = Vec::with_capacity(replies.len());
         for (call, outcome) in replies {
             match call {
-                Call::Acquire { run, key, required, attempt, busy } => {
-                    let settled = match outcome {
-                        Ok(reply) => attempt.settle(reply),
-                        // As on the locker's connection, a call that timed out fails and is not sent again.
-                        Err(Failed::TimedOut) => Settled::Done(Err(attempt.timed_out())),
-                        Err(Failed::Dropped) => Settled::Fallback(attempt),
-                    };
-                    match settled {
-                        Settled::Done(Ok(Some(lease))) => {
-                            out.push(Event::Task(run, lease.fence()));
-                            let completions = self.completions.clone();
-                            lease.on_lost(move || {
-                                completions.push(Completion::lost_notice(run));
-                            });
-                            self.running.lock().expect("running poisoned").insert(run, (lease, busy));
-                        }
-                        Settled::Done(Ok(None)) if required => {
-                            let e = snatch_core::not_acquired(&key, Default::default());
-                            out.push(Event::Other(Completion::failed(run, &e)));
-                        }
-                        Settled::Done(Ok(None)) => out.push(Event::NotAcquired(run)),
-                        Settled::Done(Err(e)) => out.push(Event::Other(Completion::failed(run, &e))),
-                        Settled::Fallback(attempt) => {
-                            self.clone().acquire_on_runtime(run, key, required, attempt, busy)
-                        }
+                Call::Acquire { run, key, required, attempt, busy } => match attempt.settle(outcome) {
+                    Settled::Done(Ok(Some(lease))) => {
+                        out.push(Event::Task(run, lease.fence()));
+                        let completions = self.completions.clone();
+                        lease.on_lost(move || {
+                            completions.push(Completion::lost_notice(run));
+                        });
+                        self.running.lock().expect("running poisoned").insert(run, (lease, busy));
                     }
-                }
+                    Settled::Done(Ok(None)) if required => {
+                        let e = snatch_core::not_acquired(&key, Default::default());
+                        out.push(Event::Other(Completion::failed(run, &e)));
+                    }
+                    Settled::Done(Ok(None)) => out.push(Event::NotAcquired(run)),
+                    Settled::Done(Err(e)) => out.push(Event::Other(Completion::failed(run, &e))),
+                    Settled::Fallback(attempt) => self.clone().acquire_on_runtime(run, key, required, attempt, busy),
+                },
                 Call::Lock { id, attempt, busy } => {
-                    let settled = match outcome {
-                        Ok(reply) => attempt.settle(reply),
-                        Err(Failed::TimedOut) => Settled::Done(Err(attempt.timed_out())),
-                        Err(Failed::Dropped) => Settled::Fallback(attempt),
-                    };
-                    match settled {
+                    match attempt.settle(outcome) {
                         Settled::Done(Ok(Some(lease))) => {
                             // The lost notice goes through the completion queue, so after this delivery.
                             keep_lock(id, &lease, &self.leases, &self.completions);
@@ -206,46 +191,23 @@ impl Context {
                         Settled::Fallback(attempt) => {
                             let (leases, completions) = (self.leases.clone(), self.completions.clone());
                             spawn(async move {
-                                match attempt.fallback().await {
-                                    Ok(Some(lease)) => {
-                                        completions.push(locked(id, &lease));
-                                        keep_lock(id, &lease, &leases, &completions);
-                                    }
-                                    Ok(None) => {
-                                        completions.push(Completion::done(id));
-                                    }
-                                    Err(e) => {
-                                        completions.push(Completion::failed(id, &e));
-                                    }
-                                }
+                                acquired(id, attempt.fallback().await, &leases, &completions);
                                 drop(busy);
                             });
                         }
                     }
                 }
-                Call::Unlock { id, release } => {
-                    let settled = match outcome {
-                        Ok(reply) => release.settle(reply),
-                        Err(Failed::TimedOut) => Settled::Done(Err(release.timed_out())),
-                        Err(Failed::Dropped) => Settled::Fallback(release),
-                    };
-                    match settled {
-                        Settled::Done(result) => out.push(Event::Other(released(id, result))),
-                        Settled::Fallback(release) => {
-                            let completions = self.completions.clone();
-                            spawn(async move {
-                                completions.push(released(id, release.fallback().await));
-                            });
-                        }
+                Call::Unlock { id, release } => match release.settle(outcome) {
+                    Settled::Done(result) => out.push(Event::Other(released(id, result))),
+                    Settled::Fallback(release) => {
+                        let completions = self.completions.clone();
+                        spawn(async move {
+                            completions.push(released(id, release.fallback().await));
+                        });
                     }
-                }
+                },
                 Call::Release { run, fence, lost, release, busy } => {
-                    let settled = match outcome {
-                        Ok(reply) => release.settle(reply),
-                        Err(Failed::TimedOut) => Settled::Done(Ok(false)),
-                        Err(Failed::Dropped) => Settled::Fallback(release),
-                    };
-                    match settled {
+                    match release.settle(outcome) {
                         // As on the runtime, a failed release does not fail the run: the key expires with its lease.
                         Settled::Done(_) => out.push(Event::Ran(run, fence, lost)),
                         Settled::Fallback(release) => {
@@ -296,7 +258,7 @@ enum Event {
     Task(u32, i64),
     /// Run `.0` ended after its task ran under fence `.1`; `.2`: the lease lapsed meanwhile.
     Ran(u32, i64, bool),
-    /// Run `.0` ended without the lock.
+    /// Run or tryLock `.0` ended without the lock.
     NotAcquired(u32),
     /// Anything else, as a completion.
     Other(Completion),

@@ -29,15 +29,16 @@ pub struct NativeLocker {
     completions: Arc<Completions>,
     settling: Settling,
     leases: Leases,
-    /// One-attempt runs on a single Redis go by direct calls when its socket is open.
+    /// On a single Redis, one-attempt runs and locks, and releases, go by direct calls once its socket is open.
     direct: DirectCalls,
 }
 
 #[napi]
 impl NativeLocker {
     /// Validates the options. `deliver(completions)` receives results, task calls and lost notices;
-    /// `deliverRun(task, id, fence, lost)` those of runs on the direct socket (see direct_calls.rs): a call of the
-    /// task of run `id` under `fence` when `task`, else the end of run `id` (with `fence` and `lost` if it ran).
+    /// `deliverRun(task, id, fence, lost)` the frequent ones of the direct socket (see direct_calls.rs): a call of
+    /// the task of run `id` under `fence` when `task`, else the end of run `id` (with `fence` and `lost` if it ran)
+    /// or of tryLock `id` without the lock.
     #[napi(
         constructor,
         ts_args_type = "init: LockerInit, deliver: (completions: Completion[]) => void, deliverRun: (task: boolean, id: number, fence?: bigint, lost?: boolean) => void"
@@ -111,19 +112,7 @@ impl NativeLocker {
         spawn(async move {
             let lease =
                 if wait { locker.lock(&key, &options).await.map(Some) } else { locker.try_lock(&key, &options).await };
-            match lease {
-                Ok(Some(lease)) => {
-                    completions.push(locked(id, &lease));
-                    // After the completion is queued, so that the facade has the lock when a lost notice comes.
-                    keep_lock(id, &lease, &leases, &completions);
-                }
-                Ok(None) => {
-                    completions.push(Completion::done(id));
-                }
-                Err(e) => {
-                    completions.push(Completion::failed(id, &e));
-                }
-            }
+            acquired(id, lease, &leases, &completions);
         });
         Ok(())
     }
@@ -246,6 +235,28 @@ pub(crate) async fn task_under(id: u32, lease: Arc<Lease>, completions: Arc<Comp
 /// The end of run `id`, whose task ran under the lease with `fence`; `lost` if the lease lapsed meanwhile.
 pub(crate) fn ran_completion(id: u32, fence: i64, lost: bool) -> Completion {
     Completion { fence: Some(BigInt::from(fence)), lost: Some(lost), ..Completion::done(id) }
+}
+
+/// Queues the completion of acquisition `id` from its `result` and, when it got a lease, keeps that as lock `id`.
+pub(crate) fn acquired(
+    id: u32,
+    result: Result<Option<Arc<Lease>>, SnatchError>,
+    leases: &Leases,
+    completions: &Arc<Completions>,
+) {
+    match result {
+        Ok(Some(lease)) => {
+            completions.push(locked(id, &lease));
+            // After the completion is queued, so that the facade has the lock when a lost notice comes.
+            keep_lock(id, &lease, leases, completions);
+        }
+        Ok(None) => {
+            completions.push(Completion::done(id));
+        }
+        Err(e) => {
+            completions.push(Completion::failed(id, &e));
+        }
+    }
 }
 
 /// The completion of acquisition `id`, which got `lease`.

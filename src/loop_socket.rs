@@ -1,15 +1,15 @@
 //! A Redis socket that node's own event loop polls (libuv's `uv_poll`), for the core's direct calls
 //! (snatch_core::DirectAcquire): commands are written from the JS thread and the replies are read and handed to JS in
-//! the loop's callback, with no thread hand-off either way. Opened on the runtime (connect, AUTH, SELECT, SCRIPT
-//! LOAD), then handed to the loop; not ready while opening, and again for a second after a failure, when callers use
-//! the locker's own connection. Every call has the command timeout as deadline; when one passes, or the socket
-//! fails, the socket is closed and every call in flight is handed back as failed, for the caller to finish on the
-//! locker's connection. Unix only; the handles are unreferenced (the facade keeps the process alive while calls are
-//! pending) and closed with the socket, or when the JS environment is torn down.
+//! the loop's callback, with no thread hand-off either way. Opened on the runtime (`Locker::direct_socket`), then
+//! handed to the loop; not ready while opening, and again for a second after a failure, when callers use the
+//! locker's own connection. Every call has the command timeout as deadline; when one passes, or the socket fails, the
+//! socket is closed and every call in flight goes to the handler without a reply (`NoReply`, which says what becomes
+//! of it). Unix only; the handles are unreferenced (the facade keeps the process alive while calls are pending) and
+//! closed with the socket, or when the JS environment is torn down.
 
 use napi::bindgen_prelude::spawn;
 use napi::sys;
-use snatch_core::{parse_reply, Locker, Reply, SnatchError};
+use snatch_core::{parse_reply, Locker, NoReply, Reply, SnatchError};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
@@ -54,7 +54,7 @@ const UV_WRITABLE: c_int = 2;
 
 /// While replies are handed out, the calls they lead to are written this many at a time rather than all at the
 /// end, so that Redis works on the first ones while JS makes the rest: at 50 concurrent runs, about 3× the
-/// throughput of writing them all at once, which has node and Redis take turns (bench/README.md, profile step 14).
+/// throughput of writing them all at once, which has node and Redis take turns (bench/README.md, profile step 15).
 const WRITE_EVERY: usize = 16;
 
 /// Bytes read from the socket at a time.
@@ -63,18 +63,8 @@ const READ_CHUNK: usize = 16 * 1024;
 /// How long after a failure the socket is not opened again.
 const REOPEN_AFTER: Duration = Duration::from_secs(1);
 
-/// Why a call got no reply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Failed {
-    /// The socket failed (closed by the server, an I/O or protocol error) before the reply: whether Redis ran the
-    /// call is not known.
-    Dropped,
-    /// Its deadline, the command timeout, passed.
-    TimedOut,
-}
-
 /// A call's reply, or its failure.
-pub(crate) type Outcome = Result<Reply, Failed>;
+pub(crate) type Outcome = Result<Reply, NoReply>;
 
 /// Receives replies on the JS thread, inside a handle scope. Calls made meanwhile are sent
 /// together when it returns.
@@ -191,7 +181,7 @@ impl<C: 'static> LoopSocket<C> {
         open.unwritten += 1;
         if (!dispatching || open.unwritten >= WRITE_EVERY) && flush(open).is_err() {
             drop(state);
-            fail(&self.state, Failed::Dropped);
+            fail(&self.state, NoReply::Dropped);
         }
         Ok(())
     }
@@ -251,15 +241,14 @@ fn install<C: 'static>(state: &Rc<RefCell<State<C>>>, env: sys::napi_env, stream
         let mut cleanup = ptr::null_mut();
         let arg = Rc::into_raw(state.clone()).cast_mut().cast();
         sys::napi_add_async_cleanup_hook(env, Some(on_teardown::<C>), arg, &mut cleanup);
-        let (pending, read, write) = (VecDeque::new(), Vec::new(), Vec::new());
         Some(Open {
             stream,
             poll,
             timer,
-            pending,
-            read,
+            pending: VecDeque::new(),
+            read: Vec::new(),
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
-            write,
+            write: Vec::new(),
             unwritten: 0,
             writable_wanted: false,
             cleanup,
@@ -317,7 +306,7 @@ extern "C" fn on_poll<C: 'static>(handle: *mut UvHandle, status: c_int, events: 
         dispatch(&state, replies);
     }
     if !healthy {
-        fail(&state, Failed::Dropped);
+        fail(&state, NoReply::Dropped);
     }
 }
 
@@ -381,7 +370,7 @@ extern "C" fn on_deadline<C: 'static>(handle: *mut UvHandle) {
         }
     };
     if overdue {
-        fail(&state, Failed::TimedOut);
+        fail(&state, NoReply::TimedOut);
     }
 }
 
@@ -407,16 +396,15 @@ fn dispatch<C: 'static>(state: &Rc<RefCell<State<C>>>, replies: Vec<(C, Outcome)
     let (flushed, idle) = (flush(open).is_ok(), open.pending.is_empty());
     drop(guard);
     if !flushed {
-        fail(state, Failed::Dropped);
+        fail(state, NoReply::Dropped);
     } else if closing && idle {
         shut(state);
     }
 }
 
-/// The socket failed, or a deadline passed: closes it and hands every call in flight to the handler as failed, for
-/// `why`. It may be opened again
-/// after [`REOPEN_AFTER`].
-fn fail<C: 'static>(state: &Rc<RefCell<State<C>>>, why: Failed) {
+/// The socket failed, or a deadline passed (`why`): closes it and hands every call in flight to the handler without a
+/// reply. It may be opened again after [`REOPEN_AFTER`].
+fn fail<C: 'static>(state: &Rc<RefCell<State<C>>>, why: NoReply) {
     let Some(pending) = shut(state) else { return };
     if let Phase::Closed { reopen_at } = &mut state.borrow_mut().phase {
         *reopen_at = Some(Instant::now() + REOPEN_AFTER);

@@ -1,22 +1,13 @@
-//! The loop socket where libuv polling of a Redis socket is not built (Windows): never ready, so every run goes
+//! The loop socket where libuv polling of a Redis socket is not built (Windows): never ready, so every call goes
 //! over the locker's own connection. Same interface as loop_socket.rs.
 
 use napi::sys;
-use snatch_core::{Locker, Reply};
+use snatch_core::{Locker, NoReply, Reply};
 use std::marker::PhantomData;
 use std::time::Duration;
 
-/// Why a call got no reply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Failed {
-    /// The socket failed.
-    Dropped,
-    /// Its deadline passed.
-    TimedOut,
-}
-
 /// A call's reply, or its failure.
-pub(crate) type Outcome = Result<Reply, Failed>;
+pub(crate) type Outcome = Result<Reply, NoReply>;
 
 /// Receives replies on the JS thread.
 pub(crate) type Handler<C> = Box<dyn Fn(Vec<(C, Outcome)>)>;

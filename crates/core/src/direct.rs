@@ -1,8 +1,9 @@
 //! Acquisitions and releases on a single Redis whose commands the caller carries on a socket of its own (the Node
 //! binding sends them on a socket that node's event loop polls, saving the thread hand-offs of the locker's
 //! connection). This module opens that socket, writes the commands and turns the replies into leases; a call whose
-//! reply the caller could not get (its socket failed, or the server did not have the script) is finished on the
-//! locker's own connection by `fallback`, with the same token: our scripts are safe to repeat.
+//! reply the caller could not get because its socket failed, or that the server could not run for want of the
+//! script, is finished on the locker's own connection by `fallback`, with the same token (our scripts are safe to
+//! repeat); one that timed out fails, as it would on the locker's connection.
 
 use crate::config::LockOptions;
 use crate::keys::LockKeys;
@@ -22,6 +23,16 @@ use tokio::time::Instant;
 
 /// The client name of a socket for direct calls, as `CLIENT LIST` shows it.
 pub const DIRECT_CLIENT_NAME: &str = "redis-snatch-direct";
+
+/// Why a direct call got no reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoReply {
+    /// The socket failed first: whether Redis ran the call is not known, so it is made again on the locker's own
+    /// connection (our scripts are safe to repeat with the same token).
+    Dropped,
+    /// The command timeout passed: the call fails and is not made again, as on the locker's own connection.
+    TimedOut,
+}
 
 /// What a reply comes to.
 #[derive(Debug)]
@@ -56,8 +67,8 @@ pub struct DirectRelease {
 
 impl Locker {
     /// Opens a socket to the locker's Redis for direct calls: connected, authenticated, on the URL's database, named
-    /// [`DIRECT_CLIENT_NAME`], with the scripts loaded, in non-blocking mode. `None` when direct calls do not apply: several nodes (Redlock), or a TLS or Unix
-    /// socket URL. Bounded by the command timeout.
+    /// [`DIRECT_CLIENT_NAME`], with the scripts loaded, in non-blocking mode. `None` when direct calls do not apply:
+    /// several nodes (Redlock), or a TLS or Unix socket URL. Bounded by the command timeout.
     pub async fn direct_socket(&self) -> Result<Option<std::net::TcpStream>, SnatchError> {
         let (Some(node), [url]) = (self.nodes().single(), self.config().urls.as_slice()) else { return Ok(None) };
         let info = url.as_str().into_connection_info().map_err(|e| node.failure(e))?;
@@ -125,33 +136,27 @@ impl DirectAcquire {
         self.started = Instant::now();
     }
 
-    /// What the command's reply comes to: the lease (supervised like any other), `None` when the key is held by
-    /// someone else, or an error. Must be called within the Tokio runtime.
-    pub fn settle(self, reply: Reply) -> Settled<Option<Arc<Lease>>, Self> {
-        let node = single(self.locker.nodes());
-        match reply {
-            Reply::Int(fence) if fence >= 0 => {
-                let valid_until = self.locker.nodes().valid_until(self.started, self.ttl);
-                if Instant::now() >= valid_until {
-                    // Ours, but too late to be of use: give it back.
-                    let (nodes, keys, token) = (self.locker.nodes().clone(), self.keys, self.token);
-                    tokio::spawn(async move { nodes.release(&keys, &token).await });
-                    return Settled::Done(Err(node.failure("the lease's validity elapsed before Redis answered")));
-                }
-                let grant = Grant { fence, started: self.started, valid_until };
-                Settled::Done(Ok(Some(self.locker.adopt(self.keys, self.token, grant, self.ttl, &self.options))))
-            }
-            Reply::Int(_) => Settled::Done(Ok(None)),
-            Reply::Error(text) if text.starts_with("NOSCRIPT") => Settled::Fallback(self),
-            Reply::Error(text) => Settled::Done(Err(node.failure(text))),
-            other => Settled::Done(Err(node.failure(format!("unexpected reply {other:?}")))),
+    /// What the command's reply, or its absence, comes to: the lease (supervised like any other), `None` when the
+    /// key is held by someone else, or an error. Must be called within the Tokio runtime.
+    pub fn settle(self, reply: Result<Reply, NoReply>) -> Settled<Option<Arc<Lease>>, Self> {
+        let fence = match answer(single(self.locker.nodes()), reply) {
+            Answer::Int(fence) => fence,
+            Answer::Again => return Settled::Fallback(self),
+            Answer::Failed(e) => return Settled::Done(Err(e)),
+        };
+        if fence < 0 {
+            return Settled::Done(Ok(None));
         }
-    }
-
-    /// The error for a reply that did not come within the command timeout (the attempt is not made again, as on the
-    /// locker's own connection).
-    pub fn timed_out(self) -> SnatchError {
-        single(self.locker.nodes()).timed_out()
+        let valid_until = self.locker.nodes().valid_until(self.started, self.ttl);
+        if Instant::now() >= valid_until {
+            // Ours, but too late to be of use: give it back.
+            let (nodes, keys, token) = (self.locker.nodes().clone(), self.keys, self.token);
+            let error = single(&nodes).failure("the lease's validity elapsed before Redis answered");
+            tokio::spawn(async move { nodes.release(&keys, &token).await });
+            return Settled::Done(Err(error));
+        }
+        let grant = Grant { fence, started: self.started, valid_until };
+        Settled::Done(Ok(Some(self.locker.adopt(self.keys, self.token, grant, self.ttl, &self.options))))
     }
 
     /// Makes the attempt on the locker's own connection, with the same token.
@@ -161,14 +166,13 @@ impl DirectAcquire {
 }
 
 impl Lease {
-    /// Starts the release of this lease with a command the caller sends, when that is how it is released: not
-    /// while minHold keeps the key (then, or when `None`, [`Lease::release`] does it). The lease counts as
-    /// released from now on.
+    /// Starts the release of this lease with a command the caller sends; the lease counts as released from now on.
+    /// `None` while minHold keeps the key, or when it was released already: [`Lease::release`] then does what is
+    /// left (a release that keeps the key, or nothing).
     pub fn direct_release(self: &Arc<Self>) -> Option<DirectRelease> {
-        if self.acquired_at().elapsed() < self.min_hold() || self.state() == crate::LeaseState::Released {
+        if self.acquired_at().elapsed() < self.min_hold() || !self.end_released() {
             return None;
         }
-        self.end_released();
         Some(DirectRelease { lease: self.clone() })
     }
 }
@@ -182,24 +186,37 @@ impl DirectRelease {
         resp::encode(buf, &args);
     }
 
-    /// What the reply comes to: whether the key was still ours.
-    pub fn settle(self, reply: Reply) -> Settled<bool, Self> {
-        match reply {
-            Reply::Int(n) => Settled::Done(Ok(n == 1)),
-            Reply::Error(text) if text.starts_with("NOSCRIPT") => Settled::Fallback(self),
-            Reply::Error(text) => Settled::Done(Err(single(self.lease.nodes()).failure(text))),
-            other => Settled::Done(Err(single(self.lease.nodes()).failure(format!("unexpected reply {other:?}")))),
+    /// What the reply, or its absence, comes to: whether the key was still ours, or an error.
+    pub fn settle(self, reply: Result<Reply, NoReply>) -> Settled<bool, Self> {
+        match answer(single(self.lease.nodes()), reply) {
+            Answer::Int(n) => Settled::Done(Ok(n == 1)),
+            Answer::Again => Settled::Fallback(self),
+            Answer::Failed(e) => Settled::Done(Err(e)),
         }
-    }
-
-    /// The error for a reply that did not come within the command timeout (the release is not sent again).
-    pub fn timed_out(self) -> SnatchError {
-        single(self.lease.nodes()).timed_out()
     }
 
     /// Releases on the locker's own connection.
     pub async fn fallback(self) -> Result<bool, SnatchError> {
         self.lease.nodes().try_release(self.lease.keys(), self.lease.token()).await
+    }
+}
+
+/// What a reply, or its absence, says of a direct call, before what that means for its kind.
+enum Answer {
+    Int(i64),
+    /// Make the call again on the locker's own connection (the server lacked the script, or the socket failed).
+    Again,
+    Failed(SnatchError),
+}
+
+fn answer(node: &Node, reply: Result<Reply, NoReply>) -> Answer {
+    match reply {
+        Ok(Reply::Int(n)) => Answer::Int(n),
+        Ok(Reply::Error(text)) if text.starts_with("NOSCRIPT") => Answer::Again,
+        Err(NoReply::Dropped) => Answer::Again,
+        Ok(Reply::Error(text)) => Answer::Failed(node.failure(text)),
+        Ok(other) => Answer::Failed(node.failure(format!("unexpected reply {other:?}"))),
+        Err(NoReply::TimedOut) => Answer::Failed(node.timed_out()),
     }
 }
 

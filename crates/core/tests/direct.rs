@@ -4,7 +4,8 @@ mod support;
 
 use redis::Commands;
 use snatch_core::{
-    parse_reply, DirectAcquire, LeaseState, LockOptions, Locker, LockerConfig, Reply, Settled, DIRECT_CLIENT_NAME,
+    parse_reply, DirectAcquire, LeaseState, LockOptions, Locker, LockerConfig, NoReply, Reply, Settled,
+    DIRECT_CLIENT_NAME,
 };
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -42,7 +43,7 @@ fn acquire(
 ) -> Settled<Option<std::sync::Arc<snatch_core::Lease>>, DirectAcquire> {
     let mut command = Vec::new();
     attempt.command(&mut command);
-    attempt.settle(call(socket, &command))
+    attempt.settle(Ok(call(socket, &command)))
 }
 
 #[tokio::test]
@@ -69,7 +70,7 @@ async fn acquires_and_releases_over_the_callers_socket() {
     assert!(lease.direct_release().is_none(), "a second release has nothing to send");
     let mut command = Vec::new();
     release.command(&mut command);
-    assert!(matches!(release.settle(call(&mut socket, &command)), Settled::Done(Ok(true))));
+    assert!(matches!(release.settle(Ok(call(&mut socket, &command))), Settled::Done(Ok(true))));
     let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
     assert!(!exists);
     locker.close().await;
@@ -94,7 +95,7 @@ async fn a_server_without_the_scripts_sends_the_call_back_to_the_lockers_connect
         let release = lease.direct_release().unwrap();
         let mut command = Vec::new();
         release.command(&mut command);
-        release.settle(call(&mut socket, &command))
+        release.settle(Ok(call(&mut socket, &command)))
     }) else {
         panic!("expected a fallback")
     };
@@ -134,4 +135,14 @@ async fn direct_calls_are_for_a_single_node_and_one_attempt() {
     let waiting = LockOptions { wait: std::time::Duration::from_millis(10), ..LockOptions::default() };
     assert!(single.direct_acquire("k", &waiting).unwrap().is_none());
     assert_eq!(single.direct_acquire("", &LockOptions::default()).err().unwrap().code(), "ERR_SNATCH_INVALID_ARG");
+}
+
+#[tokio::test]
+async fn a_missing_reply_is_made_again_when_the_socket_dropped_and_fails_when_it_timed_out() {
+    let locker = locker(&["redis://127.0.0.1:1"]);
+    let attempt = || locker.direct_acquire("k", &LockOptions::default()).unwrap().unwrap();
+    assert!(matches!(attempt().settle(Err(NoReply::Dropped)), Settled::Fallback(_)));
+    let Settled::Done(Err(e)) = attempt().settle(Err(NoReply::TimedOut)) else { panic!("expected an error") };
+    assert_eq!(e.code(), "ERR_SNATCH_REDIS");
+    assert!(e.to_string().contains("timed out after 1000 ms"), "{e}");
 }

@@ -6,7 +6,7 @@
 const { createLocker, LockLostError } = require('..')
 const { startRedis, redisCommand } = require('./support/redis-server')
 const { directClients, onDirectSocket } = require('./support/direct')
-const { uniqueKey, sleep } = require('./support/util')
+const { uniqueKey, sleep, whilePaused } = require('./support/util')
 
 let server
 let locker
@@ -104,14 +104,7 @@ test('a server that lost its scripts: the run finishes over the locker connectio
 })
 
 test('a paused server: the run in flight rejects ERR_SNATCH_REDIS and fn is not run; runs resume after', async () => {
-  server.pause()
-  let ran = false
-  const err = await locker
-    .snatchTask(uniqueKey('direct-paused'), () => {
-      ran = true
-    })
-    .catch((e) => e)
-  server.resume()
+  const { err, ran } = await whilePaused(server, (fn) => locker.snatchTask(uniqueKey('direct-paused'), fn))
   expect(err.code).toBe('ERR_SNATCH_REDIS')
   expect(err.cause.message).toMatch(/timed out/)
   expect(ran).toBe(false)

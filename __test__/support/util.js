@@ -13,4 +13,21 @@ function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
-module.exports = { uniqueKey, sleep }
+/**
+ * Calls `call(fn)` while `server` is paused (SIGSTOP), `fn` being a task that records whether it ran; resumes the
+ * server once the call settled. The error the call rejected with (or its value), and whether the task ran.
+ */
+async function whilePaused(server, call) {
+  let ran = false
+  server.pause()
+  try {
+    const err = await call(() => {
+      ran = true
+    }).catch((e) => e)
+    return { err, ran }
+  } finally {
+    server.resume()
+  }
+}
+
+module.exports = { uniqueKey, sleep, whilePaused }

@@ -117,7 +117,7 @@ impl Locker {
             locker: self.clone(),
             keys,
             token: Locker::new_token(),
-            ttl: options.ttl.unwrap_or(self.config().ttl),
+            ttl: self.lease_ttl(options),
             options: options.clone(),
             started: Instant::now(),
         }))

@@ -163,6 +163,11 @@ impl Locker {
         &self.shared.nodes
     }
 
+    /// The lease an acquisition with `options` asks for.
+    pub(crate) fn lease_ttl(&self, options: &LockOptions) -> Duration {
+        options.ttl.unwrap_or(self.shared.config.ttl)
+    }
+
     /// A new owner token: 128 random bits in hex.
     pub(crate) fn new_token() -> String {
         format!("{:032x}", rand::random::<u128>())
@@ -172,20 +177,6 @@ impl Locker {
     pub(crate) fn checked_keys(&self, key: &str, options: &LockOptions) -> Result<LockKeys, SnatchError> {
         options.validate()?;
         LockKeys::new(&self.shared.config.prefix, key)
-    }
-
-    /// Acquires `keys` with checked `options` (waiting up to `options.wait`); `None` when not acquired in time. The
-    /// lease is supervised (renewed, or declared lost) until it ends, and released by `close` if still held.
-    pub(crate) async fn acquire_keys(
-        &self,
-        keys: LockKeys,
-        options: &LockOptions,
-    ) -> Result<Option<Arc<Lease>>, SnatchError> {
-        let lease = self.grab(keys, options).await?;
-        if let Some(lease) = &lease {
-            self.shared.supervisor.watch(lease.clone(), options.auto_extend);
-        }
-        Ok(lease)
     }
 
     /// The lease of a won acquisition, under supervision (renewed, or declared lost) until it ends, and released
@@ -210,17 +201,22 @@ impl Locker {
         token: String,
         options: &LockOptions,
     ) -> Result<Option<Arc<Lease>>, SnatchError> {
-        let ttl = options.ttl.unwrap_or(self.shared.config.ttl);
+        let ttl = self.lease_ttl(options);
         Ok(match self.shared.nodes.acquire(&keys, &token, ttl).await? {
             Acquire::Won(grant) => Some(self.adopt(keys, token, grant, ttl, options)),
             Acquire::Taken { .. } | Acquire::Split => None,
         })
     }
 
-    /// Acquires `keys` like [`Locker::acquire_keys`], leaving the lease's supervision to the caller.
-    async fn grab(&self, keys: LockKeys, options: &LockOptions) -> Result<Option<Arc<Lease>>, SnatchError> {
+    /// Acquires `keys` with checked `options` (waiting up to `options.wait`); `None` when not acquired in time. The
+    /// lease is supervised (renewed, or declared lost) until it ends, and released by `close` if still held.
+    pub(crate) async fn acquire_keys(
+        &self,
+        keys: LockKeys,
+        options: &LockOptions,
+    ) -> Result<Option<Arc<Lease>>, SnatchError> {
         let shared = &self.shared;
-        let ttl = options.ttl.unwrap_or(shared.config.ttl);
+        let ttl = self.lease_ttl(options);
         let deadline = Instant::now() + options.wait;
         // Set up once the key is found held and there is time to wait: release notifications from every node.
         let mut wake = None;
@@ -228,10 +224,7 @@ impl Locker {
         loop {
             let token = Self::new_token();
             match shared.nodes.acquire(&keys, &token, ttl).await? {
-                Acquire::Won(grant) => {
-                    let lease = Lease::new(keys, token, grant, ttl, options.min_hold, shared.nodes.clone());
-                    return Ok(Some(Arc::new(lease)));
-                }
+                Acquire::Won(grant) => return Ok(Some(self.adopt(keys, token, grant, ttl, options))),
                 Acquire::Taken { retry_in } => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {

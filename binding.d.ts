@@ -13,11 +13,10 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 export declare class NativeLocker {
   /**
    * Validates the options. `deliver(completions)` receives results, task calls and lost notices;
-   * `deliverRun(task, id, fence, lost)` the frequent ones of the direct socket (see direct_calls.rs): a call of
-   * the task of run `id` under `fence` when `task`, else the end of run `id` (with `fence` and `lost` if it ran)
-   * or of tryLock `id` without the lock.
+   * `deliverEvent(kind, id, fence, extra)` the frequent ones of the direct socket as plain values (kinds in
+   * direct_calls.rs, `Event`).
    */
-  constructor(init: LockerInit, deliver: (completions: Completion[]) => void, deliverRun: (task: boolean, id: number, fence?: bigint, lost?: boolean) => void)
+  constructor(init: LockerInit, deliver: (completions: Completion[]) => void, deliverEvent: (kind: number, id: number, fence?: bigint, extra?: boolean | string) => void)
   /**
    * Starts run `id`: acquire `key` (waiting up to `options.wait`), have the facade call the task, release.
    * Completes with the fence and whether the lease lapsed; without a fence when not acquired, or with a timeout

@@ -8,13 +8,38 @@ const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkType } = req
 const { Run } = require('./run')
 const { ScheduledTask } = require('./schedule')
 
+/** The kinds of `event` (the binding's `Event` in src/direct_calls.rs): what `extra` is for each. */
+const EVENT = {
+  /** Call the task of run `id` under `fence`. */
+  TASK: 0,
+  /** Run `id` ended (`extra`: its lease lapsed), or a run or tryLock without the lock (no fence). */
+  END: 1,
+  /** tryLock `id` got the lock (`extra`: the token). */
+  LOCKED: 2,
+  /** Release `id` ended (`extra`: the key was still ours). */
+  RELEASED: 3,
+}
+
+/** The completion an `event` stands for. */
+function completionOf(kind, id, fence, extra) {
+  switch (kind) {
+    case EVENT.TASK:
+      return { id, task: true, fence }
+    case EVENT.END:
+      return { id, fence, lost: extra }
+    case EVENT.LOCKED:
+      return { id, fence, token: extra }
+    default:
+      return { id, ok: extra }
+  }
+}
+
 /**
  * The native side's delivery callbacks: `batch(completions)` settles operations, calls run tasks, reports lost
- * leases; `run(task, id, fence, lost)` takes the frequent events of the direct socket (a run's task call, the end of a
- * run or of a tryLock without the lock) as plain values, cheaper than completion objects made natively. Made outside
- * the Locker so that they do not hold the Locker (the native side keeps them for as long as the locker lives, and
- * closures made in one function share their captured variables): an unreachable Locker is collected, and then
- * closed.
+ * leases; `event(kind, id, fence, extra)` takes the frequent events of the direct socket as plain values, cheaper
+ * than completion objects made natively (kinds: `EVENT`). Made outside the Locker so that they do not hold the Locker
+ * (the native side keeps them for as long as the locker lives, and closures made in one function share their
+ * captured variables): an unreachable Locker is collected, and then closed.
  */
 function deliverTo(pending, runs, locks, keepAlive) {
   const one = (c) => {
@@ -37,7 +62,7 @@ function deliverTo(pending, runs, locks, keepAlive) {
     batch: (completions) => {
       for (const c of completions) one(c)
     },
-    run: (task, id, fence, lost) => one(task ? { id, task, fence } : { id, fence, lost }),
+    event: (kind, id, fence, extra) => one(completionOf(kind, id, fence, extra)),
   }
 }
 
@@ -62,7 +87,7 @@ class Locker {
     const init = lockerInit(options)
     const deliver = deliverTo(this.#pending, this.#runs, this.#locks, this.#keepAlive)
     try {
-      this.#native = new NativeLocker(init, deliver.batch, deliver.run)
+      this.#native = new NativeLocker(init, deliver.batch, deliver.event)
     } catch (err) {
       throw fromNative(err)
     }

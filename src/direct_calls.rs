@@ -5,9 +5,9 @@
 //! locker's connection, as it would have without the socket.
 
 use crate::completions::{Completion, Completions};
-use crate::locker::{acquired, keep_lock, locked, ran_completion, task_under, Leases, Settling};
+use crate::locker::{acquired, keep_lock, ran_completion, task_under, Leases, Settling};
 use crate::loop_socket::{Handler, LoopSocket, Outcome};
-use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, FunctionRef, ToNapiValue};
+use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, Either, FunctionRef, ToNapiValue};
 use napi::{sys, Env, JsValue};
 use snatch_core::{run_under, Busy, DirectAcquire, DirectRelease, Lease, LockOptions, Locker, NoReply, Settled};
 use std::collections::HashMap;
@@ -20,8 +20,11 @@ pub(crate) type Running = Arc<Mutex<HashMap<u32, (Arc<Lease>, Busy)>>>;
 /// The facade's delivery callback.
 pub(crate) type Deliver = FunctionRef<Vec<Completion>, ()>;
 
-/// The facade's callback for run events: `(task, id, fence, lost)`.
-pub(crate) type DeliverRun = FunctionRef<(bool, u32, Option<BigInt>, Option<bool>), ()>;
+/// The facade's callback for the frequent events: `(kind, id, fence, extra)` (see [`Event`]).
+pub(crate) type DeliverEvent = FunctionRef<EventArgs, ()>;
+
+/// The arguments of `deliverEvent`.
+pub(crate) type EventArgs = (u32, u32, Option<BigInt>, Option<Either<bool, String>>);
 
 /// A direct call awaiting its reply. One per call in flight, moved a few times: boxing the larger variant would cost
 /// an allocation per call instead.
@@ -63,12 +66,17 @@ pub(crate) struct Context {
 }
 
 impl DirectCalls {
-    /// The direct path of `context.locker`, delivering to `deliver` and `deliver_run` on the JS thread of `env` (see
+    /// The direct path of `context.locker`, delivering to `deliver` and `deliver_event` on the JS thread of `env` (see
     /// [`Delivery`]), and through `context.completions` what finishes on the runtime.
-    pub(crate) fn new(env: &Env, context: Context, deliver: Deliver, deliver_run: DeliverRun) -> napi::Result<Self> {
+    pub(crate) fn new(
+        env: &Env,
+        context: Context,
+        deliver: Deliver,
+        deliver_event: DeliverEvent,
+    ) -> napi::Result<Self> {
         let timeout = context.locker.config().command_timeout;
         let context = Arc::new(context);
-        let delivery = Delivery::new(env, deliver, deliver_run)?;
+        let delivery = Delivery::new(env, deliver, deliver_event)?;
         let on_replies = context.clone();
         let handler: Handler<Call> = Box::new(move |replies| {
             let events = within_runtime_if_available(|| on_replies.settle(replies));
@@ -184,7 +192,7 @@ impl Context {
                         Settled::Done(Ok(Some(lease))) => {
                             // The lost notice goes through the completion queue, so after this delivery.
                             keep_lock(id, &lease, &self.leases, &self.completions);
-                            out.push(Event::Other(locked(id, &lease)));
+                            out.push(Event::Locked(id, lease.fence(), lease.token().to_owned()));
                         }
                         Settled::Done(Ok(None)) => out.push(Event::NotAcquired(id)),
                         Settled::Done(Err(e)) => out.push(Event::Other(Completion::failed(id, &e))),
@@ -198,7 +206,8 @@ impl Context {
                     }
                 }
                 Call::Unlock { id, release } => match release.settle(outcome) {
-                    Settled::Done(result) => out.push(Event::Other(released(id, result))),
+                    Settled::Done(Ok(ok)) => out.push(Event::Released(id, ok)),
+                    Settled::Done(Err(e)) => out.push(Event::Other(Completion::failed(id, &e))),
                     Settled::Fallback(release) => {
                         let completions = self.completions.clone();
                         spawn(async move {
@@ -252,33 +261,38 @@ fn released(id: u32, result: Result<bool, snatch_core::SnatchError>) -> Completi
     }
 }
 
-/// What a reply tells the facade.
+/// What a reply tells the facade. All but `Other` go to `deliverEvent(kind, id, fence, extra)`, `kind` being the
+/// number given with each (the facade's `EVENT`).
 enum Event {
-    /// Call the task of run `.0` under the lease with fence `.1`.
+    /// 0: call the task of run `.0` under the lease with fence `.1`.
     Task(u32, i64),
-    /// Run `.0` ended after its task ran under fence `.1`; `.2`: the lease lapsed meanwhile.
+    /// 1: run `.0` ended after its task ran under fence `.1`; `.2` (extra): the lease lapsed meanwhile.
     Ran(u32, i64, bool),
-    /// Run or tryLock `.0` ended without the lock.
+    /// 1, without fence and extra: run or tryLock `.0` ended without the lock.
     NotAcquired(u32),
-    /// Anything else, as a completion.
+    /// 2: tryLock `.0` got the lock with fence `.1` and token `.2` (extra).
+    Locked(u32, i64, String),
+    /// 3: release `.0` ended; `.1` (extra): the key was still ours.
+    Released(u32, bool),
+    /// Anything else, as a completion, to `deliver(completions)`.
     Other(Completion),
 }
 
 /// Calls the facade from a loop callback the way node calls JS from I/O: in one callback scope, so that the promise
-/// reactions the calls cause run before the loop goes on. The frequent events go to `deliverRun(task, id, fence,
-/// lost)` as plain values (a completion object made through N-API costs about as much again as the call); the rest
+/// reactions the calls cause run before the loop goes on. The frequent events go to `deliverEvent(kind, id, fence,
+/// extra)` as plain values (a completion object made through N-API costs about as much again as the call); the rest
 /// to `deliver(completions)`.
 struct Delivery {
     env: sys::napi_env,
     deliver: Deliver,
-    deliver_run: DeliverRun,
+    deliver_event: DeliverEvent,
     /// The async resource the calls are made in (a reference to an empty object), and its context.
     resource: sys::napi_ref,
     async_context: sys::napi_async_context,
 }
 
 impl Delivery {
-    fn new(env: &Env, deliver: Deliver, deliver_run: DeliverRun) -> napi::Result<Self> {
+    fn new(env: &Env, deliver: Deliver, deliver_event: DeliverEvent) -> napi::Result<Self> {
         let (mut resource, mut async_context) = (ptr::null_mut(), ptr::null_mut());
         // SAFETY: on the JS thread of `env`.
         unsafe {
@@ -288,7 +302,7 @@ impl Delivery {
             sys::napi_async_init(env.raw(), object, name, &mut async_context);
             sys::napi_create_reference(env.raw(), object, 1, &mut resource);
         }
-        Ok(Self { env: env.raw(), deliver, deliver_run, resource, async_context })
+        Ok(Self { env: env.raw(), deliver, deliver_event, resource, async_context })
     }
 
     /// Hands `events` to the facade (nothing when there are none). An exception it throws is reported as uncaught,
@@ -299,7 +313,8 @@ impl Delivery {
         }
         let env = self.env;
         let handle = Env::from_raw(env);
-        let (Ok(deliver), Ok(deliver_run)) = (self.deliver.borrow_back(&handle), self.deliver_run.borrow_back(&handle))
+        let (Ok(deliver), Ok(deliver_event)) =
+            (self.deliver.borrow_back(&handle), self.deliver_event.borrow_back(&handle))
         else {
             return;
         };
@@ -311,25 +326,33 @@ impl Delivery {
             sys::napi_open_callback_scope(env, resource, self.async_context, &mut scope);
             sys::napi_get_undefined(env, &mut receiver);
             for event in events {
-                let (task, id, fence, lost) = match event {
-                    Event::Task(id, fence) => (true, id, Some(fence), None),
-                    Event::Ran(id, fence, lost) => (false, id, Some(fence), Some(lost)),
-                    Event::NotAcquired(id) => (false, id, None, None),
+                let mut args = [receiver; 4];
+                let (kind, id, fence) = match event {
+                    Event::Task(id, fence) => (0, id, Some(fence)),
+                    Event::Ran(id, fence, lost) => {
+                        sys::napi_get_boolean(env, lost, &mut args[3]);
+                        (1, id, Some(fence))
+                    }
+                    Event::NotAcquired(id) => (1, id, None),
+                    Event::Locked(id, fence, token) => {
+                        sys::napi_create_string_utf8(env, token.as_ptr().cast(), token.len() as isize, &mut args[3]);
+                        (2, id, Some(fence))
+                    }
+                    Event::Released(id, ok) => {
+                        sys::napi_get_boolean(env, ok, &mut args[3]);
+                        (3, id, None)
+                    }
                     Event::Other(completion) => {
                         others.push(completion);
                         continue;
                     }
                 };
-                let mut args = [receiver; 4];
-                sys::napi_get_boolean(env, task, &mut args[0]);
+                sys::napi_create_uint32(env, kind, &mut args[0]);
                 sys::napi_create_uint32(env, id, &mut args[1]);
                 if let Some(fence) = fence {
                     sys::napi_create_bigint_int64(env, fence, &mut args[2]);
                 }
-                if let Some(lost) = lost {
-                    sys::napi_get_boolean(env, lost, &mut args[3]);
-                }
-                call(env, receiver, deliver_run.raw(), &args);
+                call(env, receiver, deliver_event.raw(), &args);
             }
             if !others.is_empty() {
                 if let Ok(argument) = Vec::<Completion>::to_napi_value(env, others) {

@@ -2,7 +2,7 @@
 //! completions.rs); a run's task is called through the same completions.
 
 use crate::completions::{Completion, Completions};
-use crate::direct_calls::{Context, DirectCalls, Running};
+use crate::direct_calls::{Context, DirectCalls, EventArgs, Running};
 use crate::errors::to_napi;
 use crate::options::{lock_options, millis, LockInit, LockerInit, ScheduleInit};
 use crate::schedule::{JsTickHandler, NativeSchedule, ScheduleEvent, TickTask};
@@ -36,18 +36,17 @@ pub struct NativeLocker {
 #[napi]
 impl NativeLocker {
     /// Validates the options. `deliver(completions)` receives results, task calls and lost notices;
-    /// `deliverRun(task, id, fence, lost)` the frequent ones of the direct socket (see direct_calls.rs): a call of
-    /// the task of run `id` under `fence` when `task`, else the end of run `id` (with `fence` and `lost` if it ran)
-    /// or of tryLock `id` without the lock.
+    /// `deliverEvent(kind, id, fence, extra)` the frequent ones of the direct socket as plain values (kinds in
+    /// direct_calls.rs, `Event`).
     #[napi(
         constructor,
-        ts_args_type = "init: LockerInit, deliver: (completions: Completion[]) => void, deliverRun: (task: boolean, id: number, fence?: bigint, lost?: boolean) => void"
+        ts_args_type = "init: LockerInit, deliver: (completions: Completion[]) => void, deliverEvent: (kind: number, id: number, fence?: bigint, extra?: boolean | string) => void"
     )]
     pub fn new(
         env: Env,
         init: LockerInit,
         deliver: Function<Vec<Completion>, ()>,
-        deliver_run: Function<(bool, u32, Option<BigInt>, Option<bool>), ()>,
+        deliver_event: Function<EventArgs, ()>,
     ) -> napi::Result<Self> {
         let config = LockerConfig::try_from(init).map_err(to_napi)?;
         let locker = Locker::new(config).map_err(to_napi)?;
@@ -58,7 +57,7 @@ impl NativeLocker {
         // At process exit the runtime is shut down first: spawning on its handle then drops the task, where napi's
         // `spawn` would panic.
         let runtime = within_runtime_if_available(tokio::runtime::Handle::current);
-        let (direct_deliver, direct_deliver_run) = (deliver.create_ref()?, deliver_run.create_ref()?);
+        let (direct_deliver, direct_deliver_event) = (deliver.create_ref()?, deliver_event.create_ref()?);
         let (waiting, direct_tasks, closing) = (settling.clone(), running.clone(), locker.clone());
         let completions = Completions::new(deliver, move || {
             waiting.lock().expect("settling poisoned").clear();
@@ -73,7 +72,7 @@ impl NativeLocker {
             running,
             leases: leases.clone(),
         };
-        let direct = DirectCalls::new(&env, context, direct_deliver, direct_deliver_run)?;
+        let direct = DirectCalls::new(&env, context, direct_deliver, direct_deliver_event)?;
         Ok(Self { locker, completions, settling, leases, direct })
     }
 

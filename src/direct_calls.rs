@@ -1,5 +1,5 @@
-//! One-attempt runs (snatchTask, withLock without wait) and locks (tryLock, and the release of the locks it got) on
-//! a single Redis by direct calls over the loop socket (loop_socket.rs): a run's acquisition reply has the facade call
+//! One-attempt runs (snatchTask, withLock without wait), tryLock, and the release of any lock, on a single
+//! Redis by direct calls over the loop socket (loop_socket.rs): a run's acquisition reply has the facade call
 //! the task within the same loop callback, and the task's end sends the release, with no thread hand-off; the
 //! completions go to the facade's delivery callbacks directly. A call the socket could not complete goes on over the
 //! locker's connection, as it would have without the socket.
@@ -180,8 +180,7 @@ impl Context {
                         self.running.lock().expect("running poisoned").insert(run, (lease, busy));
                     }
                     Settled::Done(Ok(None)) if required => {
-                        let e = snatch_core::not_acquired(&key, Default::default());
-                        out.push(Event::Other(Completion::failed(run, &e)));
+                        out.push(Event::Other(not_acquired(run, &key)));
                     }
                     Settled::Done(Ok(None)) => out.push(Event::NotAcquired(run)),
                     Settled::Done(Err(e)) => out.push(Event::Other(Completion::failed(run, &e))),
@@ -243,7 +242,7 @@ impl Context {
                     let ran = run_under(lease, |lease| task_under(run, lease, completions, settling)).await;
                     ran_completion(run, ran.fence, ran.lost)
                 }
-                Ok(None) if required => Completion::failed(run, &snatch_core::not_acquired(&key, Default::default())),
+                Ok(None) if required => not_acquired(run, &key),
                 Ok(None) => Completion::done(run),
                 Err(e) => Completion::failed(run, &e),
             };
@@ -251,6 +250,11 @@ impl Context {
             drop(busy);
         });
     }
+}
+
+/// The completion of run `run` on `key`, which needed the lock (withLock) and did not get it in its one attempt.
+fn not_acquired(run: u32, key: &str) -> Completion {
+    Completion::failed(run, &snatch_core::not_acquired(key, std::time::Duration::ZERO))
 }
 
 /// The completion of operation `id`, a lock's release that came to `result`.

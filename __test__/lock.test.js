@@ -31,6 +31,22 @@ test('tryLock returns a Lock with key, token, fence, signal and validUntil; null
   expect(await redisCommand(url(), 'EXISTS', `snatch:${key}`)).toBe(0)
 })
 
+test('a lock from a waiting acquisition is kept before it is handed out: released at once, it is released', async () => {
+  // Regression: the lock reached JS a moment before its lease was kept, so a release right away could answer false
+  // and leave the key held until its ttl (about 1 acquisition in 1,000 under load).
+  const outcomes = await Promise.all(
+    Array.from({ length: 20 }, async (_, loop) => {
+      const seen = []
+      for (let i = 0; i < 250; i++) {
+        const lock = await locker.lock(uniqueKey(`kept-${loop}-${i}`), { wait: 1000, ttl: 5000 })
+        seen.push(lock.validUntil > Date.now() + 1000 && (await lock.release()))
+      }
+      return seen
+    }),
+  )
+  expect(outcomes.flat().filter((ok) => !ok)).toHaveLength(0)
+})
+
 test('tokens are unique per acquisition', async () => {
   const key = uniqueKey('tokens')
   const tokens = new Set()

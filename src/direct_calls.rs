@@ -189,9 +189,10 @@ impl Context {
                 Call::Lock { id, attempt, busy } => {
                     match attempt.settle(outcome) {
                         Settled::Done(Ok(Some(lease))) => {
-                            // The lost notice goes through the completion queue, so after this delivery.
-                            keep_lock(id, &lease, &self.leases, &self.completions);
-                            out.push(Event::Locked(id, lease.fence(), lease.token().to_owned()));
+                            // A lost notice goes through the completion queue, so after this delivery in any case.
+                            keep_lock(id, &lease, &self.leases, &self.completions, || {
+                                out.push(Event::Locked(id, lease.fence(), lease.token().to_owned()))
+                            });
                         }
                         Settled::Done(Ok(None)) => out.push(Event::NotAcquired(id)),
                         Settled::Done(Err(e)) => out.push(Event::Other(Completion::failed(id, &e))),

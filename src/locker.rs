@@ -244,11 +244,9 @@ pub(crate) fn acquired(
     completions: &Arc<Completions>,
 ) {
     match result {
-        Ok(Some(lease)) => {
+        Ok(Some(lease)) => keep_lock(id, &lease, leases, completions, || {
             completions.push(locked(id, &lease));
-            // After the completion is queued, so that the facade has the lock when a lost notice comes.
-            keep_lock(id, &lease, leases, completions);
-        }
+        }),
         Ok(None) => {
             completions.push(Completion::done(id));
         }
@@ -267,10 +265,18 @@ pub(crate) fn locked(id: u32, lease: &Lease) -> Completion {
     }
 }
 
-/// Keeps `lease` as lock `id` for `release`, `extend` and `remainingMs`, until it is released or lost; a loss is
-/// told to the facade (after the acquisition's completion, if that is queued or delivered first).
-pub(crate) fn keep_lock(id: u32, lease: &Arc<Lease>, leases: &Leases, completions: &Arc<Completions>) {
+/// Keeps `lease` as lock `id` for `release`, `extend` and `remainingMs`, until it is released or lost, with
+/// `announce` telling the facade of the lock in between: the lease is kept before the facade can use the lock, and
+/// a loss is told to the facade after the lock.
+pub(crate) fn keep_lock(
+    id: u32,
+    lease: &Arc<Lease>,
+    leases: &Leases,
+    completions: &Arc<Completions>,
+    announce: impl FnOnce(),
+) {
     leases.lock().expect("leases poisoned").insert(id, lease.clone());
+    announce();
     let (leases, completions) = (leases.clone(), completions.clone());
     lease.on_lost(move || {
         leases.lock().expect("leases poisoned").remove(&id);

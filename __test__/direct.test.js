@@ -20,6 +20,20 @@ afterEach(async () => {
   await server.stop()
 })
 
+/** How many EVALSHA commands the server at `url` has run (INFO commandstats). */
+async function evalshaCalls(url) {
+  const stats = await redisCommand(url, 'INFO', 'commandstats')
+  return Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0)
+}
+
+/** `{ value }` or `{ error }`: how `promise` settled. */
+function settle(promise) {
+  return promise.then(
+    (value) => ({ value }),
+    (error) => ({ error }),
+  )
+}
+
 test('runs on the direct socket run once per key and resolve like any run', async () => {
   const key = uniqueKey('direct-race')
   let runs = 0
@@ -130,6 +144,23 @@ test('tryLock and release with the direct socket open: the lock is in Redis, rel
   expect(await lock.release()).toBe(true)
   expect(await lock.release()).toBe(false)
   expect(await redisCommand(server.url, 'EXISTS', `snatch:${key}`)).toBe(0)
+})
+
+test('tryLocks made in one turn share one command; a key holding another type fails only its own', async () => {
+  const [first, wrongType, second] = ['first', 'wrong-type', 'second'].map((name) => uniqueKey(`direct-batch-${name}`))
+  await redisCommand(server.url, 'HSET', `snatch:${wrongType}`, 'field', 'value')
+  const before = await evalshaCalls(server.url)
+  // Calls made while a reply is handed out (here: in the reaction to the first tryLock) are written together.
+  const [, ...outcomes] = await locker
+    .tryLock(uniqueKey('direct-batch-before'))
+    .then((lock) => Promise.all([lock, ...[first, wrongType, second].map((key) => settle(locker.tryLock(key)))]))
+  expect(await evalshaCalls(server.url)).toBe(before + 2)
+  const [firstLock, failed, secondLock] = outcomes
+  expect(failed.error).toMatchObject({ code: 'ERR_SNATCH_REDIS', message: expect.stringContaining('WRONGTYPE') })
+  for (const { value: lock } of [firstLock, secondLock]) {
+    expect(await redisCommand(server.url, 'GET', `snatch:${lock.key}`)).toBe(lock.token)
+    expect(await lock.release()).toBe(true)
+  }
 })
 
 test('a lock from the direct socket whose lease is lost aborts its signal; close releases the others', async () => {

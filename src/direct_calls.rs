@@ -9,7 +9,10 @@ use crate::locker::{acquired, keep_lock, ran_completion, task_under, Leases, Set
 use crate::loop_socket::{Handler, LoopSocket, Outcome};
 use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, Either, FunctionRef, ToNapiValue};
 use napi::{sys, Env, JsValue};
-use snatch_core::{run_under, Busy, DirectAcquire, DirectRelease, Lease, LockOptions, Locker, NoReply, Settled};
+use snatch_core::{
+    run_under, Busy, DirectAcquire, DirectCall, DirectCommand, DirectRelease, Lease, LockOptions, Locker, NoReply,
+    Settled,
+};
 use std::collections::HashMap;
 use std::ptr;
 use std::sync::{Arc, Mutex};
@@ -40,12 +43,11 @@ pub(crate) enum Call {
     Unlock { id: u32, release: DirectRelease },
 }
 
-impl Call {
-    /// Appends the call's command.
-    fn command(&mut self, buf: &mut Vec<u8>) {
+impl DirectCall for Call {
+    fn command(&mut self) -> DirectCommand<'_> {
         match self {
-            Self::Acquire { attempt, .. } | Self::Lock { attempt, .. } => attempt.command(buf),
-            Self::Release { release, .. } | Self::Unlock { release, .. } => release.command(buf),
+            Self::Acquire { attempt, .. } | Self::Lock { attempt, .. } => DirectCommand::Acquire(attempt),
+            Self::Release { release, .. } | Self::Unlock { release, .. } => DirectCommand::Release(release),
         }
     }
 }
@@ -116,7 +118,7 @@ impl DirectCalls {
         let to_napi = crate::errors::to_napi;
         let Some(attempt) = locker.direct_acquire(key, options).map_err(to_napi)? else { return Ok(false) };
         let busy = locker.enter().map_err(to_napi)?;
-        Ok(self.socket.send(call(attempt, busy), Call::command).is_ok())
+        Ok(self.socket.send(call(attempt, busy)).is_ok())
     }
 
     /// Starts operation `id`, the release of `lease`, by a direct call: false, and nothing started, when it does not
@@ -132,7 +134,7 @@ impl DirectCalls {
 
     /// Sends `call`; if the socket closed meanwhile, it goes on over the locker's connection.
     fn send(&self, call: Call) {
-        if let Err(call) = self.socket.send(call, Call::command) {
+        if let Err(call) = self.socket.send(call) {
             within_runtime_if_available(|| self.context.settle(vec![(call, Err(NoReply::Dropped))]));
         }
     }

@@ -9,7 +9,7 @@
 
 use napi::bindgen_prelude::spawn;
 use napi::sys;
-use snatch_core::{parse_reply, Locker, NoReply, Reply, SnatchError};
+use snatch_core::{parse_reply, write_commands, DirectCall, Locker, NoReply, Reply, SnatchError};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
@@ -55,6 +55,7 @@ const UV_WRITABLE: c_int = 2;
 /// While replies are handed out, the calls they lead to are written this many at a time rather than all at the
 /// end, so that Redis works on the first ones while JS makes the rest: at 50 concurrent runs, about 3× the
 /// throughput of writing them all at once, which has node and Redis take turns (bench/README.md, profile step 15).
+/// Consecutive calls of one kind among them go as one command (`write_commands`, profile step 19).
 const WRITE_EVERY: usize = 16;
 
 /// Bytes read from the socket at a time.
@@ -105,15 +106,17 @@ struct Open<C> {
     stream: TcpStream,
     poll: *mut UvHandle,
     timer: *mut UvHandle,
-    /// Calls sent, in the order of their replies, with their deadlines.
+    /// Calls sent, in the order of their replies, with their deadlines; the last `unwritten` are not written yet.
     pending: VecDeque<(Instant, C)>,
+    /// Calls not written yet, at the end of `pending`.
+    unwritten: usize,
+    /// For each command written, how many calls of `pending` its reply answers.
+    groups: VecDeque<usize>,
     /// What was read and not yet parsed.
     read: Vec<u8>,
     /// Where reads land first (allocated once, rather than zeroed on the stack for every read).
     chunk: Box<[u8]>,
     write: Vec<u8>,
-    /// Commands added to `write` since it was last written.
-    unwritten: usize,
     /// Waiting for the socket to take the rest of `write`.
     writable_wanted: bool,
     /// The registration that closes the handles when the JS environment is torn down, and its count of the state.
@@ -121,7 +124,7 @@ struct Open<C> {
     cleanup_arg: *mut c_void,
 }
 
-impl<C: 'static> LoopSocket<C> {
+impl<C: DirectCall + 'static> LoopSocket<C> {
     /// A socket for calls with `timeout` as deadline, replies going to `handler`. Nothing opens yet.
     pub(crate) fn new(env: sys::napi_env, timeout: Duration, handler: Handler<C>) -> Self {
         let phase = Phase::Closed { reopen_at: None };
@@ -166,13 +169,12 @@ impl<C: 'static> LoopSocket<C> {
         matches!(state.phase, Phase::Open(_))
     }
 
-    /// Sends the command `write` appends and keeps `call` until its reply; `call` is handed back when the socket is
-    /// not open. A socket that fails on the write hands `call` to the handler as failed, with the others in flight.
-    pub(crate) fn send(&self, mut call: C, write: impl FnOnce(&mut C, &mut Vec<u8>)) -> Result<(), C> {
+    /// Sends the command of `call` and keeps it until its reply; `call` is handed back when the socket is not open. A
+    /// socket that fails on the write hands `call` to the handler as failed, with the others in flight.
+    pub(crate) fn send(&self, call: C) -> Result<(), C> {
         let mut state = self.state.borrow_mut();
         let (timeout, dispatching) = (state.timeout, state.dispatching);
         let Phase::Open(open) = &mut state.phase else { return Err(call) };
-        write(&mut call, &mut open.write);
         if open.pending.is_empty() {
             // SAFETY: the timer is open while the socket is.
             unsafe { uv_timer_start(open.timer, on_deadline::<C>, timeout.as_millis() as u64, 0) };
@@ -217,7 +219,11 @@ fn handle_layout() -> std::alloc::Layout {
 
 /// Hands `stream` to the loop of `env`: a poll handle for it, a timer for the deadlines, and the cleanup hook that
 /// closes them if the environment is torn down first. `None` if libuv refuses the socket.
-fn install<C: 'static>(state: &Rc<RefCell<State<C>>>, env: sys::napi_env, stream: TcpStream) -> Option<Open<C>> {
+fn install<C: DirectCall + 'static>(
+    state: &Rc<RefCell<State<C>>>,
+    env: sys::napi_env,
+    stream: TcpStream,
+) -> Option<Open<C>> {
     // SAFETY: on the JS thread of `env`; the handles are allocated at least at libuv's size for them, and each keeps
     // a count of the state in its data field until it is closed (see `shut`).
     unsafe {
@@ -246,10 +252,11 @@ fn install<C: 'static>(state: &Rc<RefCell<State<C>>>, env: sys::napi_env, stream
             poll,
             timer,
             pending: VecDeque::new(),
+            unwritten: 0,
+            groups: VecDeque::new(),
             read: Vec::new(),
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
             write: Vec::new(),
-            unwritten: 0,
             writable_wanted: false,
             cleanup,
             cleanup_arg: arg,
@@ -267,9 +274,15 @@ unsafe fn state_of<C: 'static>(handle: *mut UvHandle) -> Rc<RefCell<State<C>>> {
     Rc::from_raw(state)
 }
 
-/// Writes what the socket takes of `open.write`, polling for writability while some is left.
-fn flush<C: 'static>(open: &mut Open<C>) -> std::io::Result<()> {
-    open.unwritten = 0;
+/// Adds the commands of the calls not written yet to `open.write`, and writes what the socket takes of it, polling
+/// for writability while some is left.
+fn flush<C: DirectCall + 'static>(open: &mut Open<C>) -> std::io::Result<()> {
+    if open.unwritten > 0 {
+        let first = open.pending.len() - open.unwritten;
+        let calls = open.pending.range_mut(first..).map(|(_, call)| call);
+        write_commands(calls, &mut open.write, &mut open.groups);
+        open.unwritten = 0;
+    }
     while !open.write.is_empty() {
         match open.stream.write(&open.write) {
             Ok(0) => return Err(ErrorKind::WriteZero.into()),
@@ -291,7 +304,7 @@ fn flush<C: 'static>(open: &mut Open<C>) -> std::io::Result<()> {
 
 /// The loop found the socket readable or writable: writes what is left, reads what came, hands out the replies
 /// that are complete; fails the socket on an error or end of stream.
-extern "C" fn on_poll<C: 'static>(handle: *mut UvHandle, status: c_int, events: c_int) {
+extern "C" fn on_poll<C: DirectCall + 'static>(handle: *mut UvHandle, status: c_int, events: c_int) {
     // SAFETY: the poll handle is open, so its data is the state's.
     let state = unsafe { state_of::<C>(handle) };
     let mut replies = Vec::new();
@@ -310,8 +323,8 @@ extern "C" fn on_poll<C: 'static>(handle: *mut UvHandle, status: c_int, events: 
     }
 }
 
-/// Reads everything available and takes the complete replies off the front of `open.pending`. False when the
-/// stream ended or failed, or a reply made no sense (what was complete before is still taken).
+/// Reads everything available and takes the calls whose replies are complete off the front of `open.pending`. False
+/// when the stream ended or failed, or a reply made no sense (what was complete before is still taken).
 fn read<C>(open: &mut Open<C>, replies: &mut Vec<(C, Outcome)>) -> bool {
     let mut healthy = loop {
         match open.stream.read(&mut open.chunk) {
@@ -332,12 +345,13 @@ fn read<C>(open: &mut Open<C>, replies: &mut Vec<(C, Outcome)>) -> bool {
     loop {
         match parse_reply(&open.read[at..]) {
             Ok(Some((reply, len))) => {
-                let Some((_, call)) = open.pending.pop_front() else {
+                let Some(count) = open.groups.pop_front().filter(|&count| count <= open.pending.len()) else {
                     healthy = false;
                     break;
                 };
                 at += len;
-                replies.push((call, Ok(reply)));
+                let calls = open.pending.drain(..count).map(|(_, call)| call);
+                replies.extend(calls.zip(reply.into_parts(count).into_iter().map(Ok)));
             }
             Ok(None) => break,
             Err(_) => {
@@ -351,7 +365,7 @@ fn read<C>(open: &mut Open<C>, replies: &mut Vec<(C, Outcome)>) -> bool {
 }
 
 /// The timer found the oldest call's deadline: fails the socket if it has passed, else waits for it.
-extern "C" fn on_deadline<C: 'static>(handle: *mut UvHandle) {
+extern "C" fn on_deadline<C: DirectCall + 'static>(handle: *mut UvHandle) {
     // SAFETY: the timer is open, so its data is the state's.
     let state = unsafe { state_of::<C>(handle) };
     let overdue = {
@@ -376,7 +390,7 @@ extern "C" fn on_deadline<C: 'static>(handle: *mut UvHandle) {
 
 /// Hands `replies` to the handler inside a handle scope, then sends what was called meanwhile, and closes the
 /// socket if it is closing and nothing is in flight any more.
-fn dispatch<C: 'static>(state: &Rc<RefCell<State<C>>>, replies: Vec<(C, Outcome)>) {
+fn dispatch<C: DirectCall + 'static>(state: &Rc<RefCell<State<C>>>, replies: Vec<(C, Outcome)>) {
     let (env, handler) = {
         let mut guard = state.borrow_mut();
         guard.dispatching = true;
@@ -404,7 +418,7 @@ fn dispatch<C: 'static>(state: &Rc<RefCell<State<C>>>, replies: Vec<(C, Outcome)
 
 /// The socket failed, or a deadline passed (`why`): closes it and hands every call in flight to the handler without a
 /// reply. It may be opened again after [`REOPEN_AFTER`].
-fn fail<C: 'static>(state: &Rc<RefCell<State<C>>>, why: NoReply) {
+fn fail<C: DirectCall + 'static>(state: &Rc<RefCell<State<C>>>, why: NoReply) {
     let Some(pending) = shut(state) else { return };
     if let Phase::Closed { reopen_at } = &mut state.borrow_mut().phase {
         *reopen_at = Some(Instant::now() + REOPEN_AFTER);

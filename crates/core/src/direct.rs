@@ -14,7 +14,8 @@ use crate::quorum::{Grant, Nodes};
 use crate::resp::{self, Reply};
 use crate::scripts;
 use crate::SnatchError;
-use redis::{ConnectionAddr, IntoConnectionInfo};
+use redis::{ConnectionAddr, IntoConnectionInfo, Script};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -83,7 +84,7 @@ impl Locker {
             handshake.push(vec!["SELECT", &db]);
         }
         handshake.push(vec!["CLIENT", "SETNAME", DIRECT_CLIENT_NAME]);
-        handshake.extend(scripts::DIRECT_SOURCES.map(|source| vec!["SCRIPT", "LOAD", source]));
+        handshake.extend(scripts::direct_sources().map(|source| vec!["SCRIPT", "LOAD", source]));
         let open = async {
             let mut socket = TcpStream::connect((host.as_str(), *port)).await.map_err(|e| node.failure(e))?;
             socket.set_nodelay(true).map_err(|e| node.failure(e))?;
@@ -125,17 +126,6 @@ impl Locker {
 }
 
 impl DirectAcquire {
-    /// Appends the command to send; the acquisition's time counts from this call.
-    pub fn command(&mut self, buf: &mut Vec<u8>) {
-        let ttl = self.ttl.as_millis().to_string();
-        let (keys, token) = (&self.keys, self.token.as_bytes());
-        let sha = scripts::ACQUIRE.get_hash().as_bytes();
-        let args: [&[u8]; 7] =
-            [b"EVALSHA", sha, b"2", keys.lock.as_bytes(), keys.fence.as_bytes(), token, ttl.as_bytes()];
-        resp::encode(buf, &args);
-        self.started = Instant::now();
-    }
-
     /// What the command's reply, or its absence, comes to: the lease (supervised like any other), `None` when the
     /// key is held by someone else, or an error. Must be called within the Tokio runtime.
     pub fn settle(self, reply: Result<Reply, NoReply>) -> Settled<Option<Arc<Lease>>, Self> {
@@ -178,14 +168,6 @@ impl Lease {
 }
 
 impl DirectRelease {
-    /// Appends the command to send.
-    pub fn command(&self, buf: &mut Vec<u8>) {
-        let (keys, token) = (self.lease.keys(), self.lease.token().as_bytes());
-        let sha = scripts::RELEASE.get_hash().as_bytes();
-        let args: [&[u8]; 6] = [b"EVALSHA", sha, b"1", keys.lock.as_bytes(), token, keys.channel.as_bytes()];
-        resp::encode(buf, &args);
-    }
-
     /// What the reply, or its absence, comes to: whether the key was still ours, or an error.
     pub fn settle(self, reply: Result<Reply, NoReply>) -> Settled<bool, Self> {
         match answer(single(self.lease.nodes()), reply) {
@@ -199,6 +181,90 @@ impl DirectRelease {
     pub async fn fallback(self) -> Result<bool, SnatchError> {
         self.lease.nodes().try_release(self.lease.keys(), self.lease.token()).await
     }
+}
+
+/// A direct call's command, as [`write_commands`] takes it.
+pub enum DirectCommand<'a> {
+    /// An acquisition's.
+    Acquire(&'a mut DirectAcquire),
+    /// A release's.
+    Release(&'a DirectRelease),
+}
+
+/// What a caller keeps of a direct call until its reply: it knows the call's command.
+pub trait DirectCall {
+    /// The call's command.
+    fn command(&mut self) -> DirectCommand<'_>;
+}
+
+/// Appends the commands of `calls`, in order: one script call for each run of consecutive calls of the same kind,
+/// which costs Redis about a fifth less per lock than a call each. Pushes onto `groups` how many calls each command
+/// answers for; its reply is theirs split with [`Reply::into_parts`]. An acquisition's time counts from here.
+pub fn write_commands<'a, C: DirectCall + 'a>(
+    calls: impl IntoIterator<Item = &'a mut C>,
+    buf: &mut Vec<u8>,
+    groups: &mut VecDeque<usize>,
+) {
+    let mut calls = calls.into_iter().map(C::command).peekable();
+    while let Some(first) = calls.next() {
+        let count = match first {
+            DirectCommand::Acquire(first) => {
+                let mut run = vec![first];
+                while let Some(DirectCommand::Acquire(next)) = calls.next_if(|c| matches!(c, DirectCommand::Acquire(_)))
+                {
+                    run.push(next);
+                }
+                write_acquisitions(&mut run, buf);
+                run.len()
+            }
+            DirectCommand::Release(first) => {
+                let mut run = vec![first];
+                while let Some(DirectCommand::Release(next)) = calls.next_if(|c| matches!(c, DirectCommand::Release(_)))
+                {
+                    run.push(next);
+                }
+                write_releases(&run, buf);
+                run.len()
+            }
+        };
+        groups.push_back(count);
+    }
+}
+
+/// `EVALSHA <acquire> <2n> (lock fence)… (token ttl)…`; the acquisitions' time counts from now.
+fn write_acquisitions(run: &mut [&mut DirectAcquire], buf: &mut Vec<u8>) {
+    let started = Instant::now();
+    resp::header(buf, 3 + 4 * run.len());
+    write_script(buf, &scripts::ACQUIRE, 2 * run.len());
+    for attempt in run.iter() {
+        resp::arg_bytes(buf, attempt.keys.lock.as_bytes());
+        resp::arg_bytes(buf, attempt.keys.fence.as_bytes());
+    }
+    for attempt in run.iter_mut() {
+        resp::arg_bytes(buf, attempt.token.as_bytes());
+        resp::arg_bytes(buf, attempt.ttl.as_millis().to_string().as_bytes());
+        attempt.started = started;
+    }
+}
+
+/// `EVALSHA <release> <n> lock… (token channel)…`.
+fn write_releases(run: &[&DirectRelease], buf: &mut Vec<u8>) {
+    resp::header(buf, 3 + 3 * run.len());
+    write_script(buf, &scripts::RELEASE, run.len());
+    for release in run {
+        resp::arg_bytes(buf, release.lease.keys().lock.as_bytes());
+    }
+    for release in run {
+        resp::arg_bytes(buf, release.lease.token().as_bytes());
+        resp::arg_bytes(buf, release.lease.keys().channel.as_bytes());
+    }
+}
+
+/// The first three arguments of a script's call: `EVALSHA <sha> <keys>`.
+fn write_script(buf: &mut Vec<u8>, script: &Script, keys: usize) {
+    resp::arg_bytes(buf, b"EVALSHA");
+    resp::arg_bytes(buf, script.get_hash().as_bytes());
+    resp::arg_bytes(buf, keys.to_string().as_bytes());
 }
 
 /// What a reply, or its absence, says of a direct call, before what that means for its kind.

@@ -21,7 +21,9 @@ mod waker;
 pub use chrono;
 pub use config::{validate_duration, LockOptions, LockerConfig, MAX_DURATION_MS};
 pub use cron::CronSchedule;
-pub use direct::{DirectAcquire, DirectRelease, NoReply, Settled, DIRECT_CLIENT_NAME};
+pub use direct::{
+    write_commands, DirectAcquire, DirectCall, DirectCommand, DirectRelease, NoReply, Settled, DIRECT_CLIENT_NAME,
+};
 pub use error::{ArgKind, SnatchError};
 pub use keys::{validate_key, LockKeys, MAX_KEY_BYTES};
 pub use lease::{Lease, LeaseState};

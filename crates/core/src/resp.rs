@@ -10,8 +10,22 @@ pub enum Reply {
     Status(String),
     /// An error reply, its text.
     Error(String),
-    /// Anything else (bulk strings, nil, arrays), skipped whole.
+    /// An array reply, its elements.
+    Array(Vec<Reply>),
+    /// Anything else (bulk strings, nil), skipped whole.
     Other,
+}
+
+impl Reply {
+    /// The replies of the `count` calls one command answered for: an array's elements when it has `count` of them,
+    /// else this reply for each (an error, say, that stopped the whole command).
+    pub fn into_parts(self, count: usize) -> Vec<Reply> {
+        match self {
+            Reply::Array(parts) if parts.len() == count => parts,
+            reply if count == 1 => vec![reply],
+            reply => vec![reply; count],
+        }
+    }
 }
 
 /// The bytes could not be a reply.
@@ -20,14 +34,24 @@ pub struct ProtocolError(pub String);
 
 /// Appends the command `args` in RESP.
 pub fn encode<A: AsRef<[u8]>>(buf: &mut Vec<u8>, args: &[A]) {
-    use std::io::Write;
-    let _ = write!(buf, "*{}\r\n", args.len());
+    header(buf, args.len());
     for arg in args {
-        let arg = arg.as_ref();
-        let _ = write!(buf, "${}\r\n", arg.len());
-        buf.extend_from_slice(arg);
-        buf.extend_from_slice(b"\r\n");
+        arg_bytes(buf, arg.as_ref());
     }
+}
+
+/// Appends the start of a command of `count` arguments, each to be appended with [`arg_bytes`].
+pub(crate) fn header(buf: &mut Vec<u8>, count: usize) {
+    use std::io::Write;
+    let _ = write!(buf, "*{count}\r\n");
+}
+
+/// Appends one argument of a command.
+pub(crate) fn arg_bytes(buf: &mut Vec<u8>, arg: &[u8]) {
+    use std::io::Write;
+    let _ = write!(buf, "${}\r\n", arg.len());
+    buf.extend_from_slice(arg);
+    buf.extend_from_slice(b"\r\n");
 }
 
 /// Reads the reply at the start of `buf`: it and its length, or `None` while it is incomplete.
@@ -49,11 +73,17 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> {
             Reply::Other
         }
         b'*' => {
-            for _ in 0..number(text)?.max(0) {
-                let Some((_, len)) = parse(&buf[at..])? else { return Ok(None) };
+            let count = number(text)?;
+            if count < 0 {
+                return Ok(Some((Reply::Other, at)));
+            }
+            let mut parts = Vec::with_capacity(count.min(64) as usize);
+            for _ in 0..count {
+                let Some((part, len)) = parse(&buf[at..])? else { return Ok(None) };
+                parts.push(part);
                 at += len;
             }
-            Reply::Other
+            Reply::Array(parts)
         }
         other => return Err(ProtocolError(format!("unexpected reply type byte {other:#04x}"))),
     };
@@ -94,11 +124,22 @@ mod tests {
         assert_eq!(parse(b"-NOSCRIPT x\r\n"), Ok(Some((Reply::Error("NOSCRIPT x".into()), 13))));
         assert_eq!(parse(b"$3\r\nabc\r\n"), Ok(Some((Reply::Other, 9))));
         assert_eq!(parse(b"$-1\r\n"), Ok(Some((Reply::Other, 5))));
-        assert_eq!(parse(b"*2\r\n:1\r\n$1\r\nx\r\n"), Ok(Some((Reply::Other, 15))));
+        assert_eq!(parse(b"*2\r\n:1\r\n$1\r\nx\r\n"), Ok(Some((Reply::Array(vec![Reply::Int(1), Reply::Other]), 15))));
+        assert_eq!(parse(b"*-1\r\n"), Ok(Some((Reply::Other, 5))));
         for partial in [&b""[..], b":4", b"$3\r\nab", b"*2\r\n:1\r\n"] {
             assert_eq!(parse(partial), Ok(None), "{partial:?}");
         }
         assert!(parse(b"?\r\n").is_err());
         assert!(parse(b":x\r\n").is_err());
+    }
+
+    #[test]
+    fn splits_a_reply_among_the_calls_it_answers() {
+        let array = Reply::Array(vec![Reply::Int(1), Reply::Error("WRONGTYPE".into())]);
+        assert_eq!(array.clone().into_parts(2), vec![Reply::Int(1), Reply::Error("WRONGTYPE".into())]);
+        assert_eq!(array.clone().into_parts(1), vec![array]);
+        assert_eq!(Reply::Int(7).into_parts(1), vec![Reply::Int(7)]);
+        let error = Reply::Error("NOSCRIPT".into());
+        assert_eq!(error.clone().into_parts(3), vec![error.clone(), error.clone(), error]);
     }
 }

@@ -4,11 +4,13 @@ mod support;
 
 use redis::Commands;
 use snatch_core::{
-    parse_reply, DirectAcquire, LeaseState, LockOptions, Locker, LockerConfig, NoReply, Reply, Settled,
-    DIRECT_CLIENT_NAME,
+    parse_reply, write_commands, DirectAcquire, DirectCall, DirectCommand, DirectRelease, Lease, LeaseState,
+    LockOptions, Locker, LockerConfig, NoReply, Reply, Settled, DIRECT_CLIENT_NAME,
 };
+use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
 use support::{inspect, redis_url, unique_key, RedisServer};
 
 fn locker(urls: &[&str]) -> Locker {
@@ -16,19 +18,43 @@ fn locker(urls: &[&str]) -> Locker {
     Locker::new(LockerConfig { urls, ..LockerConfig::default() }).unwrap()
 }
 
-/// Sends `command` on `socket` and reads its reply, as the caller of direct calls would.
-fn call(socket: &mut TcpStream, command: &[u8]) -> Reply {
-    socket.write_all(command).unwrap();
-    let mut buf = Vec::new();
-    loop {
-        if let Some((reply, _)) = parse_reply(&buf).unwrap() {
-            return reply;
+/// A direct call as this test keeps it until its reply.
+enum Call {
+    Acquire(Box<DirectAcquire>),
+    Release(DirectRelease),
+}
+
+impl DirectCall for Call {
+    fn command(&mut self) -> DirectCommand<'_> {
+        match self {
+            Call::Acquire(attempt) => DirectCommand::Acquire(attempt),
+            Call::Release(release) => DirectCommand::Release(release),
         }
-        let mut chunk = [0u8; 256];
-        let n = socket.read(&mut chunk).unwrap();
-        assert!(n > 0, "Redis closed the socket");
-        buf.extend_from_slice(&chunk[..n]);
     }
+}
+
+/// Writes the commands of `calls` on `socket` and reads their replies, as the caller of direct calls would: each
+/// call with its reply, and how many calls each command answered for.
+fn exchange(socket: &mut TcpStream, mut calls: Vec<Call>) -> (Vec<(Call, Reply)>, Vec<usize>) {
+    let (mut command, mut groups) = (Vec::new(), VecDeque::new());
+    write_commands(calls.iter_mut(), &mut command, &mut groups);
+    socket.write_all(&command).unwrap();
+    let (mut buf, mut replies) = (Vec::new(), Vec::new());
+    for &count in &groups {
+        let reply = loop {
+            if let Some((reply, len)) = parse_reply(&buf).unwrap() {
+                buf.drain(..len);
+                break reply;
+            }
+            let mut chunk = [0u8; 256];
+            let n = socket.read(&mut chunk).unwrap();
+            assert!(n > 0, "Redis closed the socket");
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        replies.extend(reply.into_parts(count));
+    }
+    assert_eq!(replies.len(), calls.len());
+    (calls.into_iter().zip(replies).collect(), groups.into())
 }
 
 async fn socket(locker: &Locker) -> TcpStream {
@@ -37,13 +63,29 @@ async fn socket(locker: &Locker) -> TcpStream {
     socket
 }
 
-fn acquire(
-    socket: &mut TcpStream,
-    mut attempt: DirectAcquire,
-) -> Settled<Option<std::sync::Arc<snatch_core::Lease>>, DirectAcquire> {
-    let mut command = Vec::new();
-    attempt.command(&mut command);
-    attempt.settle(Ok(call(socket, &command)))
+type Acquired = Settled<Option<Arc<Lease>>, DirectAcquire>;
+
+/// Settles a call that `exchange` answered, which must be an acquisition.
+fn settle_acquire((call, reply): (Call, Reply)) -> Acquired {
+    let Call::Acquire(attempt) = call else { panic!("not an acquisition") };
+    let attempt = *attempt;
+    attempt.settle(Ok(reply))
+}
+
+/// Settles a call that `exchange` answered, which must be a release.
+fn settle_release((call, reply): (Call, Reply)) -> Settled<bool, DirectRelease> {
+    let Call::Release(release) = call else { panic!("not a release") };
+    release.settle(Ok(reply))
+}
+
+fn acquire(socket: &mut TcpStream, attempt: DirectAcquire) -> Acquired {
+    let (mut replies, _) = exchange(socket, vec![Call::Acquire(Box::new(attempt))]);
+    settle_acquire(replies.remove(0))
+}
+
+fn release(socket: &mut TcpStream, release: DirectRelease) -> Settled<bool, DirectRelease> {
+    let (mut replies, _) = exchange(socket, vec![Call::Release(release)]);
+    settle_release(replies.remove(0))
 }
 
 #[tokio::test]
@@ -68,10 +110,50 @@ async fn acquires_and_releases_over_the_callers_socket() {
     let release = lease.direct_release().expect("released directly");
     assert_eq!(lease.state(), LeaseState::Released);
     assert!(lease.direct_release().is_none(), "a second release has nothing to send");
-    let mut command = Vec::new();
-    release.command(&mut command);
-    assert!(matches!(release.settle(Ok(call(&mut socket, &command))), Settled::Done(Ok(true))));
+    assert!(matches!(self::release(&mut socket, release), Settled::Done(Ok(true))));
     let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
+    assert!(!exists);
+    locker.close().await;
+}
+
+#[tokio::test]
+async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_outcome() {
+    let (_server, url) = redis_url();
+    let locker = locker(&[&url]);
+    let mut socket = socket(&locker).await;
+    let options = LockOptions::default();
+    let [first, wrong_type, third] = [0, 1, 2].map(|n| unique_key(&format!("batch{n}")));
+    let () = inspect(&url).hset(format!("snatch:{wrong_type}"), "field", "value").unwrap();
+    let attempt = |key: &str| Call::Acquire(Box::new(locker.direct_acquire(key, &options).unwrap().unwrap()));
+
+    let (replies, groups) = exchange(&mut socket, vec![attempt(&first), attempt(&wrong_type), attempt(&third)]);
+    assert_eq!(groups, [3], "one command for the three acquisitions");
+    let [first_lease, wrong, third_lease] = <[_; 3]>::try_from(replies).ok().unwrap().map(settle_acquire);
+    let (Settled::Done(Ok(Some(first_lease))), Settled::Done(Ok(Some(third_lease)))) = (first_lease, third_lease)
+    else {
+        panic!("the two free keys are acquired")
+    };
+    let Settled::Done(Err(e)) = wrong else { panic!("a key of another type fails: {wrong:?}") };
+    assert!(e.to_string().contains("WRONGTYPE"), "{e}");
+    assert_eq!(e.code(), "ERR_SNATCH_REDIS");
+    let held: String = inspect(&url).get(format!("snatch:{third}")).unwrap();
+    assert_eq!(held, third_lease.token(), "the lock after the failed one is taken all the same");
+
+    // Two releases, then the first key again: two commands, in order, so the key is free when it is asked for.
+    let calls = vec![
+        Call::Release(first_lease.direct_release().unwrap()),
+        Call::Release(third_lease.direct_release().unwrap()),
+        attempt(&first),
+    ];
+    let (mut replies, groups) = exchange(&mut socket, calls);
+    assert_eq!(groups, [2, 1]);
+    let again = settle_acquire(replies.pop().unwrap());
+    let Settled::Done(Ok(Some(again))) = again else { panic!("acquired after its release: {again:?}") };
+    assert!(again.fence() > first_lease.fence());
+    for released in replies {
+        assert!(matches!(settle_release(released), Settled::Done(Ok(true))));
+    }
+    let exists: bool = inspect(&url).exists(format!("snatch:{third}")).unwrap();
     assert!(!exists);
     locker.close().await;
 }
@@ -91,12 +173,7 @@ async fn a_server_without_the_scripts_sends_the_call_back_to_the_lockers_connect
     };
     let lease = attempt.fallback().await.unwrap().expect("acquired on the locker's connection");
     let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
-    let Settled::Fallback(release) = ({
-        let release = lease.direct_release().unwrap();
-        let mut command = Vec::new();
-        release.command(&mut command);
-        release.settle(Ok(call(&mut socket, &command)))
-    }) else {
+    let Settled::Fallback(release) = self::release(&mut socket, lease.direct_release().unwrap()) else {
         panic!("expected a fallback")
     };
     assert!(release.fallback().await.unwrap());

@@ -198,8 +198,9 @@ pub trait DirectCall {
 }
 
 /// Appends the commands of `calls`, in order: one script call for each run of consecutive calls of the same kind,
-/// which costs Redis about a fifth less per lock than a call each. Pushes onto `groups` how many calls each command
-/// answers for; its reply is theirs split with [`Reply::into_parts`]. An acquisition's time counts from here.
+/// which costs Redis less per lock than a call each (bench/README.md, profile step 19). Pushes onto `groups` how
+/// many calls each command answers for; its reply is theirs split with [`Reply::into_parts`]. An acquisition's time
+/// counts from here.
 pub fn write_commands<'a, C: DirectCall + 'a>(
     calls: impl IntoIterator<Item = &'a mut C>,
     buf: &mut Vec<u8>,

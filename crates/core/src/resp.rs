@@ -17,11 +17,11 @@ pub enum Reply {
 }
 
 impl Reply {
-    /// The replies of the `count` calls one command answered for: an array's elements when it has `count` of them,
-    /// else this reply for each (an error, say, that stopped the whole command).
+    /// The replies of the `count` calls one command answered for: when several, an array's elements if it has
+    /// `count` of them, else this reply for each (an error, say, that stopped the whole command).
     pub fn into_parts(self, count: usize) -> Vec<Reply> {
         match self {
-            Reply::Array(parts) if parts.len() == count => parts,
+            Reply::Array(parts) if count > 1 && parts.len() == count => parts,
             reply if count == 1 => vec![reply],
             reply => vec![reply; count],
         }

@@ -29,9 +29,9 @@ pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(&RELE
 static RELEASE_SOURCE: LazyLock<String> = LazyLock::new(|| for_each_lock(include_str!("scripts/release.lua")));
 
 /// A script that acts on one lock or several in one call: `one_lock` (the work for one lock, and how many keys and
-/// arguments each lock takes) followed by the loop over the locks. One call for several locks costs Redis about a
-/// fifth less per lock than a call each (bench/README.md, profile step 19); a lock whose work fails has its error in
-/// the array and the others are done all the same.
+/// arguments each lock takes) followed by the loop over the locks. One call for several locks costs Redis less per
+/// lock than a call each (bench/README.md, profile step 19); a lock whose work fails has its error in the array and
+/// the others are done all the same.
 fn for_each_lock(one_lock: &str) -> String {
     [one_lock, include_str!("scripts/for_each_lock.lua")].concat()
 }

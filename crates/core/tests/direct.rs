@@ -181,6 +181,31 @@ async fn a_server_without_the_scripts_sends_the_call_back_to_the_lockers_connect
 }
 
 #[tokio::test]
+async fn a_group_the_server_cannot_run_sends_each_of_its_calls_back_to_the_lockers_connection() {
+    let (_server, url) = redis_url();
+    let locker = locker(&[&url]);
+    let mut socket = socket(&locker).await;
+    let keys = [0, 1, 2].map(|n| unique_key(&format!("group-noscript{n}")));
+    let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
+    let calls = keys
+        .iter()
+        .map(|key| Call::Acquire(Box::new(locker.direct_acquire(key, &LockOptions::default()).unwrap().unwrap())));
+
+    let (replies, groups) = exchange(&mut socket, calls.collect());
+    assert_eq!(groups, [3]);
+    let mut fences = Vec::new();
+    for (key, reply) in keys.iter().zip(replies) {
+        let Settled::Fallback(attempt) = settle_acquire(reply) else { panic!("expected a fallback for {key}") };
+        let lease = attempt.fallback().await.unwrap().expect("acquired on the locker's connection");
+        let held: String = inspect(&url).get(format!("snatch:{key}")).unwrap();
+        assert_eq!(held, lease.token());
+        fences.push(lease.fence());
+    }
+    assert_eq!(fences, [1, 1, 1], "each key acquired once");
+    locker.close().await;
+}
+
+#[tokio::test]
 async fn the_socket_is_authenticated_and_on_the_urls_database() {
     let server = RedisServer::start();
     let () =

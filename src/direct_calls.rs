@@ -9,16 +9,16 @@ use crate::locker::{acquired, keep_lock, ran_completion, task_under, Leases, Set
 use crate::loop_socket::{Handler, LoopSocket, Outcome};
 use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, Either, FunctionRef, ToNapiValue};
 use napi::{sys, Env, JsValue};
+use rustc_hash::FxHashMap;
 use snatch_core::{
     run_under, Busy, DirectAcquire, DirectCall, DirectCommand, DirectRelease, Lease, LockOptions, Locker, NoReply,
     Settled,
 };
-use std::collections::HashMap;
 use std::ptr;
 use std::sync::{Arc, Mutex};
 
 /// Runs whose task is under way, by run id, with their lease and their count on the locker.
-pub(crate) type Running = Arc<Mutex<HashMap<u32, (Arc<Lease>, Busy)>>>;
+pub(crate) type Running = Arc<Mutex<FxHashMap<u32, (Arc<Lease>, Busy)>>>;
 
 /// The facade's delivery callback.
 pub(crate) type Deliver = FunctionRef<Vec<Completion>, ()>;

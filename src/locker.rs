@@ -9,18 +9,18 @@ use crate::schedule::{JsTickHandler, NativeSchedule, ScheduleEvent, TickTask};
 use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, Function};
 use napi::Env;
 use napi_derive::napi;
+use rustc_hash::FxHashMap;
 use snatch_core::{CronSchedule, Lease, Locker, LockerConfig, SnatchError};
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
 /// Runs waiting for their task to settle, by run id. The facade reports a settled task with `taskDone(id)`:
 /// awaiting the task's promise from Rust would cost a persistent reference per call.
-pub(crate) type Settling = Arc<Mutex<HashMap<u32, oneshot::Sender<()>>>>;
+pub(crate) type Settling = Arc<Mutex<FxHashMap<u32, oneshot::Sender<()>>>>;
 
 /// Held locks handed to JS, by acquisition id.
-pub(crate) type Leases = Arc<Mutex<HashMap<u32, Arc<Lease>>>>;
+pub(crate) type Leases = Arc<Mutex<FxHashMap<u32, Arc<Lease>>>>;
 
 /// A locker; the facade's `Locker` wraps it.
 #[napi]

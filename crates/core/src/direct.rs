@@ -243,7 +243,7 @@ fn write_acquisitions(run: &mut [&mut DirectAcquire], buf: &mut Vec<u8>) {
     }
     for attempt in run.iter_mut() {
         resp::arg_bytes(buf, attempt.token.as_bytes());
-        resp::arg_bytes(buf, attempt.ttl.as_millis().to_string().as_bytes());
+        resp::arg_number(buf, attempt.ttl.as_millis());
         attempt.started = started;
     }
 }
@@ -265,7 +265,7 @@ fn write_releases(run: &[&DirectRelease], buf: &mut Vec<u8>) {
 fn write_script(buf: &mut Vec<u8>, script: &Script, keys: usize) {
     resp::arg_bytes(buf, b"EVALSHA");
     resp::arg_bytes(buf, script.get_hash().as_bytes());
-    resp::arg_bytes(buf, keys.to_string().as_bytes());
+    resp::arg_number(buf, keys);
 }
 
 /// What a reply, or its absence, says of a direct call, before what that means for its kind.

@@ -21,11 +21,12 @@ impl LockKeys {
     /// Validates `key` and derives its names under `prefix`.
     pub fn new(prefix: &str, key: &str) -> Result<Self, crate::SnatchError> {
         validate_key(key)?;
-        let lock = format!("{prefix}{key}");
+        // Concatenated rather than formatted: this runs once per acquisition.
+        let lock = [prefix, key].concat();
         Ok(Self {
             key: key.to_owned(),
-            fence: format!("{{{lock}}}:fence"),
-            channel: format!("{{{lock}}}:released"),
+            fence: ["{", &lock, "}:fence"].concat(),
+            channel: ["{", &lock, "}:released"].concat(),
             lock,
         })
     }

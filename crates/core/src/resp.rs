@@ -42,15 +42,25 @@ pub fn encode<A: AsRef<[u8]>>(buf: &mut Vec<u8>, args: &[A]) {
 
 /// Appends the start of a command of `count` arguments, each to be appended with [`arg_bytes`].
 pub(crate) fn header(buf: &mut Vec<u8>, count: usize) {
-    use std::io::Write;
-    let _ = write!(buf, "*{count}\r\n");
+    write_line(buf, b'*', count);
 }
 
 /// Appends one argument of a command.
 pub(crate) fn arg_bytes(buf: &mut Vec<u8>, arg: &[u8]) {
-    use std::io::Write;
-    let _ = write!(buf, "${}\r\n", arg.len());
+    write_line(buf, b'$', arg.len());
     buf.extend_from_slice(arg);
+    buf.extend_from_slice(b"\r\n");
+}
+
+/// Appends one number as an argument of a command.
+pub(crate) fn arg_number(buf: &mut Vec<u8>, n: impl itoa::Integer) {
+    arg_bytes(buf, itoa::Buffer::new().format(n).as_bytes());
+}
+
+/// Appends `kind` and `n` as a line (without `core::fmt`, which costs several times as much on the hot path).
+fn write_line(buf: &mut Vec<u8>, kind: u8, n: usize) {
+    buf.push(kind);
+    buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
     buf.extend_from_slice(b"\r\n");
 }
 

@@ -4,7 +4,8 @@
 //! holding a lock costs neither a task nor a thread wake-up of its own (measured: bench/README.md).
 
 use crate::lease::{Lease, LeaseState};
-use std::collections::{BTreeSet, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -35,7 +36,7 @@ struct Shared {
 
 #[derive(Default)]
 struct Table {
-    entries: HashMap<u64, Entry>,
+    entries: FxHashMap<u64, Entry>,
     /// When each entry not being renewed needs attention next.
     due: BTreeSet<(Instant, u64)>,
     next_id: u64,

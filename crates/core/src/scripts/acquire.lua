@@ -3,11 +3,11 @@
 local keys_per_lock, args_per_lock = 2, 2
 local function one(k, a)
   local lock, fence, token, ttl = KEYS[k], KEYS[k + 1], ARGV[a], ARGV[a + 1]
-  local holder = redis.call('GET', lock)
-  if not holder then
-    redis.call('SET', lock, token, 'PX', ttl)
+  if redis.call('SET', lock, token, 'NX', 'PX', ttl) then
     return redis.call('INCR', fence)
   end
+  -- Taken (time stands still within a script, so the key cannot lapse from here on).
+  local holder = redis.call('GET', lock)
   if holder == token then
     redis.call('PEXPIRE', lock, ttl)
     return tonumber(redis.call('GET', fence) or '0')

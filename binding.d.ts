@@ -17,12 +17,8 @@ export declare class NativeLocker {
    * direct_calls.rs, `Event`).
    */
   constructor(init: LockerInit, deliver: (completions: Completion[]) => void, deliverEvent: (kind: number, id: number, fence?: bigint, extra?: boolean | string) => void)
-  /**
-   * Starts run `id`: acquire `key` (waiting up to `options.wait`), have the facade call the task, release.
-   * Completes with the fence and whether the lease lapsed; without a fence when not acquired, or with a timeout
-   * error if `required`.
-   */
-  run(id: number, key: string, options: LockInit | undefined | null, required: boolean): void
+  /** `{ run, taskDone }`, the functions that start a run and report its task settled (see run_calls.rs). */
+  runCalls(): { run(id: number, key: string, required: boolean, ttl?: number, minHold?: number, autoExtend?: boolean, wait?: number): void; taskDone(id: number): void }
   /**
    * Starts acquisition `id` of `key`: one attempt, or waiting up to `options.wait` when `wait`. Completes with
    * the fence and token when acquired (then a lost notice follows if the lease is lost); without them when not;
@@ -36,8 +32,6 @@ export declare class NativeLocker {
   extend(id: number, lock: number, ttl?: number | undefined | null): void
   /** Starts operation `id`: release lock `lock` (subject to minHold). Completes with whether it was still ours. */
   release(id: number, lock: number): void
-  /** Called by the facade when the task of run `id` has settled. */
-  taskDone(id: number): void
   /** Milliseconds lock `lock` is still guaranteed; 0 once lost or released. */
   remainingMs(lock: number): number
   /**

@@ -109,6 +109,18 @@ test('minHold keeps the key after the run', async () => {
   expect(await locker.snatchTask(key, () => 'again')).toEqual({ ran: false })
 })
 
+test("a run's options reach its lease, by a direct call and when it waits", async () => {
+  const pttl = (key) => redisCommand(server.url, 'PTTL', `snatch:${key}`)
+  const key = uniqueKey('direct-options')
+  const direct = await locker.snatchTask(key, () => pttl(key), { ttl: 4000, autoExtend: false })
+  expect(direct.value).toBeGreaterThan(3000)
+  expect(direct.value).toBeLessThanOrEqual(4000)
+  const waited = await locker.withLock(key, () => pttl(key), { ttl: 7000, wait: 1000, minHold: 20000 })
+  expect(waited).toBeGreaterThan(6000)
+  expect(waited).toBeLessThanOrEqual(7000)
+  expect(await pttl(key)).toBeGreaterThan(7000)
+})
+
 test('a server that lost its scripts: the run finishes over the locker connection', async () => {
   await redisCommand(server.url, 'SCRIPT', 'FLUSH')
   const key = uniqueKey('direct-noscript')

@@ -139,10 +139,13 @@ impl DirectCalls {
         }
     }
 
-    /// The task of run `id` settled: releases its lease. False when `id` is not a direct run.
-    pub(crate) fn task_done(&self, id: u32) -> bool {
+    /// The task of run `id` settled: a direct run releases its lease; a run on the runtime hears of it.
+    pub(crate) fn task_done(&self, id: u32) {
         let Some((lease, busy)) = self.context.running.lock().expect("running poisoned").remove(&id) else {
-            return false;
+            if let Some(settled) = self.context.settling.lock().expect("settling poisoned").remove(&id) {
+                let _ = settled.send(());
+            }
+            return;
         };
         let (fence, lost) = (lease.fence(), lease.lapsed());
         let Some(release) = lease.direct_release() else {
@@ -153,10 +156,14 @@ impl DirectCalls {
                 completions.push(ran_completion(id, fence, lost));
                 drop(busy);
             });
-            return true;
+            return;
         };
         self.send(Call::Release { run: id, fence, lost, release, busy });
-        true
+    }
+
+    /// The locker and the state it shares with the runtime path.
+    pub(crate) fn context(&self) -> &Context {
+        &self.context
     }
 
     /// The locker is closing: the socket closes once the calls in flight are answered.

@@ -8,6 +8,7 @@ mod locker;
 #[cfg_attr(not(unix), path = "loop_socket_unsupported.rs")]
 mod loop_socket;
 mod options;
+mod run_calls;
 mod schedule;
 
 /// mimalloc instead of the system allocator: buffers and tasks are allocated on one thread and freed on another,

@@ -5,13 +5,15 @@ use crate::completions::{Completion, Completions};
 use crate::direct_calls::{Context, DirectCalls, EventArgs, Running};
 use crate::errors::to_napi;
 use crate::options::{lock_options, millis, LockInit, LockerInit, ScheduleInit};
+use crate::run_calls;
 use crate::schedule::{JsTickHandler, NativeSchedule, ScheduleEvent, TickTask};
-use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, Function};
+use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, Function, Unknown};
 use napi::Env;
 use napi_derive::napi;
 use rustc_hash::FxHashMap;
 use snatch_core::{CronSchedule, Lease, Locker, LockerConfig, SnatchError};
 use std::future::Future;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
@@ -27,10 +29,9 @@ pub(crate) type Leases = Arc<Mutex<FxHashMap<u32, Arc<Lease>>>>;
 pub struct NativeLocker {
     locker: Locker,
     completions: Arc<Completions>,
-    settling: Settling,
     leases: Leases,
     /// On a single Redis, one-attempt runs and locks, and releases, go by direct calls once its socket is open.
-    direct: DirectCalls,
+    direct: Rc<DirectCalls>,
 }
 
 #[napi]
@@ -68,34 +69,22 @@ impl NativeLocker {
         let context = Context {
             locker: locker.clone(),
             completions: completions.clone(),
-            settling: settling.clone(),
+            settling,
             running,
             leases: leases.clone(),
         };
         let direct = DirectCalls::new(&env, context, direct_deliver, direct_deliver_event)?;
-        Ok(Self { locker, completions, settling, leases, direct })
+        Ok(Self { locker, completions, leases, direct: Rc::new(direct) })
     }
 
-    /// Starts run `id`: acquire `key` (waiting up to `options.wait`), have the facade call the task, release.
-    /// Completes with the fence and whether the lease lapsed; without a fence when not acquired, or with a timeout
-    /// error if `required`.
-    #[napi]
-    pub fn run(&self, id: u32, key: String, options: Option<LockInit>, required: bool) -> napi::Result<()> {
-        let options = lock_options(options, true).map_err(to_napi)?;
-        if self.direct.start(id, &key, &options, required)? {
-            return Ok(());
-        }
-        let (locker, completions) = (self.locker.clone(), self.completions.clone());
-        let settling = self.settling.clone();
-        self.start(id, async move {
-            let ran = locker.run(&key, &options, |lease| task_under(id, lease, completions, settling)).await?;
-            Ok(match ran {
-                None if required => return Err(snatch_core::not_acquired(&key, options.wait)),
-                None => Completion::done(id),
-                Some(ran) => ran_completion(id, ran.fence, ran.lost),
-            })
-        });
-        Ok(())
+    /// `{ run, taskDone }`, the functions that start a run and report its task settled (see run_calls.rs).
+    #[napi(
+        ts_return_type = "{ run(id: number, key: string, required: boolean, ttl?: number, minHold?: number, autoExtend?: boolean, wait?: number): void; taskDone(id: number): void }"
+    )]
+    pub fn run_calls(&self, env: Env) -> napi::Result<Unknown<'_>> {
+        let calls = run_calls::create(env.raw(), &self.direct)?;
+        // SAFETY: a value just made in this environment.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), calls) })
     }
 
     /// Starts acquisition `id` of `key`: one attempt, or waiting up to `options.wait` when `wait`. Completes with
@@ -148,17 +137,6 @@ impl NativeLocker {
         });
     }
 
-    /// Called by the facade when the task of run `id` has settled.
-    #[napi]
-    pub fn task_done(&self, id: u32) {
-        if self.direct.task_done(id) {
-            return;
-        }
-        if let Some(settled) = self.settling.lock().expect("settling poisoned").remove(&id) {
-            let _ = settled.send(());
-        }
-    }
-
     /// Milliseconds lock `lock` is still guaranteed; 0 once lost or released.
     #[napi]
     pub fn remaining_ms(&self, lock: u32) -> f64 {
@@ -206,11 +184,20 @@ impl NativeLocker {
 
     /// Runs `op` on the runtime and queues its completion (or its error) for operation `id`.
     fn start(&self, id: u32, op: impl Future<Output = Result<Completion, SnatchError>> + Send + 'static) {
-        let completions = self.completions.clone();
-        spawn(async move {
-            completions.push(op.await.unwrap_or_else(|e| Completion::failed(id, &e)));
-        });
+        start_op(&self.completions, id, op);
     }
+}
+
+/// Runs `op` on the runtime and queues its completion (or its error) for operation `id` on `completions`.
+pub(crate) fn start_op(
+    completions: &Arc<Completions>,
+    id: u32,
+    op: impl Future<Output = Result<Completion, SnatchError>> + Send + 'static,
+) {
+    let completions = completions.clone();
+    spawn(async move {
+        completions.push(op.await.unwrap_or_else(|e| Completion::failed(id, &e)));
+    });
 }
 
 /// The task of run `id` under `lease`, on the runtime: has the facade call it and waits for it to settle, telling

@@ -1,0 +1,198 @@
+//! The two calls every run makes, `run` (start it) and `taskDone` (its task settled), as plain N-API functions
+//! rather than methods of the `#[napi]` class: a napi-rs method call spends about 4,000 instructions on checking and
+//! tracking its receiver (unwrap, type tag, borrow registry), more than the direct call it starts
+//! (bench/README.md, profile step 23). The facade gets them once per locker from `NativeLocker::runCalls()`.
+
+use crate::completions::Completion;
+use crate::direct_calls::DirectCalls;
+use crate::errors::reason;
+use crate::locker::{ran_completion, start_op, task_under};
+use crate::options::{lock_options, LockInit};
+use napi::sys;
+use snatch_core::SnatchError;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::ptr;
+use std::rc::Rc;
+
+/// `{ run, taskDone }` for the locker whose direct path is `calls`; each function keeps `calls` until collected.
+pub(crate) fn create(env: sys::napi_env, calls: &Rc<DirectCalls>) -> napi::Result<sys::napi_value> {
+    let functions: [(&CStr, Callback); 2] = [(c"run", run), (c"taskDone", task_done)];
+    let mut object = ptr::null_mut();
+    // SAFETY: `env` is the current environment, on its JS thread; every pointer passed is valid for the call.
+    unsafe {
+        check(sys::napi_create_object(env, &mut object))?;
+        for (name, callback) in functions {
+            let data = Box::into_raw(Box::new(calls.clone())).cast::<c_void>();
+            let mut function = ptr::null_mut();
+            let made = check(sys::napi_create_function(env, name.as_ptr(), -1, Some(callback), data, &mut function))
+                .and_then(|()| {
+                    check(sys::napi_add_finalizer(
+                        env,
+                        function,
+                        data,
+                        Some(drop_calls),
+                        ptr::null_mut(),
+                        ptr::null_mut(),
+                    ))
+                });
+            if let Err(e) = made {
+                drop_calls(env, data, ptr::null_mut());
+                return Err(e);
+            }
+            check(sys::napi_set_named_property(env, object, name.as_ptr(), function))?;
+        }
+    }
+    Ok(object)
+}
+
+/// Starts run `id`: acquire `key` (waiting up to `options.wait`), have the facade call the task, release; by a
+/// direct call when it can go by one. Completes with the fence and whether the lease lapsed; without a fence when
+/// not acquired, or with a timeout error if `required`.
+fn start_run(calls: &DirectCalls, id: u32, key: String, init: LockInit, required: bool) -> napi::Result<()> {
+    let options = lock_options(Some(init), true).map_err(crate::errors::to_napi)?;
+    if calls.start(id, &key, &options, required)? {
+        return Ok(());
+    }
+    let context = calls.context();
+    let (locker, completions, settling) =
+        (context.locker.clone(), context.completions.clone(), context.settling.clone());
+    start_op(&context.completions, id, async move {
+        let ran = locker.run(&key, &options, |lease| task_under(id, lease, completions, settling)).await?;
+        Ok(match ran {
+            None if required => return Err(snatch_core::not_acquired(&key, options.wait)),
+            None => Completion::done(id),
+            Some(ran) => ran_completion(id, ran.fence, ran.lost),
+        })
+    });
+    Ok(())
+}
+
+type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
+
+/// `run(id, key, required, ttl?, minHold?, autoExtend?, wait?)`: see [`start_run`]. Throws the JSON reason of bad
+/// input (errors.rs), as the binding's methods do.
+unsafe extern "C" fn run(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    // SAFETY: called by N-API with this module's data (see `create`).
+    let Some((calls, argv)) = (unsafe { arguments::<7>(env, info) }) else { return ptr::null_mut() };
+    let started = (|| {
+        // SAFETY: the arguments of this call, on its thread.
+        let (id, key, required, init) = unsafe {
+            let init = LockInit {
+                ttl: optional(env, argv[3], number)?,
+                min_hold: optional(env, argv[4], number)?,
+                auto_extend: optional(env, argv[5], boolean)?,
+                wait: optional(env, argv[6], number)?,
+            };
+            (uint32(env, argv[0])?, string(env, argv[1])?, boolean(env, argv[2])?, init)
+        };
+        start_run(calls, id, key, init, required)
+    })();
+    if let Err(e) = started {
+        // SAFETY: as above; the message outlives the call.
+        unsafe { throw(env, &e.reason) };
+    }
+    ptr::null_mut()
+}
+
+/// `taskDone(id)`: the task of run `id` settled; its release follows.
+unsafe extern "C" fn task_done(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    // SAFETY: called by N-API with this module's data (see `create`).
+    let Some((calls, argv)) = (unsafe { arguments::<1>(env, info) }) else { return ptr::null_mut() };
+    // SAFETY: the argument of this call, on its thread.
+    match unsafe { uint32(env, argv[0]) } {
+        Ok(id) => calls.task_done(id),
+        // SAFETY: as above.
+        Err(e) => unsafe { throw(env, &e.reason) },
+    }
+    ptr::null_mut()
+}
+
+/// The direct path a function was made for, and its first `N` arguments (`undefined` for those not passed). `None`
+/// when N-API could not say (an exception is then pending).
+///
+/// # Safety
+/// `env` and `info` must be those of a call of a function made by `create`.
+unsafe fn arguments<'a, const N: usize>(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> Option<(&'a DirectCalls, [sys::napi_value; N])> {
+    let (mut argc, mut argv, mut data) = (N, [ptr::null_mut(); N], ptr::null_mut());
+    // SAFETY: per this function's contract; `argv` has room for `argc` values.
+    let status = unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), &mut data) };
+    if status != sys::Status::napi_ok || data.is_null() {
+        return None;
+    }
+    // SAFETY: the data of a function made by `create`, alive until the function is collected.
+    Some((unsafe { &*data.cast::<Rc<DirectCalls>>() }, argv))
+}
+
+/// Drops a function's count of the direct path when the function is collected.
+unsafe extern "C" fn drop_calls(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
+    // SAFETY: `data` is the box `create` leaked for this function, dropped once.
+    drop(unsafe { Box::from_raw(data.cast::<Rc<DirectCalls>>()) });
+}
+
+/// `value` converted by `convert`, or `None` when it is `undefined`.
+unsafe fn optional<T>(
+    env: sys::napi_env,
+    value: sys::napi_value,
+    convert: unsafe fn(sys::napi_env, sys::napi_value) -> napi::Result<T>,
+) -> napi::Result<Option<T>> {
+    let mut kind = sys::ValueType::napi_undefined;
+    // SAFETY: the caller's `env` and `value`.
+    check(unsafe { sys::napi_typeof(env, value, &mut kind) })?;
+    if kind == sys::ValueType::napi_undefined {
+        return Ok(None);
+    }
+    // SAFETY: as above.
+    unsafe { convert(env, value) }.map(Some)
+}
+
+unsafe fn uint32(env: sys::napi_env, value: sys::napi_value) -> napi::Result<u32> {
+    let mut out = 0;
+    // SAFETY: the caller's `env` and `value`.
+    check(unsafe { sys::napi_get_value_uint32(env, value, &mut out) })?;
+    Ok(out)
+}
+
+unsafe fn number(env: sys::napi_env, value: sys::napi_value) -> napi::Result<f64> {
+    let mut out = 0.0;
+    // SAFETY: the caller's `env` and `value`.
+    check(unsafe { sys::napi_get_value_double(env, value, &mut out) })?;
+    Ok(out)
+}
+
+unsafe fn boolean(env: sys::napi_env, value: sys::napi_value) -> napi::Result<bool> {
+    let mut out = false;
+    // SAFETY: the caller's `env` and `value`.
+    check(unsafe { sys::napi_get_value_bool(env, value, &mut out) })?;
+    Ok(out)
+}
+
+unsafe fn string(env: sys::napi_env, value: sys::napi_value) -> napi::Result<String> {
+    let mut len = 0;
+    // SAFETY: the caller's `env` and `value`; the second call writes at most `len` bytes and a NUL into `bytes`.
+    unsafe {
+        check(sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut len))?;
+        let mut bytes = Vec::<u8>::with_capacity(len + 1);
+        check(sys::napi_get_value_string_utf8(env, value, bytes.as_mut_ptr().cast(), len + 1, &mut len))?;
+        bytes.set_len(len);
+        Ok(String::from_utf8_unchecked(bytes))
+    }
+}
+
+/// An error unless `status` is `napi_ok`: a TypeError's JSON reason, for an argument of the wrong type.
+fn check(status: sys::napi_status) -> napi::Result<()> {
+    if status == sys::Status::napi_ok {
+        return Ok(());
+    }
+    let e = SnatchError::type_arg(format!("an argument of the wrong type (N-API status {status})"));
+    Err(napi::Error::from_reason(reason(&e)))
+}
+
+/// Throws an Error whose message is `message`, unless an exception is pending already.
+unsafe fn throw(env: sys::napi_env, message: &str) {
+    let message = CString::new(message.replace('\0', " ")).expect("no NUL left");
+    // SAFETY: the caller's `env`; the message is a valid C string for the call.
+    unsafe { sys::napi_throw_error(env, ptr::null::<c_char>(), message.as_ptr()) };
+}

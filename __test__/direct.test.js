@@ -20,10 +20,10 @@ afterEach(async () => {
   await server.stop()
 })
 
-/** How many EVALSHA commands the server at `url` has run (INFO commandstats). */
-async function evalshaCalls(url) {
+/** How many `command`s (lower case) the server at `url` has run (INFO commandstats). */
+async function commandCalls(url, command) {
   const stats = await redisCommand(url, 'INFO', 'commandstats')
-  return Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0)
+  return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
 }
 
 /** `{ value }` or `{ error }`: how `promise` settled. */
@@ -158,15 +158,16 @@ test('tryLock and release with the direct socket open: the lock is in Redis, rel
   expect(await redisCommand(server.url, 'EXISTS', `snatch:${key}`)).toBe(0)
 })
 
-test('tryLocks made in one turn share one command; a key holding another type fails only its own', async () => {
+test('tryLocks made in one turn share one transaction; a key holding another type fails only its own', async () => {
   const [first, wrongType, second] = ['first', 'wrong-type', 'second'].map((name) => uniqueKey(`direct-batch-${name}`))
   await redisCommand(server.url, 'HSET', `snatch:${wrongType}`, 'field', 'value')
-  const before = await evalshaCalls(server.url)
+  const [transactions, scripts] = await Promise.all(['exec', 'evalsha'].map((c) => commandCalls(server.url, c)))
   // Calls made while a reply is handed out (here: in the reaction to the first tryLock) are written together.
   const [, ...outcomes] = await locker
     .tryLock(uniqueKey('direct-batch-before'))
     .then((lock) => Promise.all([lock, ...[first, wrongType, second].map((key) => settle(locker.tryLock(key)))]))
-  expect(await evalshaCalls(server.url)).toBe(before + 2)
+  expect(await commandCalls(server.url, 'exec')).toBe(transactions + 2)
+  expect(await commandCalls(server.url, 'evalsha')).toBe(scripts)
   const [firstLock, failed, secondLock] = outcomes
   expect(failed.error).toMatchObject({ code: 'ERR_SNATCH_REDIS', message: expect.stringContaining('WRONGTYPE') })
   for (const { value: lock } of [firstLock, secondLock]) {

@@ -9,7 +9,7 @@
 
 use napi::bindgen_prelude::spawn;
 use napi::sys;
-use snatch_core::{parse_reply, write_commands, DirectCall, Locker, NoReply, Reply, SnatchError};
+use snatch_core::{parse_reply, write_commands, AwaitedReplies, DirectCall, Locker, NoReply, Reply, SnatchError};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
@@ -110,8 +110,8 @@ struct Open<C> {
     pending: VecDeque<(Instant, C)>,
     /// Calls not written yet, at the end of `pending`.
     unwritten: usize,
-    /// For each command written, how many calls of `pending` its reply answers.
-    groups: VecDeque<usize>,
+    /// The replies of the commands written, and how many calls of `pending` each answers.
+    awaited: AwaitedReplies,
     /// What was read and not yet parsed.
     read: Vec<u8>,
     /// Where reads land first (allocated once, rather than zeroed on the stack for every read).
@@ -253,7 +253,7 @@ fn install<C: DirectCall + 'static>(
             timer,
             pending: VecDeque::new(),
             unwritten: 0,
-            groups: VecDeque::new(),
+            awaited: AwaitedReplies::default(),
             read: Vec::new(),
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
             write: Vec::new(),
@@ -280,7 +280,7 @@ fn flush<C: DirectCall + 'static>(open: &mut Open<C>) -> std::io::Result<()> {
     if open.unwritten > 0 {
         let first = open.pending.len() - open.unwritten;
         let calls = open.pending.range_mut(first..).map(|(_, call)| call);
-        write_commands(calls, &mut open.write, &mut open.groups);
+        write_commands(calls, &mut open.write, &mut open.awaited);
         open.unwritten = 0;
     }
     while !open.write.is_empty() {
@@ -345,13 +345,13 @@ fn read<C>(open: &mut Open<C>, replies: &mut Vec<(C, Outcome)>) -> bool {
     loop {
         match parse_reply(&open.read[at..]) {
             Ok(Some((reply, len))) => {
-                let Some(count) = open.groups.pop_front().filter(|&count| count <= open.pending.len()) else {
+                let Some(answers) = open.awaited.take(reply).ok().filter(|a| a.len() <= open.pending.len()) else {
                     healthy = false;
                     break;
                 };
                 at += len;
-                let calls = open.pending.drain(..count).map(|(_, call)| call);
-                replies.extend(calls.zip(reply.into_parts(count).into_iter().map(Ok)));
+                let calls = open.pending.drain(..answers.len()).map(|(_, call)| call);
+                replies.extend(calls.zip(answers.into_iter().map(Ok)));
             }
             Ok(None) => break,
             Err(_) => {

@@ -2,9 +2,11 @@
 //! binding sends them on a socket that node's event loop polls, saving the thread hand-offs of the locker's
 //! connection). This module opens that socket, writes the commands and turns the replies into leases; a call whose
 //! reply the caller could not get because its socket failed, or that the server could not run for want of the
-//! script, is finished on the locker's own connection by `fallback`, with the same token (our scripts are safe to
-//! repeat); one that timed out fails, as it would on the locker's connection.
+//! release script, is finished on the locker's own connection by `fallback`, with the same token (an acquisition or
+//! release made again with its token is safe: the acquire script finds the key ours and keeps it); one that timed out
+//! fails, as it would on the locker's connection.
 
+use crate::awaited::AwaitedReplies;
 use crate::config::LockOptions;
 use crate::keys::LockKeys;
 use crate::lease::Lease;
@@ -14,8 +16,7 @@ use crate::quorum::{Grant, Nodes};
 use crate::resp::{self, Reply};
 use crate::scripts;
 use crate::SnatchError;
-use redis::{ConnectionAddr, IntoConnectionInfo, Script};
-use std::collections::VecDeque;
+use redis::{ConnectionAddr, IntoConnectionInfo};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -29,7 +30,7 @@ pub const DIRECT_CLIENT_NAME: &str = "redis-snatch-direct";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoReply {
     /// The socket failed first: whether Redis ran the call is not known, so it is made again on the locker's own
-    /// connection (our scripts are safe to repeat with the same token).
+    /// connection with the same token (see the module's documentation).
     Dropped,
     /// The command timeout passed: the call fails and is not made again, as on the locker's own connection.
     TimedOut,
@@ -68,7 +69,7 @@ pub struct DirectRelease {
 
 impl Locker {
     /// Opens a socket to the locker's Redis for direct calls: connected, authenticated, on the URL's database, named
-    /// [`DIRECT_CLIENT_NAME`], with the scripts loaded, in non-blocking mode. `None` when direct calls do not apply:
+    /// [`DIRECT_CLIENT_NAME`], with the release script loaded, in non-blocking mode. `None` when direct calls do not apply:
     /// several nodes (Redlock), or a TLS or Unix socket URL. Bounded by the command timeout.
     pub async fn direct_socket(&self) -> Result<Option<std::net::TcpStream>, SnatchError> {
         let (Some(node), [url]) = (self.nodes().single(), self.config().urls.as_slice()) else { return Ok(None) };
@@ -84,7 +85,7 @@ impl Locker {
             handshake.push(vec!["SELECT", &db]);
         }
         handshake.push(vec!["CLIENT", "SETNAME", DIRECT_CLIENT_NAME]);
-        handshake.extend(scripts::direct_sources().map(|source| vec!["SCRIPT", "LOAD", source]));
+        handshake.push(vec!["SCRIPT", "LOAD", scripts::release_source()]);
         let open = async {
             let mut socket = TcpStream::connect((host.as_str(), *port)).await.map_err(|e| node.failure(e))?;
             socket.set_nodelay(true).map_err(|e| node.failure(e))?;
@@ -197,18 +198,17 @@ pub trait DirectCall {
     fn command(&mut self) -> DirectCommand<'_>;
 }
 
-/// Appends the commands of `calls`, in order: one script call for each run of consecutive calls of the same kind,
-/// which costs Redis less per lock than a call each (bench/README.md, profile step 19). Pushes onto `groups` how
-/// many calls each command answers for; its reply is theirs split with [`Reply::into_parts`]. An acquisition's time
-/// counts from here.
+/// Appends the commands of `calls`, in order, and awaits their replies in `awaited`: the calls of each run of
+/// consecutive calls of one kind share one command, which costs Redis less per lock than a command each
+/// (bench/README.md, profile steps 19 and 22). An acquisition's time counts from here.
 pub fn write_commands<'a, C: DirectCall + 'a>(
     calls: impl IntoIterator<Item = &'a mut C>,
     buf: &mut Vec<u8>,
-    groups: &mut VecDeque<usize>,
+    awaited: &mut AwaitedReplies,
 ) {
     let mut calls = calls.into_iter().map(C::command).peekable();
     while let Some(first) = calls.next() {
-        let count = match first {
+        match first {
             DirectCommand::Acquire(first) => {
                 let mut run = vec![first];
                 while let Some(DirectCommand::Acquire(next)) = calls.next_if(|c| matches!(c, DirectCommand::Acquire(_)))
@@ -216,7 +216,7 @@ pub fn write_commands<'a, C: DirectCall + 'a>(
                     run.push(next);
                 }
                 write_acquisitions(&mut run, buf);
-                run.len()
+                awaited.acquisitions(run.len());
             }
             DirectCommand::Release(first) => {
                 let mut run = vec![first];
@@ -225,33 +225,40 @@ pub fn write_commands<'a, C: DirectCall + 'a>(
                     run.push(next);
                 }
                 write_releases(&run, buf);
-                run.len()
+                awaited.script(run.len());
             }
-        };
-        groups.push_back(count);
+        }
     }
 }
 
-/// `EVALSHA <acquire> <2n> (lock fence)… (token ttl)…`; the acquisitions' time counts from now.
+/// `MULTI`, then `SET <lock> <token> NX PX <ttl> GET` and `INCR <fence>` for each, then `EXEC`: as atomic as the
+/// acquire script, for a fraction of Redis's work (no Lua; bench/README.md, profile step 22). Each `INCR` is done
+/// whether its `SET` took the key or not, so an attempt that finds the key held uses up a fence; fences still only
+/// increase. The acquisitions' time counts from now.
 fn write_acquisitions(run: &mut [&mut DirectAcquire], buf: &mut Vec<u8>) {
     let started = Instant::now();
-    resp::header(buf, 3 + 4 * run.len());
-    write_script(buf, &scripts::ACQUIRE, 2 * run.len());
-    for attempt in run.iter() {
-        resp::arg_bytes(buf, attempt.keys.lock.as_bytes());
-        resp::arg_bytes(buf, attempt.keys.fence.as_bytes());
-    }
+    resp::encode(buf, &["MULTI"]);
     for attempt in run.iter_mut() {
+        resp::header(buf, 7);
+        resp::arg_bytes(buf, b"SET");
+        resp::arg_bytes(buf, attempt.keys.lock.as_bytes());
         resp::arg_bytes(buf, attempt.token.as_bytes());
+        resp::arg_bytes(buf, b"NX");
+        resp::arg_bytes(buf, b"PX");
         resp::arg_number(buf, attempt.ttl.as_millis());
+        resp::arg_bytes(buf, b"GET");
+        resp::encode(buf, &[b"INCR", attempt.keys.fence.as_bytes()]);
         attempt.started = started;
     }
+    resp::encode(buf, &["EXEC"]);
 }
 
 /// `EVALSHA <release> <n> lock… (token channel)…`.
 fn write_releases(run: &[&DirectRelease], buf: &mut Vec<u8>) {
     resp::header(buf, 3 + 3 * run.len());
-    write_script(buf, &scripts::RELEASE, run.len());
+    resp::arg_bytes(buf, b"EVALSHA");
+    resp::arg_bytes(buf, scripts::RELEASE.get_hash().as_bytes());
+    resp::arg_number(buf, run.len());
     for release in run {
         resp::arg_bytes(buf, release.lease.keys().lock.as_bytes());
     }
@@ -259,13 +266,6 @@ fn write_releases(run: &[&DirectRelease], buf: &mut Vec<u8>) {
         resp::arg_bytes(buf, release.lease.token().as_bytes());
         resp::arg_bytes(buf, release.lease.keys().channel.as_bytes());
     }
-}
-
-/// The first three arguments of a script's call: `EVALSHA <sha> <keys>`.
-fn write_script(buf: &mut Vec<u8>, script: &Script, keys: usize) {
-    resp::arg_bytes(buf, b"EVALSHA");
-    resp::arg_bytes(buf, script.get_hash().as_bytes());
-    resp::arg_number(buf, keys);
 }
 
 /// What a reply, or its absence, says of a direct call, before what that means for its kind.

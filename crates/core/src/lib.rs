@@ -1,6 +1,7 @@
 //! redis-snatch core: distributed locks on one Redis or on a Redlock majority of independent masters, with
 //! fencing tokens, lease renewal and owner-checked release. No Node.js types: the N-API binding wraps this crate.
 
+mod awaited;
 mod batcher;
 mod config;
 mod connection;
@@ -18,6 +19,7 @@ mod scripts;
 mod supervisor;
 mod waker;
 
+pub use awaited::AwaitedReplies;
 pub use chrono;
 pub use config::{validate_duration, LockOptions, LockerConfig, MAX_DURATION_MS};
 pub use cron::CronSchedule;

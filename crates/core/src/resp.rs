@@ -12,7 +12,9 @@ pub enum Reply {
     Error(String),
     /// An array reply, its elements.
     Array(Vec<Reply>),
-    /// Anything else (bulk strings, nil), skipped whole.
+    /// A nil reply (bulk or array).
+    Nil,
+    /// A bulk string, its bytes skipped.
     Other,
 }
 
@@ -74,18 +76,19 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> {
         b'-' => Reply::Error(String::from_utf8_lossy(text).into_owned()),
         b'$' => {
             let len = number(text)?;
-            if len >= 0 {
-                at += len as usize + 2;
-                if buf.len() < at {
-                    return Ok(None);
-                }
+            if len < 0 {
+                return Ok(Some((Reply::Nil, at)));
+            }
+            at += len as usize + 2;
+            if buf.len() < at {
+                return Ok(None);
             }
             Reply::Other
         }
         b'*' => {
             let count = number(text)?;
             if count < 0 {
-                return Ok(Some((Reply::Other, at)));
+                return Ok(Some((Reply::Nil, at)));
             }
             let mut parts = Vec::with_capacity(count.min(64) as usize);
             for _ in 0..count {
@@ -133,9 +136,9 @@ mod tests {
         assert_eq!(parse(b"+OK\r\n"), Ok(Some((Reply::Status("OK".into()), 5))));
         assert_eq!(parse(b"-NOSCRIPT x\r\n"), Ok(Some((Reply::Error("NOSCRIPT x".into()), 13))));
         assert_eq!(parse(b"$3\r\nabc\r\n"), Ok(Some((Reply::Other, 9))));
-        assert_eq!(parse(b"$-1\r\n"), Ok(Some((Reply::Other, 5))));
+        assert_eq!(parse(b"$-1\r\n"), Ok(Some((Reply::Nil, 5))));
         assert_eq!(parse(b"*2\r\n:1\r\n$1\r\nx\r\n"), Ok(Some((Reply::Array(vec![Reply::Int(1), Reply::Other]), 15))));
-        assert_eq!(parse(b"*-1\r\n"), Ok(Some((Reply::Other, 5))));
+        assert_eq!(parse(b"*-1\r\n"), Ok(Some((Reply::Nil, 5))));
         for partial in [&b""[..], b":4", b"$3\r\nab", b"*2\r\n:1\r\n"] {
             assert_eq!(parse(partial), Ok(None), "{partial:?}");
         }

@@ -4,17 +4,15 @@
 use redis::{Cmd, Script, ToRedisArgs};
 use std::sync::LazyLock;
 
-/// Acquire or refresh locks.
+/// Acquire or refresh a lock.
 ///
-/// KEYS: lock key, fence key, for each lock. ARGV: token, ttl in ms, for each lock; in a call for one lock,
-/// optionally any third value to have the holder named. For each lock, the fence (≥ 0) when the lock is ours (a new
-/// acquisition increments the fence counter; a holder asking again with its own token refreshes its lease and keeps
-/// its fence), else `-2 - pttl` of the holder (< 0; pttl is -1 for a key without expiry), or with the third argument
-/// `{-2 - pttl, holder's token}`. One integer for one lock unless the holder is asked for (a table reply costs Redis
-/// about a tenth more per call, and only Redlock needs the name); an array of them for several (see
-/// [`for_each_lock`]).
-pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(&ACQUIRE_SOURCE));
-static ACQUIRE_SOURCE: LazyLock<String> = LazyLock::new(|| for_each_lock(include_str!("scripts/acquire.lua")));
+/// KEYS: lock key, fence key. ARGV: token, ttl in ms, optionally any third value to have the holder named. The fence
+/// (≥ 0) when the lock is ours (a new acquisition increments the fence counter; a holder asking again with its own
+/// token refreshes its lease and keeps its fence), else `-2 - pttl` of the holder (< 0; pttl is -1 for a key without
+/// expiry), or with the third argument `{-2 - pttl, holder's token}`. One integer unless the holder is asked for (a
+/// table reply costs Redis about a tenth more per call, and only Redlock needs the name). Direct acquisitions do the
+/// same in a transaction instead (direct.rs).
+pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/acquire.lua")));
 
 /// Set the lease of a lock we own: extension, and the minHold release (the key stays for the remainder).
 ///
@@ -24,21 +22,13 @@ pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(includ
 /// Delete locks we own (compare-and-delete) and wake their waiters.
 ///
 /// KEYS: lock key, for each lock. ARGV: token, release channel, for each lock. For each lock 1 when the key was ours,
-/// else 0: one integer for one lock, an array of them for several (see [`for_each_lock`]).
-pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(&RELEASE_SOURCE));
-static RELEASE_SOURCE: LazyLock<String> = LazyLock::new(|| for_each_lock(include_str!("scripts/release.lua")));
+/// else 0: one integer for one lock, an array of them for several, where a lock whose work failed has its error. One
+/// call for several locks costs Redis less per lock than a call each (bench/README.md, profile step 19).
+pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(release_source()));
 
-/// A script that acts on one lock or several in one call: `one_lock` (the work for one lock, and how many keys and
-/// arguments each lock takes) followed by the loop over the locks. One call for several locks costs Redis less per
-/// lock than a call each (bench/README.md, profile step 19); a lock whose work fails has its error in the array and
-/// the others are done all the same.
-fn for_each_lock(one_lock: &str) -> String {
-    [one_lock, include_str!("scripts/for_each_lock.lua")].concat()
-}
-
-/// The sources of the scripts that direct calls use (direct.rs), loaded when their socket is opened.
-pub(crate) fn direct_sources() -> [&'static str; 2] {
-    [&ACQUIRE_SOURCE, &RELEASE_SOURCE]
+/// The release script's source, which direct calls (direct.rs) load when their socket is opened.
+pub(crate) fn release_source() -> &'static str {
+    include_str!("scripts/release.lua")
 }
 
 /// One call of a script: its EVALSHA command, and the script, for when the server has to load it.

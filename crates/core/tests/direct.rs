@@ -4,10 +4,9 @@ mod support;
 
 use redis::Commands;
 use snatch_core::{
-    parse_reply, write_commands, DirectAcquire, DirectCall, DirectCommand, DirectRelease, Lease, LeaseState,
-    LockOptions, Locker, LockerConfig, NoReply, Reply, Settled, DIRECT_CLIENT_NAME,
+    parse_reply, write_commands, AwaitedReplies, DirectAcquire, DirectCall, DirectCommand, DirectRelease, Lease,
+    LeaseState, LockOptions, Locker, LockerConfig, NoReply, Reply, Settled, DIRECT_CLIENT_NAME,
 };
-use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
@@ -34,27 +33,35 @@ impl DirectCall for Call {
 }
 
 /// Writes the commands of `calls` on `socket` and reads their replies, as the caller of direct calls would: each
-/// call with its reply, and how many calls each command answered for.
-fn exchange(socket: &mut TcpStream, mut calls: Vec<Call>) -> (Vec<(Call, Reply)>, Vec<usize>) {
-    let (mut command, mut groups) = (Vec::new(), VecDeque::new());
-    write_commands(calls.iter_mut(), &mut command, &mut groups);
+/// call with its reply, and what the commands were (see [`commands`]).
+fn exchange(socket: &mut TcpStream, mut calls: Vec<Call>) -> (Vec<(Call, Reply)>, Vec<&'static str>) {
+    let (mut command, mut awaited) = (Vec::new(), AwaitedReplies::default());
+    write_commands(calls.iter_mut(), &mut command, &mut awaited);
     socket.write_all(&command).unwrap();
     let (mut buf, mut replies) = (Vec::new(), Vec::new());
-    for &count in &groups {
-        let reply = loop {
-            if let Some((reply, len)) = parse_reply(&buf).unwrap() {
-                buf.drain(..len);
-                break reply;
-            }
-            let mut chunk = [0u8; 256];
-            let n = socket.read(&mut chunk).unwrap();
-            assert!(n > 0, "Redis closed the socket");
-            buf.extend_from_slice(&chunk[..n]);
-        };
-        replies.extend(reply.into_parts(count));
+    while replies.len() < calls.len() {
+        if let Some((reply, len)) = parse_reply(&buf).unwrap() {
+            buf.drain(..len);
+            replies.extend(awaited.take(reply).unwrap());
+            continue;
+        }
+        let mut chunk = [0u8; 256];
+        let n = socket.read(&mut chunk).unwrap();
+        assert!(n > 0, "Redis closed the socket");
+        buf.extend_from_slice(&chunk[..n]);
     }
+    assert!(buf.is_empty(), "no reply left over");
     assert_eq!(replies.len(), calls.len());
-    (calls.into_iter().zip(replies).collect(), groups.into())
+    (calls.into_iter().zip(replies).collect(), commands(&command))
+}
+
+/// The commands in `written` that carry calls, in order: `EXEC` for a transaction of acquisitions, `EVALSHA` for a
+/// script call.
+fn commands(written: &[u8]) -> Vec<&'static str> {
+    let names = ["EXEC", "EVALSHA"].map(|name| (name, format!("\r\n${}\r\n{name}\r\n", name.len())));
+    (0..written.len())
+        .filter_map(|at| names.iter().find(|(_, line)| written[at..].starts_with(line.as_bytes())).map(|(n, _)| *n))
+        .collect()
 }
 
 async fn socket(locker: &Locker) -> TcpStream {
@@ -126,8 +133,8 @@ async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_o
     let () = inspect(&url).hset(format!("snatch:{wrong_type}"), "field", "value").unwrap();
     let attempt = |key: &str| Call::Acquire(Box::new(locker.direct_acquire(key, &options).unwrap().unwrap()));
 
-    let (replies, groups) = exchange(&mut socket, vec![attempt(&first), attempt(&wrong_type), attempt(&third)]);
-    assert_eq!(groups, [3], "one command for the three acquisitions");
+    let (replies, commands) = exchange(&mut socket, vec![attempt(&first), attempt(&wrong_type), attempt(&third)]);
+    assert_eq!(commands, ["EXEC"], "one transaction for the three acquisitions");
     let [first_lease, wrong, third_lease] = <[_; 3]>::try_from(replies).ok().unwrap().map(settle_acquire);
     let (Settled::Done(Ok(Some(first_lease))), Settled::Done(Ok(Some(third_lease)))) = (first_lease, third_lease)
     else {
@@ -139,14 +146,15 @@ async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_o
     let held: String = inspect(&url).get(format!("snatch:{third}")).unwrap();
     assert_eq!(held, third_lease.token(), "the lock after the failed one is taken all the same");
 
-    // Two releases, then the first key again: two commands, in order, so the key is free when it is asked for.
+    // Two releases, then the first key again: a script call and a transaction, in order, so the key is free when it
+    // is asked for.
     let calls = vec![
         Call::Release(first_lease.direct_release().unwrap()),
         Call::Release(third_lease.direct_release().unwrap()),
         attempt(&first),
     ];
-    let (mut replies, groups) = exchange(&mut socket, calls);
-    assert_eq!(groups, [2, 1]);
+    let (mut replies, commands) = exchange(&mut socket, calls);
+    assert_eq!(commands, ["EVALSHA", "EXEC"]);
     let again = settle_acquire(replies.pop().unwrap());
     let Settled::Done(Ok(Some(again))) = again else { panic!("acquired after its release: {again:?}") };
     assert!(again.fence() > first_lease.fence());
@@ -159,24 +167,24 @@ async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_o
 }
 
 #[tokio::test]
-async fn a_server_without_the_scripts_sends_the_call_back_to_the_lockers_connection() {
+async fn acquisitions_need_no_script_and_a_release_the_server_cannot_run_goes_to_the_lockers_connection() {
     let (_server, url) = redis_url();
     let locker = locker(&[&url]);
     let mut socket = socket(&locker).await;
     let key = unique_key("noscript");
     let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
 
-    let Settled::Fallback(attempt) =
+    let Settled::Done(Ok(Some(lease))) =
         acquire(&mut socket, locker.direct_acquire(&key, &LockOptions::default()).unwrap().unwrap())
     else {
-        panic!("expected a fallback")
+        panic!("acquired without the scripts")
     };
-    let lease = attempt.fallback().await.unwrap().expect("acquired on the locker's connection");
-    let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
     let Settled::Fallback(release) = self::release(&mut socket, lease.direct_release().unwrap()) else {
         panic!("expected a fallback")
     };
     assert!(release.fallback().await.unwrap());
+    let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
+    assert!(!exists);
     locker.close().await;
 }
 
@@ -186,22 +194,45 @@ async fn a_group_the_server_cannot_run_sends_each_of_its_calls_back_to_the_locke
     let locker = locker(&[&url]);
     let mut socket = socket(&locker).await;
     let keys = [0, 1, 2].map(|n| unique_key(&format!("group-noscript{n}")));
-    let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
     let calls = keys
         .iter()
         .map(|key| Call::Acquire(Box::new(locker.direct_acquire(key, &LockOptions::default()).unwrap().unwrap())));
+    let (acquired, _) = exchange(&mut socket, calls.collect());
+    let leases = acquired.into_iter().map(|reply| match settle_acquire(reply) {
+        Settled::Done(Ok(Some(lease))) => lease,
+        other => panic!("not acquired: {other:?}"),
+    });
+    let calls = leases.map(|lease| Call::Release(lease.direct_release().unwrap())).collect();
+    let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
 
-    let (replies, groups) = exchange(&mut socket, calls.collect());
-    assert_eq!(groups, [3]);
-    let mut fences = Vec::new();
+    let (replies, commands) = exchange(&mut socket, calls);
+    assert_eq!(commands, ["EVALSHA"]);
     for (key, reply) in keys.iter().zip(replies) {
-        let Settled::Fallback(attempt) = settle_acquire(reply) else { panic!("expected a fallback for {key}") };
-        let lease = attempt.fallback().await.unwrap().expect("acquired on the locker's connection");
-        let held: String = inspect(&url).get(format!("snatch:{key}")).unwrap();
-        assert_eq!(held, lease.token());
-        fences.push(lease.fence());
+        let Settled::Fallback(release) = settle_release(reply) else { panic!("expected a fallback for {key}") };
+        assert!(release.fallback().await.unwrap(), "{key} released on the locker's connection");
+        let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
+        assert!(!exists, "{key} released");
     }
-    assert_eq!(fences, [1, 1, 1], "each key acquired once");
+    locker.close().await;
+}
+
+#[tokio::test]
+async fn a_transaction_the_server_refuses_fails_each_acquisition_with_the_reason() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let locker = locker(&[&url]);
+    let mut socket = socket(&locker).await;
+    let () = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(1).query(&mut inspect(&url)).unwrap();
+    let calls = ["full0", "full1"]
+        .map(|key| Call::Acquire(Box::new(locker.direct_acquire(key, &LockOptions::default()).unwrap().unwrap())));
+
+    let (replies, commands) = exchange(&mut socket, calls.into());
+    assert_eq!(commands, ["EXEC"]);
+    for reply in replies {
+        let Settled::Done(Err(e)) = settle_acquire(reply) else { panic!("expected an error") };
+        assert_eq!(e.code(), "ERR_SNATCH_REDIS");
+        assert!(e.to_string().contains("OOM"), "the refusal, not EXECABORT: {e}");
+    }
     locker.close().await;
 }
 

@@ -171,13 +171,11 @@ async fn reasking_with_the_same_token_keeps_the_fence_and_another_token_hears_th
     let key = unique_key("reenter");
     let lease = locker.try_lock(&key, &ttl(10_000)).await.unwrap().unwrap();
     let mut con = inspect(&url);
-    // The acquire script (as scripts.rs composes it), asked again with the holder's token, refreshes the lease and
-    // answers the same fence.
-    const ACQUIRE_ONE_LOCK: &str = include_str!("../src/scripts/acquire.lua");
-    const FOR_EACH_LOCK: &str = include_str!("../src/scripts/for_each_lock.lua");
+    // The acquire script, asked again with the holder's token, refreshes the lease and answers the same fence.
+    const ACQUIRE: &str = include_str!("../src/scripts/acquire.lua");
     let acquire = |token: &str, con: &mut redis::Connection| -> i64 {
         redis::cmd("EVALSHA")
-            .arg(redis::Script::new(&[ACQUIRE_ONE_LOCK, FOR_EACH_LOCK].concat()).get_hash())
+            .arg(redis::Script::new(ACQUIRE).get_hash())
             .arg(2)
             .arg(format!("snatch:{key}"))
             .arg(format!("{{snatch:{key}}}:fence"))

@@ -1,11 +1,23 @@
--- Release one lock (see scripts.rs): its key is KEYS[k], its arguments ARGV[a] (token) and ARGV[a + 1] (the
--- channel its waiters listen on).
-local keys_per_lock, args_per_lock = 1, 2
-local function one(k, a)
-  if redis.call('GET', KEYS[k]) == ARGV[a] then
-    redis.call('DEL', KEYS[k])
-    redis.call('PUBLISH', ARGV[a + 1], '')
+-- Release locks (see scripts.rs): lock n's key is KEYS[n], its token ARGV[2n - 1] and the channel its waiters
+-- listen on ARGV[2n]. A call for one lock answers 1 or 0; a call for several an array of them, in order, where a
+-- lock whose work failed (say, its key holds another type) has its error and the others are done all the same.
+local function one(n)
+  if redis.call('GET', KEYS[n]) == ARGV[2 * n - 1] then
+    redis.call('DEL', KEYS[n])
+    redis.call('PUBLISH', ARGV[2 * n], '')
     return 1
   end
   return 0
 end
+if #KEYS == 1 then
+  return one(1)
+end
+local replies = {}
+for n = 1, #KEYS do
+  local ok, reply = pcall(one, n)
+  if not ok and type(reply) ~= 'table' then
+    reply = {err = tostring(reply)}
+  end
+  replies[n] = reply
+end
+return replies

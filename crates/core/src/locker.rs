@@ -209,7 +209,7 @@ impl Locker {
         options: &LockOptions,
     ) -> Result<Option<Arc<Lease>>, SnatchError> {
         let ttl = self.lease_ttl(options);
-        Ok(match self.shared.nodes.acquire(&keys, &token, ttl).await? {
+        Ok(match self.shared.nodes.acquire(&keys, &token, ttl, false).await? {
             Acquire::Won(grant) => Some(self.adopt(keys, token, grant, ttl, options)),
             Acquire::Taken { .. } | Acquire::Split => None,
         })
@@ -230,7 +230,8 @@ impl Locker {
         let mut late_splits = 0;
         loop {
             let token = Self::new_token();
-            match shared.nodes.acquire(&keys, &token, ttl).await? {
+            // Once subscribed to its releases, an attempt marks the lock as waited for, so that they wake us.
+            match shared.nodes.acquire(&keys, &token, ttl, wake.is_some()).await? {
                 Acquire::Won(grant) => return Ok(Some(self.adopt(keys, token, grant, ttl, options))),
                 Acquire::Taken { retry_in } => {
                     let left = deadline.saturating_duration_since(Instant::now());

@@ -40,18 +40,19 @@ impl Node {
     }
 
     /// Runs ACQUIRE for `keys` with `token` and a lease of `ttl_ms`; when taken, the holder's token is read too if
-    /// `name_holder`.
+    /// `name_holder`, and the lock marked as waited for (its release then wakes the waiters) if `waiting`.
     pub(crate) async fn acquire(
         &self,
         keys: &LockKeys,
         token: &str,
         ttl_ms: u64,
         name_holder: bool,
+        waiting: bool,
     ) -> Result<NodeAcquire, SnatchError> {
         let mut call = ScriptCall::new(&scripts::ACQUIRE, 2);
         call.arg(&keys.lock).arg(&keys.fence).arg(token).arg(ttl_ms);
-        if name_holder {
-            call.arg(1);
+        if name_holder || waiting {
+            call.arg(u8::from(name_holder)).arg(u8::from(waiting));
         }
         let (reply, holder) = match self.invoke::<Value>(call).await? {
             Value::Int(reply) => (reply, None),

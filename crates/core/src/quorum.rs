@@ -77,19 +77,21 @@ impl Nodes {
         start + ttl.saturating_sub(drift)
     }
 
-    /// Tries to acquire on every node. On a failed round, our token is removed from every node again (in the
-    /// background when some node failed to answer).
+    /// Tries to acquire on every node, marking the lock as waited for where it is held if `waiting` (see
+    /// scripts.rs). On a failed round, our token is removed from every node again (in the background when some
+    /// node failed to answer).
     pub(crate) async fn acquire(
         self: &Arc<Self>,
         keys: &LockKeys,
         token: &str,
         ttl: Duration,
+        waiting: bool,
     ) -> Result<Acquire, SnatchError> {
         let start = Instant::now();
         let ttl_ms = ttl.as_millis() as u64;
         // With several nodes, a refusal names the holder, to tell a key held by a majority from split votes.
         let name_holder = self.nodes.len() > 1;
-        let answers = join_all(self.nodes.iter().map(|n| n.acquire(keys, token, ttl_ms, name_holder))).await;
+        let answers = join_all(self.nodes.iter().map(|n| n.acquire(keys, token, ttl_ms, name_holder, waiting))).await;
         let valid_until = self.valid_until(start, ttl);
 
         let mut won = 0;

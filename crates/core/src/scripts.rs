@@ -6,20 +6,23 @@ use std::sync::LazyLock;
 
 /// Acquire or refresh a lock.
 ///
-/// KEYS: lock key, fence key. ARGV: token, ttl in ms, optionally any third value to have the holder named. The fence
-/// (≥ 0) when the lock is ours (a new acquisition increments the fence counter; a holder asking again with its own
-/// token refreshes its lease and keeps its fence), else `-2 - pttl` of the holder (< 0; pttl is -1 for a key without
-/// expiry), or with the third argument `{-2 - pttl, holder's token}`. One integer unless the holder is asked for (a
-/// table reply costs Redis about a tenth more per call, and only Redlock needs the name). Direct acquisitions do the
-/// same in a transaction instead (direct.rs).
+/// KEYS: lock key, fence key. ARGV: token, ttl in ms, then optionally `'1'` to have the holder named and `'1'` to
+/// mark a held lock as waited for. The fence (≥ 0) when the lock is ours (a new acquisition increments the fence
+/// counter; a holder asking again with its own token refreshes its lease and keeps its fence), else `-2 - pttl` of
+/// the holder (< 0; pttl is -1 for a key without expiry), or when named `{-2 - pttl, holder's token}`. One integer
+/// unless the holder is named (a table reply costs Redis about a tenth more per call, and only Redlock needs the
+/// name). Direct acquisitions do the same in a transaction instead (direct.rs).
+///
+/// A waited-for lock holds its token followed by `*`, which has [`RELEASE`] wake the waiters: a release that no one
+/// waits for publishes nothing (bench/README.md, profile step 24).
 pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/acquire.lua")));
 
 /// Set the lease of a lock we own: extension, and the minHold release (the key stays for the remainder).
 ///
-/// KEYS: lock key. ARGV: token, ttl in ms. Returns 1 when the key was ours, else 0.
+/// KEYS: lock key. ARGV: token, ttl in ms. Returns 1 when the key was ours (waited for or not), else 0.
 pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/extend.lua")));
 
-/// Delete locks we own (compare-and-delete) and wake their waiters.
+/// Delete locks we own (compare-and-delete) and wake their waiters, if any (see [`ACQUIRE`]).
 ///
 /// KEYS: lock key, for each lock. ARGV: token, release channel, for each lock. For each lock 1 when the key was ours,
 /// else 0: one integer for one lock, an array of them for several, where a lock whose work failed has its error. One

@@ -192,6 +192,51 @@ async fn reasking_with_the_same_token_keeps_the_fence_and_another_token_hears_th
     assert!((-2 - 60_000..-2 - 10_000).contains(&refused), "refused with {refused}");
 }
 
+/// How many PUBLISH commands `url`'s server has run (scripts' included).
+fn publishes(url: &str) -> u64 {
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut inspect(url)).unwrap();
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_publish:calls="))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+#[tokio::test]
+async fn a_release_wakes_waiters_only_when_someone_waits() {
+    // Its own server: the test counts the server's PUBLISH commands.
+    let server = RedisServer::start();
+    let url = server.url();
+    let locker = Arc::new(locker(&url));
+    let key = unique_key("waited");
+    let first = locker.try_lock(&key, &LockOptions::default()).await.unwrap().unwrap();
+    assert!(first.release().await.unwrap());
+    assert_eq!(publishes(&url), 0, "no one waited");
+
+    let holder = locker.try_lock(&key, &LockOptions::default()).await.unwrap().unwrap();
+    let waiter = {
+        let (locker, key) = (locker.clone(), key.clone());
+        tokio::spawn(async move {
+            let wait = LockOptions { wait: Duration::from_secs(30), ..LockOptions::default() };
+            locker.lock(&key, &wait).await
+        })
+    };
+    // The waiter marks the lock once it is subscribed to its releases.
+    let (marked, since) = (format!("{}*", holder.token()), Instant::now());
+    while inspect(&url).get::<_, String>(format!("snatch:{key}")).unwrap() != marked {
+        assert!(since.elapsed() < Duration::from_secs(10), "the waiter never marked the lock");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(holder.extend(None).await.unwrap(), "the holder still owns a marked lock");
+    let pttl: i64 = inspect(&url).pttl(format!("snatch:{key}")).unwrap();
+    assert!(pttl > 29_000, "extended: {pttl} ms");
+    assert!(holder.release().await.unwrap());
+    let next = waiter.await.unwrap().unwrap();
+    assert_eq!(publishes(&url), 1, "the release woke the waiter");
+    assert!(next.fence() > holder.fence());
+    assert!(next.release().await.unwrap());
+    assert_eq!(publishes(&url), 1, "no one waits any more");
+}
+
 #[tokio::test]
 async fn waiting_acquires_after_release_and_times_out_otherwise() {
     let (_server, url) = redis_url();

@@ -1,17 +1,23 @@
 -- Acquire or refresh one lock (see scripts.rs): KEYS[1] is the lock, KEYS[2] its fence counter; ARGV[1] the token,
--- ARGV[2] the ttl in ms, and ARGV[3], when given, asks for the holder's name.
+-- ARGV[2] the ttl in ms; ARGV[3] = '1' asks for the holder's name, ARGV[4] = '1' marks a held lock as waited for.
 local lock, fence, token, ttl = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 if redis.call('SET', lock, token, 'NX', 'PX', ttl) then
   return redis.call('INCR', fence)
 end
--- Taken (time stands still within a script, so the key cannot lapse from here on).
-local holder = redis.call('GET', lock)
+-- Taken (time stands still within a script, so the key cannot lapse from here on). The holder's token is followed
+-- by '*' once someone waits for the lock, which has its release wake the waiters.
+local held = redis.call('GET', lock)
+local waited = string.sub(held, -1) == '*'
+local holder = waited and string.sub(held, 1, -2) or held
 if holder == token then
   redis.call('PEXPIRE', lock, ttl)
   return tonumber(redis.call('GET', fence) or '0')
 end
+if ARGV[4] == '1' and not waited then
+  redis.call('SET', lock, held .. '*', 'KEEPTTL')
+end
 local taken = -2 - redis.call('PTTL', lock)
-if ARGV[3] then
+if ARGV[3] == '1' then
   return {taken, holder}
 end
 return taken

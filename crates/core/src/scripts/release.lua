@@ -2,7 +2,13 @@
 -- listen on ARGV[2n]. A call for one lock answers 1 or 0; a call for several an array of them, in order, where a
 -- lock whose work failed (say, its key holds another type) has its error and the others are done all the same.
 local function one(n)
-  if redis.call('GET', KEYS[n]) == ARGV[2 * n - 1] then
+  local held, token = redis.call('GET', KEYS[n]), ARGV[2 * n - 1]
+  if held == token then
+    redis.call('DEL', KEYS[n])
+    return 1
+  end
+  -- Waited for (see acquire.lua): wake the waiters.
+  if held == token .. '*' then
     redis.call('DEL', KEYS[n])
     redis.call('PUBLISH', ARGV[2 * n], '')
     return 1

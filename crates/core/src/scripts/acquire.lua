@@ -14,7 +14,7 @@ if holder == token then
   return tonumber(redis.call('GET', fence) or '0')
 end
 if ARGV[4] == '1' and not waited then
-  redis.call('SET', lock, held .. '*', 'KEEPTTL')
+  redis.call('APPEND', lock, '*')
 end
 local taken = -2 - redis.call('PTTL', lock)
 if ARGV[3] == '1' then

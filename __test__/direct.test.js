@@ -138,6 +138,30 @@ test('a paused server: the run in flight rejects ERR_SNATCH_REDIS and fn is not 
   await onDirectSocket(locker, server.url)
 })
 
+test('a server that refuses the direct acquisitions (Redis before 7.0) has every call on the main connection', async () => {
+  // Redis 6 refuses `SET ... NX ... GET` in the socket's probe; without MULTI this server refuses the probe as well.
+  const old = await startRedis({ args: ['--rename-command', 'MULTI', 'multi-renamed-away'] })
+  const oldLocker = createLocker({ url: old.url })
+  try {
+    const key = uniqueKey('direct-refused')
+    expect(await oldLocker.snatchTask(key, ({ fence }) => fence)).toEqual({ ran: true, value: 1n, fence: 1n })
+    // The socket opens in the background: once its probe has been answered, it is given up for good.
+    for (let waited = 0; waited < 5000 && (await commandCalls(old.url, 'exec')) === 0; waited += 10) await sleep(10)
+    expect(await commandCalls(old.url, 'exec')).toBe(1)
+    const runs = await Promise.all(Array.from({ length: 20 }, (_, i) => oldLocker.snatchTask(`${key}:${i}`, () => i)))
+    expect(runs.map((r) => r.value)).toEqual(Array.from({ length: 20 }, (_, i) => i))
+    const lock = await oldLocker.tryLock(key)
+    expect(lock.fence).toBe(2n)
+    expect(await oldLocker.tryLock(key)).toBeNull()
+    expect(await lock.release()).toBe(true)
+    expect(await directClients(old.url)).toEqual([])
+    expect(await commandCalls(old.url, 'exec')).toBe(1)
+  } finally {
+    await oldLocker.close()
+    await old.stop()
+  }
+})
+
 test('a restarted server: the next runs work, and go over a new direct socket', async () => {
   await server.restart()
   const key = uniqueKey('direct-restart')

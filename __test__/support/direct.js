@@ -25,7 +25,8 @@ async function onDirectSocket(locker, url) {
     if (clients.length === 1 && clients[0].includes(' cmd=evalsha ')) return
     await sleep(20)
   }
-  throw new Error(`runs did not go over the direct socket: ${(await directClients(url)).join(' | ')}`)
+  const clients = (await directClients(url)).join(' | ')
+  throw new Error(`runs did not go over the direct socket (direct calls need Redis 7.0 or newer): ${clients}`)
 }
 
 module.exports = { DIRECT_CLIENT_NAME, directClients, onDirectSocket }

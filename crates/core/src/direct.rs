@@ -70,7 +70,8 @@ pub struct DirectRelease {
 impl Locker {
     /// Opens a socket to the locker's Redis for direct calls: connected, authenticated, on the URL's database, named
     /// [`DIRECT_CLIENT_NAME`], with the release script loaded, in non-blocking mode. `None` when direct calls do not apply:
-    /// several nodes (Redlock), or a TLS or Unix socket URL. Bounded by the command timeout.
+    /// several nodes (Redlock), a TLS or Unix socket URL, or a server that refuses the commands of direct
+    /// acquisitions (see [`acquisition_probe`]). Bounded by the command timeout.
     pub async fn direct_socket(&self) -> Result<Option<std::net::TcpStream>, SnatchError> {
         let (Some(node), [url]) = (self.nodes().single(), self.config().urls.as_slice()) else { return Ok(None) };
         let info = url.as_str().into_connection_info().map_err(|e| node.failure(e))?;
@@ -86,11 +87,13 @@ impl Locker {
         }
         handshake.push(vec!["CLIENT", "SETNAME", DIRECT_CLIENT_NAME]);
         handshake.push(vec!["SCRIPT", "LOAD", scripts::release_source()]);
+        let probe_key = [self.config().prefix.as_str(), "redis-snatch-probe"].concat();
+        let probe = acquisition_probe(&probe_key);
         let open = async {
             let mut socket = TcpStream::connect((host.as_str(), *port)).await.map_err(|e| node.failure(e))?;
             socket.set_nodelay(true).map_err(|e| node.failure(e))?;
             let mut request = Vec::new();
-            for command in &handshake {
+            for command in handshake.iter().chain(&probe) {
                 resp::encode(&mut request, command);
             }
             socket.write_all(&request).await.map_err(|e| node.failure(e))?;
@@ -101,10 +104,17 @@ impl Locker {
                     return Err(node.failure(text));
                 }
             }
-            socket.into_std().map_err(|e| node.failure(e))
+            let mut accepted = true;
+            for _ in &probe {
+                let reply = read_reply(&mut socket, &mut replies).await.map_err(|e| node.failure(e))?;
+                accepted &= !holds_error(&reply);
+            }
+            if !accepted {
+                return Ok(None);
+            }
+            socket.into_std().map(Some).map_err(|e| node.failure(e))
         };
-        let socket = tokio::time::timeout(node.timeout(), open).await.unwrap_or_else(|_| Err(node.timed_out()))?;
-        Ok(Some(socket))
+        tokio::time::timeout(node.timeout(), open).await.unwrap_or_else(|_| Err(node.timed_out()))
     }
 
     /// Starts one attempt to acquire `key` whose command the caller sends. `None` when direct calls do not apply:
@@ -251,6 +261,24 @@ fn write_acquisitions(run: &mut [&mut DirectAcquire], buf: &mut Vec<u8>) {
         attempt.started = started;
     }
     resp::encode(buf, &["EXEC"]);
+}
+
+/// The commands with which the handshake asks whether the server runs direct acquisitions: a transaction as
+/// [`write_acquisitions`] sends it, `SET … NX PX … GET` (Redis accepts `NX` with `GET` from 7.0 on, and finds an
+/// option it refuses only when the transaction runs) on `key`, which it then deletes. A server that answers any of
+/// them with an error gets no direct calls: its one-attempt calls go over the locker's own connection, by the
+/// acquire script.
+fn acquisition_probe(key: &str) -> [Vec<&str>; 4] {
+    [vec!["MULTI"], vec!["SET", key, "", "NX", "PX", "1", "GET"], vec!["DEL", key], vec!["EXEC"]]
+}
+
+/// Whether `reply` is an error or, for a transaction's, holds one.
+fn holds_error(reply: &Reply) -> bool {
+    match reply {
+        Reply::Error(_) => true,
+        Reply::Array(replies) => replies.iter().any(holds_error),
+        _ => false,
+    }
 }
 
 /// `EVALSHA <release> <n> lock… (token channel)…`.

@@ -65,7 +65,7 @@ fn commands(written: &[u8]) -> Vec<&'static str> {
 }
 
 async fn socket(locker: &Locker) -> TcpStream {
-    let socket = locker.direct_socket().await.unwrap().expect("a direct socket");
+    let socket = locker.direct_socket().await.unwrap().expect("a direct socket (direct calls need Redis 7.0 or newer)");
     socket.set_nonblocking(false).unwrap();
     socket
 }
@@ -256,6 +256,37 @@ async fn the_socket_is_authenticated_and_on_the_urls_database() {
     let err = wrong.direct_socket().await.unwrap_err();
     assert_eq!(err.code(), "ERR_SNATCH_REDIS");
     authed.close().await;
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_the_acquisitions_transaction_gets_no_direct_calls() {
+    // Redis before 7.0 refuses `SET ... NX ... GET`; a server without MULTI refuses the probe the same way.
+    let server = RedisServer::start_with(&["--rename-command", "MULTI", "multi-renamed-away"]);
+    let locker = locker(&[&server.url()]);
+    assert!(locker.direct_socket().await.unwrap().is_none());
+    let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut inspect(&server.url())).unwrap();
+    assert!(!clients.contains(DIRECT_CLIENT_NAME), "the probing socket is closed: {clients}");
+    // One attempt on the locker's own connection, by the acquire script, works on it.
+    let key = unique_key("no-multi");
+    let lease = locker.try_lock(&key, &LockOptions::default()).await.unwrap().expect("acquired");
+    assert!(lease.release().await.unwrap());
+    locker.close().await;
+}
+
+#[tokio::test]
+async fn the_probe_of_the_handshake_leaves_nothing_behind() {
+    let (_server, url) = redis_url();
+    let locker = locker(&[&url]);
+    let mut socket = socket(&locker).await;
+    let exists: bool = inspect(&url).exists("snatch:redis-snatch-probe").unwrap();
+    assert!(!exists, "the probe deleted its key");
+    // The socket is out of the probe's transaction: an acquisition on it is answered at once.
+    let acquired = acquire(
+        &mut socket,
+        locker.direct_acquire(&unique_key("after-probe"), &LockOptions::default()).unwrap().unwrap(),
+    );
+    assert!(matches!(acquired, Settled::Done(Ok(Some(_)))), "{acquired:?}");
+    locker.close().await;
 }
 
 #[tokio::test]

@@ -12,15 +12,23 @@ pub struct RedisServer {
     pub port: u16,
     child: Option<Child>,
     dir: PathBuf,
+    /// Arguments beyond the harness's own.
+    args: Vec<String>,
 }
 
 impl RedisServer {
     /// Starts a server on a free port and waits until it accepts connections.
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Starts a server as [`RedisServer::start`] does, with `args` added to its command line.
+    pub fn start_with(args: &[&str]) -> Self {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let dir = std::env::temp_dir().join(format!("snatch-core-test-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut server = Self { port, child: None, dir };
+        let args = args.iter().map(|a| a.to_string()).collect();
+        let mut server = Self { port, child: None, dir, args };
         server.spawn();
         server
     }
@@ -64,6 +72,7 @@ impl RedisServer {
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(&self.dir)
+            .args(&self.args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -26,7 +26,7 @@ async function create({ url, prefix, ttl }) {
     return fence >= 0 ? { key: lock, token } : null
   }
   const release = ({ key, token }) =>
-    client.evalSha(releaseSha, { keys: [key], arguments: [token, `{${key}}:released`] })
+    client.evalSha(releaseSha, { keys: [key], arguments: [token] })
   return {
     tryAcquire,
     release,

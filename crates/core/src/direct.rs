@@ -281,9 +281,9 @@ fn holds_error(reply: &Reply) -> bool {
     }
 }
 
-/// `EVALSHA <release> <n> lock… (token channel)…`.
+/// `EVALSHA <release> <n> lock… token…`.
 fn write_releases(run: &[&DirectRelease], buf: &mut Vec<u8>) {
-    resp::header(buf, 3 + 3 * run.len());
+    resp::header(buf, 3 + 2 * run.len());
     resp::arg_bytes(buf, b"EVALSHA");
     resp::arg_bytes(buf, scripts::RELEASE.get_hash().as_bytes());
     resp::arg_number(buf, run.len());
@@ -292,7 +292,6 @@ fn write_releases(run: &[&DirectRelease], buf: &mut Vec<u8>) {
     }
     for release in run {
         resp::arg_bytes(buf, release.lease.token().as_bytes());
-        resp::arg_bytes(buf, release.lease.keys().channel.as_bytes());
     }
 }
 

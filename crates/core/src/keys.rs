@@ -13,7 +13,8 @@ pub struct LockKeys {
     /// `{prefix + key}:fence`: the fencing counter. It hashes to the same cluster slot as `lock` (the hash tag is
     /// the whole lock key) and never expires, so fences keep increasing.
     pub fence: String,
-    /// `{prefix + key}:released`: the pub/sub channel on which a release wakes waiters.
+    /// `{prefix + key}:released`: the pub/sub channel on which a release wakes waiters. The release script derives
+    /// it from `lock` the same way.
     pub channel: String,
 }
 

@@ -78,7 +78,7 @@ impl Node {
     /// Runs RELEASE: deletes a key we own and wakes its waiters; false when it is not ours.
     pub(crate) async fn release(&self, keys: &LockKeys, token: &str) -> Result<bool, SnatchError> {
         let mut call = ScriptCall::new(&scripts::RELEASE, 1);
-        call.arg(&keys.lock).arg(token).arg(&keys.channel);
+        call.arg(&keys.lock).arg(token);
         Ok(self.invoke::<i64>(call).await? == 1)
     }
 

@@ -24,9 +24,10 @@ pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(includ
 
 /// Delete locks we own (compare-and-delete) and wake their waiters, if any (see [`ACQUIRE`]).
 ///
-/// KEYS: lock key, for each lock. ARGV: token, release channel, for each lock. For each lock 1 when the key was ours,
-/// else 0: one integer for one lock, an array of them for several, where a lock whose work failed has its error. One
-/// call for several locks costs Redis less per lock than a call each (bench/README.md, profile step 19).
+/// KEYS: lock key, for each lock. ARGV: token, for each lock (the channel to wake waiters on is derived from the
+/// key, as [`crate::keys::LockKeys::channel`]). For each lock 1 when the key was ours, else 0: one integer for one
+/// lock, an array of them for several, where a lock whose work failed has its error. One call for several locks
+/// costs Redis less per lock than a call each (bench/README.md, profile step 19).
 pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(release_source()));
 
 /// The release script's source, which direct calls (direct.rs) load when their socket is opened.

@@ -229,7 +229,14 @@ async fn a_release_wakes_waiters_only_when_someone_waits() {
     assert!(holder.extend(None).await.unwrap(), "the holder still owns a marked lock");
     let pttl: i64 = inspect(&url).pttl(format!("snatch:{key}")).unwrap();
     assert!(pttl > 29_000, "extended: {pttl} ms");
+    // The release script names the channel itself: it must be the one waiters subscribe to (keys.rs).
+    let mut listener = inspect(&url);
+    listener.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut listener = listener.as_pubsub();
+    listener.subscribe(format!("{{snatch:{key}}}:released")).unwrap();
     assert!(holder.release().await.unwrap());
+    let message = listener.get_message().expect("the release published on the waiters' channel");
+    assert_eq!(message.get_channel_name(), format!("{{snatch:{key}}}:released"));
     let next = waiter.await.unwrap().unwrap();
     assert_eq!(publishes(&url), 1, "the release woke the waiter");
     assert!(next.fence() > holder.fence());

@@ -358,13 +358,12 @@ pub fn acquire<'e>(env: &'e Env, key: String, token: String, ttl: u32) -> Unknow
     })
 }
 
-/// The release script on `key` (channel `{key}:released`): 1 when released.
+/// The release script on `key`: 1 when released.
 #[napi(ts_return_type = "Promise<number>")]
 pub fn release<'e>(env: &'e Env, key: String, token: String) -> Unknown<'e> {
-    let channel = format!("{{{key}}}:released");
     send(env, None, |c, buf| {
         c.supervision.stop(&token);
         let sha = c.release_sha.as_bytes();
-        encode(buf, &[b"EVALSHA", sha, b"1", key.as_bytes(), token.as_bytes(), channel.as_bytes()])
+        encode(buf, &[b"EVALSHA", sha, b"1", key.as_bytes(), token.as_bytes()])
     })
 }

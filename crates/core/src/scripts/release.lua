@@ -1,16 +1,17 @@
--- Release locks (see scripts.rs): lock n's key is KEYS[n], its token ARGV[2n - 1] and the channel its waiters
--- listen on ARGV[2n]. A call for one lock answers 1 or 0; a call for several an array of them, in order, where a
--- lock whose work failed (say, its key holds another type) has its error and the others are done all the same.
+-- Release locks (see scripts.rs): lock n's key is KEYS[n] and its token ARGV[n]. A call for one lock answers 1 or 0;
+-- a call for several an array of them, in order, where a lock whose work failed (say, its key holds another type) has
+-- its error and the others are done all the same.
 local function one(n)
-  local held, token = redis.call('GET', KEYS[n]), ARGV[2 * n - 1]
+  local lock, token = KEYS[n], ARGV[n]
+  local held = redis.call('GET', lock)
   if held == token then
-    redis.call('DEL', KEYS[n])
+    redis.call('DEL', lock)
     return 1
   end
-  -- Waited for (see acquire.lua): wake the waiters.
+  -- Waited for (see acquire.lua): wake the waiters, on the lock's channel (keys.rs).
   if held == token .. '*' then
-    redis.call('DEL', KEYS[n])
-    redis.call('PUBLISH', ARGV[2 * n], '')
+    redis.call('DEL', lock)
+    redis.call('PUBLISH', '{' .. lock .. '}:released', '')
     return 1
   end
   return 0

@@ -106,10 +106,12 @@ struct Open<C> {
     stream: TcpStream,
     poll: *mut UvHandle,
     timer: *mut UvHandle,
-    /// Calls sent, in the order of their replies, with their deadlines; the last `unwritten` are not written yet.
-    pending: VecDeque<(Instant, C)>,
+    /// Calls sent, in the order of their replies, with their deadlines; the last `unwritten` are not written yet,
+    /// and get their deadline when they are (one clock read for the calls written together).
+    pending: VecDeque<(Option<Instant>, C)>,
     /// Calls not written yet, at the end of `pending`.
     unwritten: usize,
+
     /// The replies of the commands written, and how many calls of `pending` each answers.
     awaited: AwaitedReplies,
     /// What was read and not yet parsed.
@@ -179,9 +181,9 @@ impl<C: DirectCall + 'static> LoopSocket<C> {
             // SAFETY: the timer is open while the socket is.
             unsafe { uv_timer_start(open.timer, on_deadline::<C>, timeout.as_millis() as u64, 0) };
         }
-        open.pending.push_back((Instant::now() + timeout, call));
+        open.pending.push_back((None, call));
         open.unwritten += 1;
-        if (!dispatching || open.unwritten >= WRITE_EVERY) && flush(open).is_err() {
+        if (!dispatching || open.unwritten >= WRITE_EVERY) && flush(open, timeout).is_err() {
             drop(state);
             fail(&self.state, NoReply::Dropped);
         }
@@ -274,12 +276,16 @@ unsafe fn state_of<C: 'static>(handle: *mut UvHandle) -> Rc<RefCell<State<C>>> {
     Rc::from_raw(state)
 }
 
-/// Adds the commands of the calls not written yet to `open.write`, and writes what the socket takes of it, polling
-/// for writability while some is left.
-fn flush<C: DirectCall + 'static>(open: &mut Open<C>) -> std::io::Result<()> {
+/// Adds the commands of the calls not written yet to `open.write`, their deadline `timeout` from now, and writes
+/// what the socket takes of it, polling for writability while some is left.
+fn flush<C: DirectCall + 'static>(open: &mut Open<C>, timeout: Duration) -> std::io::Result<()> {
     if open.unwritten > 0 {
         let first = open.pending.len() - open.unwritten;
-        let calls = open.pending.range_mut(first..).map(|(_, call)| call);
+        let deadline = Instant::now() + timeout;
+        let calls = open.pending.range_mut(first..).map(|(at, call)| {
+            *at = Some(deadline);
+            call
+        });
         write_commands(calls, &mut open.write, &mut open.awaited);
         open.unwritten = 0;
     }
@@ -310,9 +316,10 @@ extern "C" fn on_poll<C: DirectCall + 'static>(handle: *mut UvHandle, status: c_
     let mut replies = Vec::new();
     let healthy = {
         let mut guard = state.borrow_mut();
+        let timeout = guard.timeout;
         let Phase::Open(open) = &mut guard.phase else { return };
         status >= 0
-            && (events & UV_WRITABLE == 0 || flush(open).is_ok())
+            && (events & UV_WRITABLE == 0 || flush(open, timeout).is_ok())
             && (events & UV_READABLE == 0 || read(open, &mut replies))
     };
     if !replies.is_empty() {
@@ -374,7 +381,8 @@ extern "C" fn on_deadline<C: DirectCall + 'static>(handle: *mut UvHandle) {
         match open.pending.front() {
             None => false,
             Some((deadline, _)) => {
-                let left = deadline.saturating_duration_since(Instant::now());
+                // A call not written yet (which only lasts within our callbacks) has the whole timeout ahead.
+                let left = deadline.map_or(guard.timeout, |at| at.saturating_duration_since(Instant::now()));
                 if !left.is_zero() {
                     // SAFETY: as above.
                     unsafe { uv_timer_start(open.timer, on_deadline::<C>, left.as_millis() as u64 + 1, 0) };
@@ -405,9 +413,9 @@ fn dispatch<C: DirectCall + 'static>(state: &Rc<RefCell<State<C>>>, replies: Vec
     }
     let mut guard = state.borrow_mut();
     guard.dispatching = false;
-    let closing = guard.closing;
+    let (closing, timeout) = (guard.closing, guard.timeout);
     let Phase::Open(open) = &mut guard.phase else { return };
-    let (flushed, idle) = (flush(open).is_ok(), open.pending.is_empty());
+    let (flushed, idle) = (flush(open, timeout).is_ok(), open.pending.is_empty());
     drop(guard);
     if !flushed {
         fail(state, NoReply::Dropped);
@@ -430,7 +438,7 @@ fn fail<C: DirectCall + 'static>(state: &Rc<RefCell<State<C>>>, why: NoReply) {
 
 /// Closes the socket and its handles if it is open (not to be opened again when closing), returning the calls
 /// that were in flight.
-fn shut<C: 'static>(state: &Rc<RefCell<State<C>>>) -> Option<VecDeque<(Instant, C)>> {
+fn shut<C: 'static>(state: &Rc<RefCell<State<C>>>) -> Option<VecDeque<(Option<Instant>, C)>> {
     let mut guard = state.borrow_mut();
     if !matches!(guard.phase, Phase::Open(_)) {
         if guard.closing {

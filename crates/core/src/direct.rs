@@ -171,7 +171,7 @@ impl Lease {
     /// `None` while minHold keeps the key, or when it was released already: [`Lease::release`] then does what is
     /// left (a release that keeps the key, or nothing).
     pub fn direct_release(self: &Arc<Self>) -> Option<DirectRelease> {
-        if self.acquired_at().elapsed() < self.min_hold() || !self.end_released() {
+        if !self.hold_left().is_zero() || !self.end_released() {
             return None;
         }
         Some(DirectRelease { lease: self.clone() })

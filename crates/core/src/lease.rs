@@ -3,6 +3,7 @@
 use crate::keys::LockKeys;
 use crate::quorum::{Extend, Grant, Nodes};
 use crate::SnatchError;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -31,11 +32,18 @@ pub struct Lease {
     ttl: Duration,
     min_hold: Duration,
     nodes: Arc<Nodes>,
-    state: Mutex<LeaseState>,
-    /// Woken when the lease ends (see [`Lease::ended`]).
+    /// The state and the hooks, under one lock: a short lease takes it a few times in all.
+    inner: Mutex<Inner>,
+    /// Woken when the lease ends (see [`Lease::ended`]), once anyone has waited for that (`awaited`).
     end: Notify,
-    on_lost: Mutex<Option<Hook>>,
-    on_end: Mutex<Option<Hook>>,
+    awaited: AtomicBool,
+}
+
+/// What [`Lease::inner`] guards.
+struct Inner {
+    state: LeaseState,
+    on_lost: Option<Hook>,
+    on_end: Option<Hook>,
 }
 
 impl std::fmt::Debug for Lease {
@@ -53,11 +61,10 @@ impl Lease {
         min_hold: Duration,
         nodes: Arc<Nodes>,
     ) -> Self {
-        let state = Mutex::new(LeaseState::Held { valid_until: grant.valid_until });
-        let (on_lost, on_end) = (Mutex::new(None), Mutex::new(None));
-        let acquired_at = grant.started;
-        let (fence, end) = (grant.fence, Notify::new());
-        Self { keys, token, fence, acquired_at, ttl, min_hold, nodes, state, end, on_lost, on_end }
+        let state = LeaseState::Held { valid_until: grant.valid_until };
+        let inner = Mutex::new(Inner { state, on_lost: None, on_end: None });
+        let (fence, acquired_at, end, awaited) = (grant.fence, grant.started, Notify::new(), AtomicBool::new(false));
+        Self { keys, token, fence, acquired_at, ttl, min_hold, nodes, inner, end, awaited }
     }
 
     /// The key as the user gave it.
@@ -85,9 +92,12 @@ impl Lease {
         &self.nodes
     }
 
-    /// How long after its acquisition a release keeps the key.
-    pub(crate) fn min_hold(&self) -> Duration {
-        self.min_hold
+    /// How much longer minHold keeps the key after a release now (zero without it, or once it has passed).
+    pub(crate) fn hold_left(&self) -> Duration {
+        if self.min_hold.is_zero() {
+            return Duration::ZERO;
+        }
+        self.min_hold.saturating_sub(self.acquired_at.elapsed())
     }
 
     /// The lease's ttl, which renewals set it to again.
@@ -102,7 +112,12 @@ impl Lease {
 
     /// The current state.
     pub fn state(&self) -> LeaseState {
-        *self.state.lock().expect("lease state poisoned")
+        self.inner().state
+    }
+
+    /// The state and the hooks, locked.
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().expect("lease state poisoned")
     }
 
     /// How long the lease is still guaranteed; zero once lost or released.
@@ -115,6 +130,8 @@ impl Lease {
 
     /// Resolves when the lease ends: true if it was lost, false if it was released.
     pub async fn ended(&self) -> bool {
+        // Before the state is read (under the lock), so that an end after that read sees it and notifies.
+        self.awaited.store(true, Ordering::SeqCst);
         loop {
             let ended = self.end.notified();
             tokio::pin!(ended);
@@ -131,17 +148,23 @@ impl Lease {
     /// owner that must hear of a loss without a task of its own waiting on [`Lease::ended`]. Replaces an earlier
     /// hook not yet called.
     pub fn on_lost(&self, hook: impl FnOnce() + Send + 'static) {
-        *self.on_lost.lock().expect("lost hook poisoned") = Some(Box::new(hook));
-        if self.state() == LeaseState::Lost {
-            self.call_lost_hook();
+        let mut inner = self.inner();
+        if inner.state == LeaseState::Lost {
+            drop(inner);
+            hook();
+        } else {
+            inner.on_lost = Some(Box::new(hook));
         }
     }
 
     /// Calls `hook` once when the lease ends, lost or released, at once if it already has. For the supervisor.
     pub(crate) fn on_end(&self, hook: impl FnOnce() + Send + 'static) {
-        *self.on_end.lock().expect("end hook poisoned") = Some(Box::new(hook));
-        if !matches!(self.state(), LeaseState::Held { .. }) {
-            self.call_end_hook();
+        let mut inner = self.inner();
+        if matches!(inner.state, LeaseState::Held { .. }) {
+            inner.on_end = Some(Box::new(hook));
+        } else {
+            drop(inner);
+            hook();
         }
     }
 
@@ -154,16 +177,13 @@ impl Lease {
             return Ok(false);
         }
         match self.nodes.extend(&self.keys, &self.token, ttl).await? {
-            Extend::Renewed { valid_until } if valid_until > Instant::now() => {
-                let mut state = self.state.lock().expect("lease state poisoned");
-                Ok(match &mut *state {
-                    LeaseState::Held { valid_until: v } => {
-                        *v = valid_until;
-                        true
-                    }
-                    _ => false,
-                })
-            }
+            Extend::Renewed { valid_until } if valid_until > Instant::now() => Ok(match &mut self.inner().state {
+                LeaseState::Held { valid_until: v } => {
+                    *v = valid_until;
+                    true
+                }
+                _ => false,
+            }),
             Extend::Renewed { .. } | Extend::Refused => {
                 self.mark_lost();
                 Ok(false)
@@ -174,9 +194,9 @@ impl Lease {
     /// Gives the lock back (owner-checked); the key stays for the rest of `min_hold` if that has not passed yet.
     /// Returns whether the key was still ours in Redis; false without a round trip when already released.
     pub async fn release(&self) -> Result<bool, SnatchError> {
-        let held_for = self.acquired_at.elapsed();
-        if held_for < self.min_hold {
-            return self.release_keeping(self.min_hold - held_for).await;
+        let hold = self.hold_left();
+        if !hold.is_zero() {
+            return self.release_keeping(hold).await;
         }
         if !self.end_released() {
             return Ok(false);
@@ -205,45 +225,39 @@ impl Lease {
 
     /// Declares the lease lost if it is still held, calling the hooks.
     pub(crate) fn mark_lost(&self) {
-        let was_held = {
-            let mut state = self.state.lock().expect("lease state poisoned");
-            let held = matches!(*state, LeaseState::Held { .. });
-            if held {
-                *state = LeaseState::Lost;
+        let hooks = {
+            let mut inner = self.inner();
+            if !matches!(inner.state, LeaseState::Held { .. }) {
+                return;
             }
-            held
+            inner.state = LeaseState::Lost;
+            (inner.on_end.take(), inner.on_lost.take())
         };
-        if was_held {
-            self.end.notify_waiters();
-            self.call_end_hook();
-            self.call_lost_hook();
-        }
+        self.notify_end();
+        hooks.0.into_iter().chain(hooks.1).for_each(|hook| hook());
     }
 
     /// Sets the state to released; false if it already was. Calls the end hook when it was not.
     pub(crate) fn end_released(&self) -> bool {
-        let before = std::mem::replace(&mut *self.state.lock().expect("lease state poisoned"), LeaseState::Released);
-        let released = before != LeaseState::Released;
-        if released {
-            self.end.notify_waiters();
-            self.call_end_hook();
+        // A loss can no longer be: its hook goes now (outside the lock) rather than with the lease.
+        let (on_end, _on_lost) = {
+            let mut inner = self.inner();
+            if std::mem::replace(&mut inner.state, LeaseState::Released) == LeaseState::Released {
+                return false;
+            }
+            (inner.on_end.take(), inner.on_lost.take())
+        };
+        self.notify_end();
+        if let Some(hook) = on_end {
+            hook();
         }
-        released
+        true
     }
 
-    fn call_lost_hook(&self) {
-        call_once(&self.on_lost);
-    }
-
-    fn call_end_hook(&self) {
-        call_once(&self.on_end);
-    }
-}
-
-/// Calls the hook in `slot` if one is set and not yet called (taken under the lock, called outside it).
-fn call_once(slot: &Mutex<Option<Hook>>) {
-    let hook = slot.lock().expect("lease hook poisoned").take();
-    if let Some(hook) = hook {
-        hook();
+    /// Wakes the tasks in [`Lease::ended`], if any ever waited.
+    fn notify_end(&self) {
+        if self.awaited.load(Ordering::SeqCst) {
+            self.end.notify_waiters();
+        }
     }
 }

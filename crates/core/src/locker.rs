@@ -10,10 +10,10 @@ use crate::scheduler::Schedule;
 use crate::supervisor::Supervisor;
 use crate::SnatchError;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{watch, OnceCell};
+use tokio::sync::{Notify, OnceCell};
 use tokio::time::{sleep, Instant};
 
 /// Bounds of the jittered delay between two attempts of a waiting acquisition.
@@ -52,7 +52,9 @@ struct Shared {
     supervisor: Supervisor,
     closed: AtomicBool,
     /// Number of calls under way; `close` waits for zero.
-    busy: watch::Sender<usize>,
+    busy: AtomicUsize,
+    /// Woken when `busy` drops to zero once closing.
+    idle: Notify,
     close_done: OnceCell<()>,
     /// Schedules started on this locker, stopped by `close`.
     schedules: Mutex<Vec<Schedule>>,
@@ -63,7 +65,10 @@ pub struct Busy(Arc<Shared>);
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        self.0.busy.send_modify(|n| *n -= 1);
+        // After the count (SeqCst both): a `close` that saw the count above zero set `closed` before, so this sees it.
+        if self.0.busy.fetch_sub(1, Ordering::SeqCst) == 1 && self.0.closed.load(Ordering::SeqCst) {
+            self.0.idle.notify_waiters();
+        }
     }
 }
 
@@ -79,7 +84,8 @@ impl Locker {
                 nodes,
                 supervisor: Supervisor::new(),
                 closed: AtomicBool::new(false),
-                busy: watch::Sender::new(0),
+                busy: AtomicUsize::new(0),
+                idle: Notify::new(),
                 close_done: OnceCell::new(),
                 schedules: Mutex::new(Vec::new()),
             }),
@@ -128,8 +134,16 @@ impl Locker {
             .get_or_init(|| async {
                 let schedules = std::mem::take(&mut *shared.schedules.lock().expect("schedules poisoned"));
                 futures_util::future::join_all(schedules.iter().map(Schedule::stop)).await;
-                let mut busy = shared.busy.subscribe();
-                let _ = busy.wait_for(|n| *n == 0).await;
+                loop {
+                    let idle = shared.idle.notified();
+                    tokio::pin!(idle);
+                    // Registered before the count is read, so that the last call ending in between still wakes it.
+                    idle.as_mut().enable();
+                    if shared.busy.load(Ordering::SeqCst) == 0 {
+                        break;
+                    }
+                    idle.await;
+                }
                 let leases = shared.supervisor.leases();
                 futures_util::future::join_all(leases.iter().map(|l| l.release())).await;
                 shared.supervisor.close();
@@ -146,7 +160,7 @@ impl Locker {
     /// Counts a call under way until the returned guard drops (`close` waits for it); [`SnatchError::Closed`] once
     /// closing. The locker's own methods do this themselves.
     pub fn enter(&self) -> Result<Busy, SnatchError> {
-        self.shared.busy.send_modify(|n| *n += 1);
+        self.shared.busy.fetch_add(1, Ordering::SeqCst);
         let busy = Busy(self.shared.clone());
         if self.is_closed() {
             return Err(SnatchError::Closed);

@@ -327,6 +327,44 @@ async fn close_releases_held_locks_and_refuses_later_calls() {
 }
 
 #[tokio::test]
+async fn close_waits_for_the_runs_under_way() {
+    let (_server, url) = redis_url();
+    let locker = Arc::new(locker(&url));
+    let key = unique_key("close-waits");
+    let (started, mut has_started) = tokio::sync::mpsc::unbounded_channel();
+    let (finish, finished) = tokio::sync::oneshot::channel::<()>();
+    let run = {
+        let (locker, key) = (locker.clone(), key.clone());
+        tokio::spawn(async move {
+            locker
+                .run(&key, &LockOptions::default(), |_| async move {
+                    started.send(()).unwrap();
+                    finished.await.unwrap();
+                })
+                .await
+        })
+    };
+    has_started.recv().await.unwrap();
+    let close = tokio::spawn({
+        let locker = locker.clone();
+        async move { locker.close().await }
+    });
+    // Several turns of the runtime and some time for close to get past the wait if it did not wait.
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!close.is_finished(), "close returned while a run was under way");
+    let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
+    assert!(exists, "the run's lock is still held");
+    finish.send(()).unwrap();
+    close.await.unwrap();
+    assert!(run.await.unwrap().unwrap().is_some(), "the run ended normally");
+    let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
+    assert!(!exists, "released by the run");
+}
+
+#[tokio::test]
 async fn bad_input_is_rejected_with_invalid_arg() {
     let (_server, url) = redis_url();
     let locker = locker(&url);

@@ -34,7 +34,7 @@ pub(crate) type EventArgs = (u32, u32, Option<BigInt>, Option<Either<bool, Strin
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Call {
     /// The acquisition of run `run`.
-    Acquire { run: u32, key: String, required: bool, attempt: DirectAcquire, busy: Busy },
+    Acquire { run: u32, required: bool, attempt: DirectAcquire, busy: Busy },
     /// The release after the task of run `run`: the run completes with `fence` and `lost`.
     Release { run: u32, fence: i64, lost: bool, release: DirectRelease, busy: Busy },
     /// The acquisition of tryLock `id`.
@@ -90,13 +90,7 @@ impl DirectCalls {
     /// Starts run `id` by a direct call: false, and nothing started, when the call cannot be made (options that
     /// wait, several nodes, the socket not open yet).
     pub(crate) fn start(&self, id: u32, key: &str, options: &LockOptions, required: bool) -> napi::Result<bool> {
-        self.acquire(key, options, |attempt, busy| Call::Acquire {
-            run: id,
-            key: key.to_owned(),
-            required,
-            attempt,
-            busy,
-        })
+        self.acquire(key, options, |attempt, busy| Call::Acquire { run: id, required, attempt, busy })
     }
 
     /// Starts tryLock `id` by a direct call: false, and nothing started, when the call cannot be made.
@@ -179,22 +173,26 @@ impl Context {
         let mut out = Vec::with_capacity(replies.len());
         for (call, outcome) in replies {
             match call {
-                Call::Acquire { run, key, required, attempt, busy } => match attempt.settle(outcome) {
-                    Settled::Done(Ok(Some(lease))) => {
-                        out.push(Event::Task(run, lease.fence()));
-                        let completions = self.completions.clone();
-                        lease.on_lost(move || {
-                            completions.push(Completion::lost_notice(run));
-                        });
-                        self.running.lock().expect("running poisoned").insert(run, (lease, busy));
+                Call::Acquire { run, required, attempt, busy } => {
+                    // For the error of a withLock that did not get the lock (settling consumes the attempt).
+                    let key = required.then(|| attempt.key().to_owned());
+                    match attempt.settle(outcome) {
+                        Settled::Done(Ok(Some(lease))) => {
+                            out.push(Event::Task(run, lease.fence()));
+                            let completions = self.completions.clone();
+                            lease.on_lost(move || {
+                                completions.push(Completion::lost_notice(run));
+                            });
+                            self.running.lock().expect("running poisoned").insert(run, (lease, busy));
+                        }
+                        Settled::Done(Ok(None)) => out.push(match key {
+                            Some(key) => Event::Other(not_acquired(run, &key)),
+                            None => Event::NotAcquired(run),
+                        }),
+                        Settled::Done(Err(e)) => out.push(Event::Other(Completion::failed(run, &e))),
+                        Settled::Fallback(attempt) => self.clone().acquire_on_runtime(run, required, attempt, busy),
                     }
-                    Settled::Done(Ok(None)) if required => {
-                        out.push(Event::Other(not_acquired(run, &key)));
-                    }
-                    Settled::Done(Ok(None)) => out.push(Event::NotAcquired(run)),
-                    Settled::Done(Err(e)) => out.push(Event::Other(Completion::failed(run, &e))),
-                    Settled::Fallback(attempt) => self.clone().acquire_on_runtime(run, key, required, attempt, busy),
-                },
+                }
                 Call::Lock { id, attempt, busy } => {
                     match attempt.settle(outcome) {
                         Settled::Done(Ok(Some(lease))) => {
@@ -244,7 +242,8 @@ impl Context {
     }
 
     /// Makes the acquisition of run `run` over the locker's connection, and the rest of the run on the runtime.
-    fn acquire_on_runtime(self: Arc<Self>, run: u32, key: String, required: bool, attempt: DirectAcquire, busy: Busy) {
+    fn acquire_on_runtime(self: Arc<Self>, run: u32, required: bool, attempt: DirectAcquire, busy: Busy) {
+        let key = attempt.key().to_owned();
         spawn(async move {
             let completion = match attempt.fallback().await {
                 Ok(Some(lease)) => {

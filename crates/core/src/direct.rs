@@ -160,6 +160,11 @@ impl DirectAcquire {
         Settled::Done(Ok(Some(self.locker.adopt(self.keys, self.token, grant, self.ttl, &self.options))))
     }
 
+    /// The key as the user gave it.
+    pub fn key(&self) -> &str {
+        &self.keys.key
+    }
+
     /// Makes the attempt on the locker's own connection, with the same token.
     pub async fn fallback(self) -> Result<Option<Arc<Lease>>, SnatchError> {
         self.locker.attempt(self.keys, self.token, &self.options).await

@@ -13,9 +13,6 @@ pub struct LockKeys {
     /// `{prefix + key}:fence`: the fencing counter. It hashes to the same cluster slot as `lock` (the hash tag is
     /// the whole lock key) and never expires, so fences keep increasing.
     pub fence: String,
-    /// `{prefix + key}:released`: the pub/sub channel on which a release wakes waiters. The release script derives
-    /// it from `lock` the same way.
-    pub channel: String,
 }
 
 impl LockKeys {
@@ -24,24 +21,20 @@ impl LockKeys {
         validate_key(key)?;
         // Concatenated rather than formatted: this runs once per acquisition.
         let lock = [prefix, key].concat();
-        Ok(Self {
-            key: key.to_owned(),
-            fence: ["{", &lock, "}:fence"].concat(),
-            channel: ["{", &lock, "}:released"].concat(),
-            lock,
-        })
+        Ok(Self { key: key.to_owned(), fence: ["{", &lock, "}:fence"].concat(), lock })
     }
 
     /// The claim of occurrence `tick_ms` of the schedule whose run lock is `run`: key `name:<tick_ms>`, sharing the
     /// run lock's fence counter (fences stay per schedule, and claims leave no counter behind).
     pub fn occurrence(run: &LockKeys, tick_ms: i64) -> Self {
         let lock = format!("{}:{tick_ms}", run.lock);
-        Self {
-            key: format!("{}:{tick_ms}", run.key),
-            fence: run.fence.clone(),
-            channel: format!("{{{lock}}}:released"),
-            lock,
-        }
+        Self { key: format!("{}:{tick_ms}", run.key), fence: run.fence.clone(), lock }
+    }
+
+    /// `{prefix + key}:released`: the pub/sub channel on which a release wakes waiters (the release script derives
+    /// it from the lock key the same way). Made when needed: only waiting acquisitions listen.
+    pub fn channel(&self) -> String {
+        ["{", &self.lock, "}:released"].concat()
     }
 }
 
@@ -68,7 +61,7 @@ mod tests {
         let k = LockKeys::new("snatch:", "report:daily").unwrap();
         assert_eq!(k.lock, "snatch:report:daily");
         assert_eq!(k.fence, "{snatch:report:daily}:fence");
-        assert_eq!(k.channel, "{snatch:report:daily}:released");
+        assert_eq!(k.channel(), "{snatch:report:daily}:released");
     }
 
     #[test]

@@ -84,7 +84,7 @@ impl Node {
 
     /// Wakes `notify` when the lock of `keys` is released on this node; `None` when that cannot be arranged.
     pub(crate) async fn watch(&self, keys: &LockKeys, notify: &Arc<Notify>) -> Option<Watch> {
-        self.waker.watch(&keys.channel, notify).await
+        self.waker.watch(&keys.channel(), notify).await
     }
 
     /// Drops the connections; later commands fail with [`SnatchError::Closed`].

@@ -182,6 +182,31 @@ test('tryLock and release with the direct socket open: the lock is in Redis, rel
   expect(await redisCommand(server.url, 'EXISTS', `snatch:${key}`)).toBe(0)
 })
 
+test('replies longer than the socket reads at a time are read whole, in any number of reads', async () => {
+  // A key holding a foreign value: the acquisition's SET ... GET answers that value, here 100 KB a time, so that
+  // the replies of one turn span many reads and outgrow the read buffer.
+  const keys = Array.from({ length: 5 }, (_, i) => uniqueKey(`direct-long-reply-${i}`))
+  for (const [i, key] of keys.entries()) {
+    await redisCommand(server.url, 'SET', `snatch:${key}`, String(i).repeat(100_000))
+  }
+  const idOf = (client) => /(?:^| )id=(\d+) /.exec(client)[1]
+  const [before] = (await directClients(server.url)).map(idOf)
+  const transactions = await commandCalls(server.url, 'exec')
+  for (let round = 0; round < 3; round++) {
+    const outcomes = await Promise.all(keys.map((key) => locker.tryLock(key)))
+    expect(outcomes).toEqual(keys.map(() => null))
+  }
+  expect(await commandCalls(server.url, 'exec')).toBeGreaterThan(transactions)
+  // On the same socket all along: it did not fail and fall back to the locker's connection.
+  expect((await directClients(server.url)).map(idOf)).toEqual([before])
+  const lock = await locker.tryLock(uniqueKey('direct-after-long-replies'))
+  expect(await lock.release()).toBe(true)
+  for (const [i, key] of keys.entries()) {
+    expect(await redisCommand(server.url, 'STRLEN', `snatch:${key}`)).toBe(100_000)
+    expect((await redisCommand(server.url, 'GET', `snatch:${key}`)).startsWith(String(i))).toBe(true)
+  }
+})
+
 test('tryLocks made in one turn share one transaction; a key holding another type fails only its own', async () => {
   const [first, wrongType, second] = ['first', 'wrong-type', 'second'].map((name) => uniqueKey(`direct-batch-${name}`))
   await redisCommand(server.url, 'HSET', `snatch:${wrongType}`, 'field', 'value')

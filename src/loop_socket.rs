@@ -58,8 +58,8 @@ const UV_WRITABLE: c_int = 2;
 /// Consecutive calls of one kind among them go as one command (`write_commands`, profile step 19).
 const WRITE_EVERY: usize = 16;
 
-/// Bytes read from the socket at a time.
-const READ_CHUNK: usize = 16 * 1024;
+/// Bytes of room for reads from the socket, to start with (more when one reply is longer).
+const READ_ROOM: usize = 16 * 1024;
 
 /// How long after a failure the socket is not opened again.
 const REOPEN_AFTER: Duration = Duration::from_secs(1);
@@ -115,9 +115,7 @@ struct Open<C> {
     /// The replies of the commands written, and how many calls of `pending` each answers.
     awaited: AwaitedReplies,
     /// What was read and not yet parsed.
-    read: Vec<u8>,
-    /// Where reads land first (allocated once, rather than zeroed on the stack for every read).
-    chunk: Box<[u8]>,
+    received: Received,
     write: Vec<u8>,
     /// Waiting for the socket to take the rest of `write`.
     writable_wanted: bool,
@@ -256,8 +254,7 @@ fn install<C: DirectCall + 'static>(
             pending: VecDeque::new(),
             unwritten: 0,
             awaited: AwaitedReplies::default(),
-            read: Vec::new(),
-            chunk: vec![0; READ_CHUNK].into_boxed_slice(),
+            received: Received::new(),
             write: Vec::new(),
             writable_wanted: false,
             cleanup,
@@ -334,11 +331,13 @@ extern "C" fn on_poll<C: DirectCall + 'static>(handle: *mut UvHandle, status: c_
 /// when the stream ended or failed, or a reply made no sense (what was complete before is still taken).
 fn read<C>(open: &mut Open<C>, replies: &mut Vec<(C, Outcome)>) -> bool {
     let mut healthy = loop {
-        match open.stream.read(&mut open.chunk) {
+        let room = open.received.room();
+        let space = room.len();
+        match open.stream.read(room) {
             Ok(0) => break false,
             Ok(n) => {
-                open.read.extend_from_slice(&open.chunk[..n]);
-                if n < open.chunk.len() {
+                open.received.end += n;
+                if n < space {
                     // All there is for now: the loop polls the socket again (level-triggered) if more comes.
                     break true;
                 }
@@ -350,7 +349,7 @@ fn read<C>(open: &mut Open<C>, replies: &mut Vec<(C, Outcome)>) -> bool {
     };
     let mut at = 0;
     loop {
-        match parse_reply(&open.read[at..]) {
+        match parse_reply(&open.received.unparsed()[at..]) {
             Ok(Some((reply, len))) => {
                 let Some(answers) = open.awaited.take(reply).ok().filter(|a| a.len() <= open.pending.len()) else {
                     healthy = false;
@@ -367,8 +366,49 @@ fn read<C>(open: &mut Open<C>, replies: &mut Vec<(C, Outcome)>) -> bool {
             }
         }
     }
-    open.read.drain(..at);
+    open.received.consume(at);
     healthy
+}
+
+/// What was read from the socket and not parsed yet, `bytes[start..end]`; reads land after it, in room zeroed once
+/// (when allocated or grown) rather than for every read, without a copy.
+struct Received {
+    bytes: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl Received {
+    fn new() -> Self {
+        Self { bytes: vec![0; READ_ROOM], start: 0, end: 0 }
+    }
+
+    /// Room for the next read: what is left after `end`, made by moving what is unparsed to the front when there is
+    /// none, or by growing when that is all of it.
+    fn room(&mut self) -> &mut [u8] {
+        if self.end == self.bytes.len() {
+            if self.start > 0 {
+                self.bytes.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else {
+                self.bytes.resize(self.bytes.len() * 2, 0);
+            }
+        }
+        &mut self.bytes[self.end..]
+    }
+
+    fn unparsed(&self) -> &[u8] {
+        &self.bytes[self.start..self.end]
+    }
+
+    /// The first `n` unparsed bytes were parsed.
+    fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
+        }
+    }
 }
 
 /// The timer found the oldest call's deadline: fails the socket if it has passed, else waits for it.

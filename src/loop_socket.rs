@@ -54,9 +54,10 @@ const UV_WRITABLE: c_int = 2;
 
 /// While replies are handed out, the calls they lead to are written this many at a time rather than all at the
 /// end, so that Redis works on the first ones while JS makes the rest: at 50 concurrent runs, about 3× the
-/// throughput of writing them all at once, which has node and Redis take turns (bench/README.md, profile step 15).
-/// Consecutive calls of one kind among them go as one command (`write_commands`, profile step 19).
-const WRITE_EVERY: usize = 16;
+/// throughput of writing them all at once, which has node and Redis take turns (bench/README.md, profile step 15;
+/// 12 rather than 16 since step 26). Consecutive calls of one kind among them go as one command (`write_commands`,
+/// profile step 19).
+const WRITE_EVERY: usize = 12;
 
 /// Bytes of room for reads from the socket, to start with (more when one reply is longer).
 const READ_ROOM: usize = 16 * 1024;

@@ -24,13 +24,21 @@ impl RedisServer {
 
     /// Starts a server as [`RedisServer::start`] does, with `args` added to its command line.
     pub fn start_with(args: &[&str]) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let dir = std::env::temp_dir().join(format!("snatch-core-test-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let args = args.iter().map(|a| a.to_string()).collect();
-        let mut server = Self { port, child: None, dir, args };
-        server.spawn();
-        server
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let mut attempt = 1;
+        loop {
+            // Free now; another test's server may still take it before this one binds it (then: another port).
+            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let dir = std::env::temp_dir().join(format!("snatch-core-test-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let mut server = Self { port, child: None, dir, args: args.clone() };
+            match server.spawn() {
+                Ok(()) => return server,
+                Err(e) if attempt < 5 => eprintln!("{e}; trying another port"),
+                Err(e) => panic!("{e}"),
+            }
+            attempt += 1;
+        }
     }
 
     /// `redis://127.0.0.1:<port>`.
@@ -49,7 +57,7 @@ impl RedisServer {
     /// Kills the server and starts an empty one on the same port.
     pub fn restart(&mut self) {
         self.kill();
-        self.spawn();
+        self.spawn().unwrap_or_else(|e| panic!("{e}"));
     }
 
     /// SIGSTOPs the server: it keeps its connections but answers nothing.
@@ -67,8 +75,10 @@ impl RedisServer {
         assert!(Command::new("kill").args([sig, &pid]).status().unwrap().success());
     }
 
-    fn spawn(&mut self) {
-        let child = Command::new("redis-server")
+    /// Starts the process on `self.port` and waits until that very process answers (not another server that took
+    /// the port first); an error when it exits, or another answers, first.
+    fn spawn(&mut self) -> Result<(), String> {
+        let mut child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(&self.dir)
@@ -82,12 +92,23 @@ impl RedisServer {
                      `sudo apt-get install redis-server` (Debian/Ubuntu) or `brew install redis` (macOS)"
                 )
             });
-        self.child = Some(child);
+        let (port, pid) = (self.port, child.id());
         let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start on port {}", self.port);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if child.try_wait().unwrap().is_some() {
+                return Err(format!("redis-server on port {port} exited during startup"));
+            }
+            assert!(Instant::now() < deadline, "redis-server did not start on port {port}");
             std::thread::sleep(Duration::from_millis(10));
         }
+        self.child = Some(child);
+        let info = redis::cmd("INFO").arg("server").query::<String>(&mut inspect(&self.url()));
+        let info = info.map_err(|e| format!("redis-server on port {port} did not answer INFO: {e}"))?;
+        if !info.contains(&format!("process_id:{pid}\r\n")) {
+            self.kill();
+            return Err(format!("redis-server on port {port} found its port taken by another server"));
+        }
+        Ok(())
     }
 }
 

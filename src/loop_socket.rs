@@ -112,7 +112,6 @@ struct Open<C> {
     pending: VecDeque<(Option<Instant>, C)>,
     /// Calls not written yet, at the end of `pending`.
     unwritten: usize,
-
     /// The replies of the commands written, and how many calls of `pending` each answers.
     awaited: AwaitedReplies,
     /// What was read and not yet parsed.

@@ -102,7 +102,10 @@ impl RedisServer {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.child = Some(child);
-        let info = redis::cmd("INFO").arg("server").query::<String>(&mut inspect(&self.url()));
+        // Fallible, unlike `inspect`: the server that answered may be another test's, gone by now.
+        let info = redis::Client::open(self.url())
+            .and_then(|client| client.get_connection())
+            .and_then(|mut connection| redis::cmd("INFO").arg("server").query::<String>(&mut connection));
         let info = info.map_err(|e| format!("redis-server on port {port} did not answer INFO: {e}"))?;
         if !info.contains(&format!("process_id:{pid}\r\n")) {
             self.kill();

@@ -72,9 +72,20 @@ export interface Completion {
   ok?: boolean
 }
 
-/** Options of a locker (`url` already folded into `urls`, `REDIS_URL` applied by the facade). */
+/**
+ * Options of a locker (`url`, `cluster` or `sentinel.urls` folded into `urls`, with `sentinel.name` as
+ * `sentinelName`; `REDIS_URL` applied by the facade).
+ */
 export interface LockerInit {
   urls: Array<string>
+  /** The URLs are a cluster's seed nodes. */
+  cluster?: boolean
+  /** The URLs are sentinels of the master of this name. */
+  sentinelName?: string
+  tls?: TlsInit
+  username?: string
+  password?: string
+  waitReplicas?: number
   prefix?: string
   ttl?: number
   commandTimeout?: number
@@ -115,4 +126,14 @@ export interface ScheduleInit {
   timezone?: string
   /** Test only: milliseconds added to this process's clock when deciding when occurrences are due. */
   clockOffset?: number
+}
+
+/** TLS options, PEM text (the facade has turned Buffers into strings and read `NODE_EXTRA_CA_CERTS`). */
+export interface TlsInit {
+  ca?: Array<string>
+  extraCa?: string
+  cert?: string
+  key?: string
+  servername?: string
+  rejectUnauthorized?: boolean
 }

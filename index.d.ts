@@ -14,6 +14,38 @@ export interface LockerOptions {
   commandTimeout?: number
   /** Redlock clock-drift factor. Default 0.01. */
   driftFactor?: number
+  /** Redis Cluster: seed nodes ('redis://' or 'rediss://'); the rest are discovered. Exclusive with url, urls, sentinel. */
+  cluster?: string[]
+  /**
+   * Sentinel: the sentinels' URLs (their credentials, if any, in these URLs) and the monitored master's name. The
+   * locker follows failovers. Exclusive with url, urls, cluster.
+   */
+  sentinel?: { urls: string[]; name: string }
+  /** TLS for 'rediss://' URLs (and TLS cluster / sentinel nodes). PEM text or Buffers. */
+  tls?: TlsOptions
+  /** ACL user when the URL names none (the URL's wins when both are given). */
+  username?: string
+  /** Password when the URL gives none (the URL's wins when both are given). */
+  password?: string
+  /**
+   * After acquiring, wait until this many replicas acknowledged the write (WAIT n commandTimeout); otherwise the
+   * acquisition fails with RedisError and the key is released. Default 0.
+   */
+  waitReplicas?: number
+}
+
+/** TLS options of a Locker, as Node's `tls.connect` names them. */
+export interface TlsOptions {
+  /** Certificate authorities to trust instead of the default ones (the platform's, plus NODE_EXTRA_CA_CERTS). */
+  ca?: string | Buffer | Array<string | Buffer>
+  /** Client certificate (PEM), for servers that require one (mutual TLS). */
+  cert?: string | Buffer
+  /** The client certificate's private key (PEM). */
+  key?: string | Buffer
+  /** The name the server's certificate must be valid for (and SNI), instead of the URL's host. Not with `cluster`. */
+  servername?: string
+  /** Check the server's certificate. Default true. */
+  rejectUnauthorized?: boolean
 }
 
 /** Options of one acquisition. */
@@ -46,7 +78,7 @@ export interface TaskContext {
 
 export type SnatchResult<T> = { ran: true; value: T; fence: bigint } | { ran: false }
 
-/** Acquires locks and runs tasks under them, on one Redis (`url`) or a Redlock set (`urls`). */
+/** Acquires locks and runs tasks under them, on one Redis (`url`, `cluster` or `sentinel`) or a Redlock set (`urls`). */
 export declare class Locker {
   constructor(options?: LockerOptions)
   /** One attempt. If this process wins the key, run fn, await it, release; else resolve { ran: false } without running fn. */

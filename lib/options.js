@@ -1,5 +1,6 @@
 'use strict'
 
+const fs = require('node:fs')
 const { invalidArg } = require('./errors')
 
 /** The single-server default when neither `url` nor `urls` nor REDIS_URL is given. */
@@ -14,7 +15,8 @@ function checkType(name, value, type) {
 function describe(value) {
   if (value === null) return 'null'
   if (Array.isArray(value)) return 'an array'
-  return typeof value === 'string' ? `the string '${value}'` : `a ${typeof value}`
+  // A URL's password never goes into an error.
+  return typeof value === 'string' ? `the string '${value.replace(/\/\/([^:@/]*):[^@]*@/, '//$1:***@')}'` : `a ${typeof value}`
 }
 
 function checkObject(name, value) {
@@ -24,23 +26,100 @@ function checkObject(name, value) {
   return value ?? {}
 }
 
-/** Checks the JS types of LockerOptions and resolves the URL list (`url`, else `urls`, else REDIS_URL). */
+/** Checks the JS types of LockerOptions and resolves the URLs (`url`, `urls`, `cluster` or `sentinel.urls`, else REDIS_URL). */
 function lockerInit(options) {
   const o = checkObject('options', options)
   checkType('url', o.url, 'string')
-  if (o.urls !== undefined && !(Array.isArray(o.urls) && o.urls.every((u) => typeof u === 'string'))) {
-    throw invalidArg(TypeError, `urls must be an array of strings, got ${describe(o.urls)}`)
+  for (const name of ['urls', 'cluster']) checkStrings(name, o[name])
+  const sentinel = checkObject('sentinel', o.sentinel)
+  if (o.sentinel !== undefined) {
+    checkStrings('sentinel.urls', sentinel.urls)
+    if (sentinel.urls === undefined || sentinel.urls.length === 0) {
+      throw invalidArg(TypeError, 'sentinel.urls must list at least one sentinel URL')
+    }
+    if (typeof sentinel.name !== 'string' || sentinel.name === '') {
+      throw invalidArg(TypeError, `sentinel.name must be the monitored master's name, got ${describe(sentinel.name)}`)
+    }
   }
-  if (o.url !== undefined && o.urls !== undefined) {
-    throw invalidArg(TypeError, 'url and urls are exclusive: give one Redis (url) or a Redlock set (urls)')
+  const given = ['url', 'urls', 'cluster', 'sentinel'].filter((name) => o[name] !== undefined)
+  if (given.length > 1) {
+    throw invalidArg(TypeError, `${given.join(' and ')} are exclusive: give one Redis (url), a Redlock set (urls), a cluster or a sentinel`)
   }
   if (o.urls !== undefined && o.urls.length < 3) {
     throw invalidArg(RangeError, `urls must list an odd number (>= 3) of independent Redis masters, got ${o.urls.length}`)
   }
+  if (o.cluster !== undefined && o.cluster.length === 0) {
+    throw invalidArg(TypeError, 'cluster must list at least one seed node URL')
+  }
   checkType('prefix', o.prefix, 'string')
-  for (const name of ['ttl', 'commandTimeout', 'driftFactor']) checkType(name, o[name], 'number')
-  const urls = o.urls ?? [o.url ?? (process.env.REDIS_URL || DEFAULT_URL)]
-  return { urls, prefix: o.prefix, ttl: o.ttl, commandTimeout: o.commandTimeout, driftFactor: o.driftFactor }
+  for (const name of ['ttl', 'commandTimeout', 'driftFactor', 'waitReplicas']) checkType(name, o[name], 'number')
+  for (const name of ['username', 'password']) checkType(name, o[name], 'string')
+  const urls = o.urls ?? o.cluster ?? (o.sentinel && sentinel.urls) ?? [o.url ?? (process.env.REDIS_URL || DEFAULT_URL)]
+  return {
+    urls,
+    cluster: o.cluster !== undefined,
+    sentinelName: o.sentinel === undefined ? undefined : sentinel.name,
+    tls: tlsInit(o.tls, urls),
+    username: o.username,
+    password: o.password,
+    waitReplicas: o.waitReplicas,
+    prefix: o.prefix,
+    ttl: o.ttl,
+    commandTimeout: o.commandTimeout,
+    driftFactor: o.driftFactor,
+  }
+}
+
+/** Checks that `value`, if given, is an array of strings. */
+function checkStrings(name, value) {
+  if (value !== undefined && !(Array.isArray(value) && value.every((u) => typeof u === 'string'))) {
+    throw invalidArg(TypeError, `${name} must be an array of strings, got ${describe(value)}`)
+  }
+}
+
+/** PEM text of a string or Buffer option. */
+function pem(name, value) {
+  if (typeof value === 'string') return value
+  if (Buffer.isBuffer(value)) return value.toString('utf8')
+  throw invalidArg(TypeError, `${name} must be a string or a Buffer (PEM), got ${describe(value)}`)
+}
+
+/**
+ * The TLS options as the native side takes them: PEM text, and, when no `ca` replaces the default trust, the
+ * certificates NODE_EXTRA_CA_CERTS names (Node's own way to add to it). Undefined when no URL uses TLS; `tls` given
+ * for plaintext URLs is an error rather than silently plaintext.
+ */
+function tlsInit(tls, urls) {
+  const o = checkObject('tls', tls)
+  const secure = urls.some((url) => url.startsWith('rediss://'))
+  if (!secure) {
+    if (tls !== undefined) {
+      throw invalidArg(TypeError, 'tls options were given but no URL uses TLS: use rediss:// URLs (redis:// is plaintext)')
+    }
+    return undefined
+  }
+  const ca = o.ca === undefined ? undefined : (Array.isArray(o.ca) ? o.ca : [o.ca]).map((c, n) => pem(`tls.ca[${n}]`, c))
+  checkType('tls.servername', o.servername, 'string')
+  checkType('tls.rejectUnauthorized', o.rejectUnauthorized, 'boolean')
+  return {
+    ca,
+    extraCa: ca === undefined ? extraCertificates() : undefined,
+    cert: o.cert === undefined ? undefined : pem('tls.cert', o.cert),
+    key: o.key === undefined ? undefined : pem('tls.key', o.key),
+    servername: o.servername,
+    rejectUnauthorized: o.rejectUnauthorized,
+  }
+}
+
+/** The PEM file NODE_EXTRA_CA_CERTS names, if set and readable (Node itself warns at start-up when it is not). */
+function extraCertificates() {
+  const file = process.env.NODE_EXTRA_CA_CERTS
+  if (!file) return undefined
+  try {
+    return fs.readFileSync(file, 'utf8')
+  } catch {
+    return undefined
+  }
 }
 
 /**

@@ -2,17 +2,37 @@
 //! numbers are checked here.
 
 use napi_derive::napi;
-use snatch_core::{LockOptions, LockerConfig, SnatchError};
+use snatch_core::{LockOptions, LockerConfig, SnatchError, TlsOptions, Topology};
 use std::time::Duration;
 
-/// Options of a locker (`url` already folded into `urls`, `REDIS_URL` applied by the facade).
+/// Options of a locker (`url`, `cluster` or `sentinel.urls` folded into `urls`, with `sentinel.name` as
+/// `sentinelName`; `REDIS_URL` applied by the facade).
 #[napi(object)]
 pub struct LockerInit {
     pub urls: Vec<String>,
+    /// The URLs are a cluster's seed nodes.
+    pub cluster: Option<bool>,
+    /// The URLs are sentinels of the master of this name.
+    pub sentinel_name: Option<String>,
+    pub tls: Option<TlsInit>,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub wait_replicas: Option<f64>,
     pub prefix: Option<String>,
     pub ttl: Option<f64>,
     pub command_timeout: Option<f64>,
     pub drift_factor: Option<f64>,
+}
+
+/// TLS options, PEM text (the facade has turned Buffers into strings and read `NODE_EXTRA_CA_CERTS`).
+#[napi(object)]
+pub struct TlsInit {
+    pub ca: Option<Vec<String>>,
+    pub extra_ca: Option<String>,
+    pub cert: Option<String>,
+    pub key: Option<String>,
+    pub servername: Option<String>,
+    pub reject_unauthorized: Option<bool>,
 }
 
 /// Options of one acquisition, as the user gave them. The facade passes none when the user gave none, saving the
@@ -30,8 +50,35 @@ impl TryFrom<LockerInit> for LockerConfig {
 
     fn try_from(o: LockerInit) -> Result<Self, SnatchError> {
         let defaults = LockerConfig::default();
+        let topology = match (o.cluster, o.sentinel_name) {
+            (_, Some(master)) => Topology::Sentinel { master },
+            (Some(true), None) => Topology::Cluster,
+            _ => Topology::Servers,
+        };
+        let tls = o.tls.map(|t| TlsOptions {
+            ca: t.ca.unwrap_or_default(),
+            extra_ca: t.extra_ca,
+            cert: t.cert,
+            key: t.key,
+            servername: t.servername,
+            reject_unauthorized: t.reject_unauthorized.unwrap_or(true),
+        });
+        let wait_replicas = o.wait_replicas.unwrap_or(0.0);
+        if !wait_replicas.is_finite()
+            || wait_replicas.fract() != 0.0
+            || !(0.0..=f64::from(u32::MAX)).contains(&wait_replicas)
+        {
+            return Err(SnatchError::range_arg(format!(
+                "waitReplicas must be a non-negative integer, got {wait_replicas}"
+            )));
+        }
         Ok(LockerConfig {
             urls: o.urls,
+            topology,
+            tls,
+            username: o.username,
+            password: o.password,
+            wait_replicas: wait_replicas as u32,
             prefix: o.prefix.unwrap_or(defaults.prefix),
             ttl: millis_or("ttl", o.ttl, defaults.ttl)?,
             command_timeout: millis_or("commandTimeout", o.command_timeout, defaults.command_timeout)?,

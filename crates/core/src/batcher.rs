@@ -4,7 +4,7 @@
 //! so that their calls join the batch; a call that finds nothing in flight goes out at once. Several batches can be
 //! in flight at once.
 
-use crate::connection::{is_dropped, Connection};
+use crate::connection::{is_dropped, is_read_only, Connection, Link};
 use crate::scripts::ScriptCall;
 use crate::SnatchError;
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -97,7 +97,8 @@ async fn send(connection: Arc<Connection>, calls: Vec<(ScriptCall, Reply)>) {
     }
     let results = tokio::time::timeout(connection.timeout(), run(&connection, &pipe, &scripts))
         .await
-        .unwrap_or_else(|_| Err(connection.timed_out()));
+        .unwrap_or_else(|_| Err(connection.timed_out()))
+        .map(|(results, _)| results);
     match results {
         Ok(values) => {
             for (reply, value) in replies.into_iter().zip(values) {
@@ -113,26 +114,36 @@ async fn send(connection: Arc<Connection>, calls: Vec<(ScriptCall, Reply)>) {
 }
 
 /// Runs `pipe` (one script call per command, of `scripts`). A connection found dropped (say, after a Redis
-/// restart) is reopened by the manager and the batch sent once more; calls of a script the server did not have
-/// are sent again after loading it. All our scripts are safe to repeat with the same token.
+/// restart) is opened again and the batch sent once more; a server found turned replica (a master demoted by a
+/// failover) has the connection opened anew for the next batch; calls of a script the server did not have are sent
+/// again after loading it. All our scripts are safe to repeat with the same token.
 async fn run(
     connection: &Connection,
     pipe: &Pipeline,
     scripts: &[&'static Script],
-) -> Result<Vec<RedisResult<Value>>, SnatchError> {
-    let mut conn = connection.get().await?;
-    let mut results: Vec<RedisResult<Value>> = match pipe.query_async(&mut conn).await {
+) -> Result<(Vec<RedisResult<Value>>, Link), SnatchError> {
+    let mut link = connection.get().await?;
+    let mut results = match link.send_each(pipe).await {
         Err(e) if is_dropped(&e) => {
-            conn = connection.get().await?;
-            pipe.query_async(&mut conn).await
+            connection.reset();
+            link = connection.get().await?;
+            link.send_each(pipe).await
         }
         results => results,
     }
-    .map_err(|e| connection.failure(e))?;
+    .map_err(|e| {
+        if is_dropped(&e) {
+            connection.reset();
+        }
+        connection.failure(e)
+    })?;
+    if results.iter().any(is_read_only) {
+        connection.reset();
+    }
 
     let missing: Vec<usize> = (0..results.len()).filter(|&i| is_noscript(&results[i])).collect();
     if missing.is_empty() {
-        return Ok(results);
+        return Ok((results, link));
     }
     let cmds: Vec<&Cmd> = pipe.cmd_iter().collect();
     let mut again = Pipeline::with_capacity(missing.len());
@@ -140,16 +151,28 @@ async fn run(
     let mut loaded: Vec<&Script> = Vec::new();
     for &i in &missing {
         if !loaded.iter().any(|s| std::ptr::eq(*s, scripts[i])) {
-            scripts[i].load_async(&mut conn).await.map_err(|e| connection.failure(e))?;
+            scripts[i].load_async(&mut link).await.map_err(|e| connection.failure(e))?;
             loaded.push(scripts[i]);
         }
         again.add_command(cmds[i].clone());
     }
-    let replies: Vec<RedisResult<Value>> = again.query_async(&mut conn).await.map_err(|e| connection.failure(e))?;
+    let replies = link.send_each(&again).await.map_err(|e| connection.failure(e))?;
     for (i, reply) in missing.into_iter().zip(replies) {
         results[i] = reply;
     }
-    Ok(results)
+    Ok((results, link))
+}
+
+/// Runs `call` at once, on its own (not batched), within the command timeout: its reply, and the connection it
+/// went on, for a command that must follow it there (`WAIT`).
+pub(crate) async fn call_alone(connection: &Connection, call: ScriptCall) -> Result<(Value, Link), SnatchError> {
+    let mut pipe = Pipeline::with_capacity(1);
+    pipe.ignore_errors().add_command(call.cmd);
+    let (mut results, link) = tokio::time::timeout(connection.timeout(), run(connection, &pipe, &[call.script]))
+        .await
+        .unwrap_or_else(|_| Err(connection.timed_out()))?;
+    let reply = results.pop().unwrap_or_else(|| Err((redis::ErrorKind::Client, "no reply").into()));
+    Ok((reply.map_err(|e| connection.failure(e))?, link))
 }
 
 /// The server did not have the script (after a restart or SCRIPT FLUSH).

@@ -6,11 +6,61 @@ use std::time::Duration;
 /// Longest duration accepted for any time option (ttl, wait, minHold, commandTimeout): 2^31 − 1 ms, as for timers.
 pub const MAX_DURATION_MS: u64 = i32::MAX as u64;
 
-/// How a [`crate::Locker`] reaches Redis and what it defaults to.
-#[derive(Debug, Clone)]
-pub struct LockerConfig {
+/// How the URLs of a [`LockerConfig`] are read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Topology {
     /// One URL for a single Redis, or an odd number >= 3 of independent masters (Redlock).
+    #[default]
+    Servers,
+    /// Seed nodes of a Redis Cluster; the other nodes are discovered.
+    Cluster,
+    /// Sentinels that monitor the master named `master`; the locker follows its failovers.
+    Sentinel { master: String },
+}
+
+/// TLS settings for `rediss://` URLs. PEM text.
+#[derive(Clone, Default)]
+pub struct TlsOptions {
+    /// Certificate authorities to trust instead of the default ones.
+    pub ca: Vec<String>,
+    /// Added to the default authorities when `ca` is empty (the contents of `NODE_EXTRA_CA_CERTS`).
+    pub extra_ca: Option<String>,
+    /// Client certificate (chain), for servers that ask for one.
+    pub cert: Option<String>,
+    /// The client certificate's private key.
+    pub key: Option<String>,
+    /// The name the server's certificate is checked against (and sent as SNI), instead of the URL's host.
+    pub servername: Option<String>,
+    /// Check the server's certificate (default true).
+    pub reject_unauthorized: bool,
+}
+
+impl std::fmt::Debug for TlsOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key.
+        f.debug_struct("TlsOptions")
+            .field("ca", &self.ca.len())
+            .field("servername", &self.servername)
+            .field("reject_unauthorized", &self.reject_unauthorized)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a [`crate::Locker`] reaches Redis and what it defaults to.
+#[derive(Clone)]
+pub struct LockerConfig {
+    /// The servers, read as `topology` says.
     pub urls: Vec<String>,
+    /// What the URLs are.
+    pub topology: Topology,
+    /// TLS settings for the `rediss://` URLs among them (TLS needs such a URL).
+    pub tls: Option<TlsOptions>,
+    /// ACL user for the Redis servers, when their URLs name none.
+    pub username: Option<String>,
+    /// Password for the Redis servers, when their URLs give none.
+    pub password: Option<String>,
+    /// Replicas that must acknowledge an acquisition (`WAIT`) before it counts; 0 waits for none.
+    pub wait_replicas: u32,
     /// Prefix of every key the locker writes.
     pub prefix: String,
     /// Default lease of a lock.
@@ -21,10 +71,31 @@ pub struct LockerConfig {
     pub drift_factor: f64,
 }
 
+impl std::fmt::Debug for LockerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the password, nor one in a URL.
+        let urls: Vec<String> = self.urls.iter().map(|u| crate::endpoint::redact(u)).collect();
+        f.debug_struct("LockerConfig")
+            .field("urls", &urls)
+            .field("topology", &self.topology)
+            .field("tls", &self.tls)
+            .field("username", &self.username)
+            .field("prefix", &self.prefix)
+            .field("ttl", &self.ttl)
+            .field("command_timeout", &self.command_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Default for LockerConfig {
     fn default() -> Self {
         Self {
             urls: vec!["redis://127.0.0.1:6379".to_owned()],
+            topology: Topology::Servers,
+            tls: None,
+            username: None,
+            password: None,
+            wait_replicas: 0,
             prefix: "snatch:".to_owned(),
             ttl: Duration::from_millis(30_000),
             command_timeout: Duration::from_millis(1_000),
@@ -37,14 +108,41 @@ impl LockerConfig {
     /// Checks the values that the type alone does not constrain (URLs are checked when parsed).
     pub fn validate(&self) -> Result<(), SnatchError> {
         let n = self.urls.len();
+        let what = match &self.topology {
+            Topology::Servers => "urls",
+            Topology::Cluster => "cluster",
+            Topology::Sentinel { .. } => "sentinel.urls",
+        };
         if n == 0 {
-            return Err(SnatchError::type_arg("urls must name at least one Redis server"));
+            return Err(SnatchError::type_arg(format!("{what} must name at least one Redis server")));
         }
-        if n > 1 && (n < 3 || n.is_multiple_of(2)) {
-            return Err(SnatchError::range_arg(format!(
-                "urls must list an odd number (>= 3) of independent Redis masters, got {n}"
-            )));
+        match &self.topology {
+            Topology::Servers if n > 1 && (n < 3 || n.is_multiple_of(2)) => {
+                return Err(SnatchError::range_arg(format!(
+                    "urls must list an odd number (>= 3) of independent Redis masters, got {n}"
+                )));
+            }
+            Topology::Sentinel { master } if master.is_empty() => {
+                return Err(SnatchError::type_arg("sentinel.name must name the monitored master"));
+            }
+            _ => {}
         }
+        if let Some(tls) = &self.tls {
+            if !self.urls.iter().any(|u| u.starts_with("rediss://")) {
+                return Err(SnatchError::type_arg(
+                    "tls options were given but no URL uses TLS: use rediss:// URLs (redis:// is plaintext)",
+                ));
+            }
+            if tls.servername.is_some() && self.topology == Topology::Cluster {
+                return Err(SnatchError::type_arg(
+                    "tls.servername is not supported with cluster: each node is checked against the address the cluster announces",
+                ));
+            }
+            if tls.cert.is_some() != tls.key.is_some() {
+                return Err(SnatchError::type_arg("tls.cert and tls.key go together: give both or neither"));
+            }
+        }
+
         validate_duration("ttl", self.ttl, false)?;
         validate_duration("commandTimeout", self.command_timeout, false)?;
         if !(0.0..0.5).contains(&self.drift_factor) {

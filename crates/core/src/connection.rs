@@ -1,27 +1,199 @@
-//! The command connection to one Redis server: opened lazily, reconnected by redis-rs' connection manager, and
-//! dropped for good by `close`.
+//! The command connection of a locker to one Redis deployment ([`Target`]): a server, the master of a Sentinel
+//! deployment, or a whole Redis Cluster. Opened on first use, and again after it dropped (on Sentinel: to whichever
+//! server the sentinels name master by then); a cluster connection follows redirections, slot moves and failovers
+//! by itself. `close` drops it for good.
 
+use crate::endpoint::{Access, Endpoint};
+use crate::sentinel::Sentinels;
 use crate::SnatchError;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, RedisError};
+use futures_util::future::join_all;
+use redis::aio::{AsyncPushSender, ConnectionLike, MultiplexedConnection};
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::{Cmd, ErrorKind, Pipeline, ProtocolVersion, RedisError, RedisFuture, RedisResult, ServerErrorKind, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
-use tokio::sync::OnceCell;
 
-/// One server's command connection.
+/// What a locker's node connects to.
+pub(crate) enum Target {
+    /// One server.
+    Server(Endpoint),
+    /// The master that sentinels name.
+    Sentinel(Sentinels),
+    /// A Redis Cluster.
+    Cluster(Box<Cluster>),
+}
+
+/// A Redis Cluster, reached through its seed nodes.
+pub(crate) struct Cluster {
+    seeds: Vec<String>,
+    access: Access,
+    /// The client of command connections (RESP2).
+    client: redis::cluster::ClusterClient,
+}
+
+impl Target {
+    /// A cluster reached through `seeds`.
+    pub(crate) fn cluster(seeds: Vec<String>, access: Access, timeout: Duration) -> Result<Self, SnatchError> {
+        let client = access
+            .cluster(&seeds, timeout)?
+            .build()
+            .map_err(|e| SnatchError::type_arg(format!("invalid cluster option: {e}")))?;
+        Ok(Self::Cluster(Box::new(Cluster { seeds, access, client })))
+    }
+
+    /// Opens a command connection, the attempt bounded by `timeout` (the caller bounds it as a whole).
+    async fn open(&self, timeout: Duration) -> Result<Link, String> {
+        match self {
+            Self::Server(endpoint) => endpoint.connect(timeout).await.map(Link::Server).map_err(|e| e.to_string()),
+            Self::Sentinel(sentinels) => sentinels.connect_master(timeout).await.map(Link::Server),
+            Self::Cluster(cluster) => {
+                cluster.client.get_async_connection().await.map(Link::Cluster).map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    /// Opens a connection for subscriptions (RESP3), whose messages go to `push`.
+    pub(crate) async fn subscriber(&self, timeout: Duration, push: impl AsyncPushSender) -> Result<Link, String> {
+        match self {
+            Self::Server(endpoint) => {
+                endpoint.subscriber(timeout, push).await.map(Link::Server).map_err(|e| e.to_string())
+            }
+            Self::Sentinel(sentinels) => {
+                let master = sentinels.master(timeout).await?;
+                master.subscriber(timeout, push).await.map(Link::Server).map_err(|e| e.to_string())
+            }
+            Self::Cluster(cluster) => {
+                let client = cluster
+                    .access
+                    .cluster(&cluster.seeds, timeout)
+                    .map_err(|e| e.to_string())?
+                    .use_protocol(ProtocolVersion::RESP3)
+                    .push_sender(push)
+                    .build()
+                    .map_err(|e| e.to_string())?;
+                client.get_async_connection().await.map(Link::Cluster).map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    /// Whether the target is a Redis Cluster.
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self, Self::Cluster(_))
+    }
+}
+
+/// An open connection (cheap to clone: what is sent through clones shares the same sockets).
+#[derive(Clone)]
+pub(crate) enum Link {
+    /// To one server.
+    Server(MultiplexedConnection),
+    /// To a cluster: one connection per node, commands routed by their keys.
+    Cluster(ClusterConnection),
+}
+
+impl Link {
+    /// Sends the commands of `pipe` (which ignores errors: an error reply is that command's result): as one
+    /// pipeline to a server; on a cluster, each to the node of its key's slot, all at once.
+    pub(crate) async fn send_each(&mut self, pipe: &Pipeline) -> RedisResult<Vec<RedisResult<Value>>> {
+        match self {
+            Self::Server(conn) => pipe.query_async(conn).await,
+            Self::Cluster(conn) => Ok(join_all(pipe.cmd_iter().map(|cmd| {
+                let mut conn = conn.clone();
+                async move { conn.req_packed_command(cmd).await }
+            }))
+            .await),
+        }
+    }
+
+    /// `WAIT replicas timeout_ms` on the connection (and, on a cluster, the node) that wrote `key`: how many replicas
+    /// acknowledged every write sent on it so far.
+    pub(crate) async fn wait_replicas(&mut self, key: &str, replicas: u32, timeout_ms: u64) -> RedisResult<i64> {
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(replicas).arg(timeout_ms);
+        match self {
+            Self::Server(conn) => wait.query_async(conn).await,
+            Self::Cluster(conn) => {
+                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::with_key(
+                    key,
+                    SlotAddr::Master,
+                )));
+                redis::from_redis_value(conn.route_command(wait, route).await?)
+                    .map_err(|e| RedisError::from((ErrorKind::Client, "unexpected WAIT reply", e.to_string())))
+            }
+        }
+    }
+
+    /// Subscribes to `channel` (its messages go to the push sender the connection was opened with).
+    pub(crate) async fn subscribe(&mut self, channel: &str) -> RedisResult<()> {
+        match self {
+            Self::Server(conn) => conn.subscribe(channel).await,
+            Self::Cluster(conn) => conn.subscribe(channel).await,
+        }
+    }
+
+    /// Unsubscribes from `channel`.
+    pub(crate) async fn unsubscribe(&mut self, channel: &str) -> RedisResult<()> {
+        match self {
+            Self::Server(conn) => conn.unsubscribe(channel).await,
+            Self::Cluster(conn) => conn.unsubscribe(channel).await,
+        }
+    }
+}
+
+impl ConnectionLike for Link {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Self::Server(conn) => conn.req_packed_command(cmd),
+            Self::Cluster(conn) => conn.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Self::Server(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Self::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Self::Server(conn) => conn.get_db(),
+            Self::Cluster(conn) => conn.get_db(),
+        }
+    }
+}
+
+/// One deployment's command connection.
 pub(crate) struct Connection {
-    /// The URL without credentials, for error messages.
+    /// The deployment as errors name it (URLs without passwords).
     label: String,
-    client: Client,
-    /// Opened on first use, inside the async runtime; taken out (dropped) by `close`.
-    manager: OnceCell<Mutex<Option<ConnectionManager>>>,
+    target: Target,
+    /// The open connection; `None` before the first use and after it failed.
+    link: Mutex<Option<Link>>,
+    /// Held while a connection is being opened, so that concurrent callers wait for that one.
+    opening: tokio::sync::Mutex<()>,
+    closed: AtomicBool,
     /// The command timeout: a connection attempt, and a batch of commands, must finish within it.
     timeout: Duration,
 }
 
 impl Connection {
-    pub(crate) fn new(label: String, client: Client, timeout: Duration) -> Self {
-        Self { label, client, manager: OnceCell::new(), timeout }
+    pub(crate) fn new(label: String, target: Target, timeout: Duration) -> Self {
+        Self {
+            label,
+            target,
+            link: Mutex::new(None),
+            opening: tokio::sync::Mutex::new(()),
+            closed: AtomicBool::new(false),
+            timeout,
+        }
     }
 
     /// The command timeout.
@@ -29,30 +201,52 @@ impl Connection {
         self.timeout
     }
 
-    /// The shared connection handle (cheap to clone; what is sent through it shares one socket).
-    /// [`SnatchError::Closed`] after `close`.
-    pub(crate) async fn get(&self) -> Result<ConnectionManager, SnatchError> {
-        let slot = self
-            .manager
-            .get_or_try_init(|| async {
-                // No response timeout here: the batcher bounds each batch by the command timeout itself.
-                let config = ConnectionManagerConfig::new()
-                    .set_number_of_retries(1)
-                    .set_connection_timeout(Some(self.timeout))
-                    .set_response_timeout(None);
-                ConnectionManager::new_lazy_with_config(self.client.clone(), config)
-                    .map(|m| Mutex::new(Some(m)))
-                    .map_err(|e| self.failure(e.to_string()))
-            })
-            .await?;
-        slot.lock().expect("connection slot poisoned").clone().ok_or(SnatchError::Closed)
+    /// What the connection goes to.
+    pub(crate) fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// The open connection, opened first if need be (within the command timeout). [`SnatchError::Closed`] after
+    /// `close`.
+    pub(crate) async fn get(&self) -> Result<Link, SnatchError> {
+        if let Some(link) = self.current()? {
+            return Ok(link);
+        }
+        let _opening = self.opening.lock().await;
+        if let Some(link) = self.current()? {
+            return Ok(link);
+        }
+        let link = tokio::time::timeout(self.timeout, self.target.open(self.timeout))
+            .await
+            .map_err(|_| self.timed_out())?
+            .map_err(|cause| self.failure(cause))?;
+        let mut slot = self.link.lock().expect("connection slot poisoned");
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(SnatchError::Closed);
+        }
+        *slot = Some(link.clone());
+        Ok(link)
+    }
+
+    fn current(&self) -> Result<Option<Link>, SnatchError> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(SnatchError::Closed);
+        }
+        Ok(self.link.lock().expect("connection slot poisoned").clone())
+    }
+
+    /// Drops the connection after it failed, so that the next `get` opens another (on Sentinel, to the master
+    /// named then). A cluster connection reconnects by itself, and is kept.
+    pub(crate) fn reset(&self) {
+        if !self.target.is_cluster() {
+            self.link.lock().expect("connection slot poisoned").take();
+        }
     }
 
     /// Drops the connection; later commands fail with [`SnatchError::Closed`].
     pub(crate) fn close(&self) {
-        if let Some(slot) = self.manager.get() {
-            slot.lock().expect("connection slot poisoned").take();
-        }
+        self.closed.store(true, Ordering::SeqCst);
+        self.link.lock().expect("connection slot poisoned").take();
     }
 
     /// The error of a command (or connection attempt) that did not finish within the command timeout.
@@ -60,13 +254,18 @@ impl Connection {
         self.failure(format!("timed out after {} ms", self.timeout.as_millis()))
     }
 
-    /// A Redis error on this server.
+    /// A Redis error on this deployment.
     pub(crate) fn failure(&self, cause: impl std::fmt::Display) -> SnatchError {
         SnatchError::Redis { cause: format!("{}: {cause}", self.label) }
     }
 }
 
-/// True for errors after which the manager reconnects and a resend may succeed.
+/// True for errors after which the connection is gone and a resend on another may succeed.
 pub(crate) fn is_dropped(e: &RedisError) -> bool {
     e.is_connection_dropped() || e.is_unrecoverable_error()
+}
+
+/// True for a write refused by a replica: the server was a master that a failover demoted.
+pub(crate) fn is_read_only(result: &RedisResult<Value>) -> bool {
+    matches!(result, Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::ReadOnly))
 }

@@ -16,7 +16,7 @@ use crate::quorum::{Grant, Nodes};
 use crate::resp::{self, Reply};
 use crate::scripts;
 use crate::SnatchError;
-use redis::{ConnectionAddr, IntoConnectionInfo};
+use redis::ConnectionAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -70,11 +70,15 @@ pub struct DirectRelease {
 impl Locker {
     /// Opens a socket to the locker's Redis for direct calls: connected, authenticated, on the URL's database, named
     /// [`DIRECT_CLIENT_NAME`], with the release script loaded, in non-blocking mode. `None` when direct calls do not apply:
-    /// several nodes (Redlock), a TLS or Unix socket URL, or a server that refuses the commands of direct
-    /// acquisitions (see [`acquisition_probe`]). Bounded by the command timeout.
+    /// several nodes (Redlock), a cluster or Sentinel deployment, `wait_replicas`, a TLS or Unix socket URL, or a
+    /// server that refuses the commands of direct acquisitions (see [`acquisition_probe`]). Bounded by the command
+    /// timeout.
     pub async fn direct_socket(&self) -> Result<Option<std::net::TcpStream>, SnatchError> {
-        let (Some(node), [url]) = (self.nodes().single(), self.config().urls.as_slice()) else { return Ok(None) };
-        let info = url.as_str().into_connection_info().map_err(|e| node.failure(e))?;
+        let Some(node) = self.nodes().single() else { return Ok(None) };
+        // Not for a cluster or a Sentinel master, nor when acquisitions wait for replicas (which the main connection
+        // does); TLS lockers use the main connection too (see README, the direct connection).
+        let Some(endpoint) = node.server().filter(|_| self.config().wait_replicas == 0) else { return Ok(None) };
+        let info = endpoint.info();
         let ConnectionAddr::Tcp(host, port) = info.addr() else { return Ok(None) };
         let settings = info.redis_settings();
         let mut handshake: Vec<Vec<&str>> = Vec::new();

@@ -10,24 +10,41 @@ pub struct LockKeys {
     pub key: String,
     /// `prefix + key`: holds the owner's token, with the lease as its TTL.
     pub lock: String,
-    /// `{prefix + key}:fence`: the fencing counter. It hashes to the same cluster slot as `lock` (the hash tag is
-    /// the whole lock key) and never expires, so fences keep increasing.
+    /// The fencing counter, `{prefix + key}:fence`, which never expires, so fences keep increasing. Its hash tag
+    /// is the whole lock key, so it hashes to the lock key's cluster slot, unless the lock key has a hash tag of its
+    /// own: on a cluster ([`LockKeys::new`]'s `one_slot`) it is then `prefix + key:fence`, which keeps that tag.
     pub fence: String,
 }
 
 impl LockKeys {
-    /// Validates `key` and derives its names under `prefix`.
-    pub fn new(prefix: &str, key: &str) -> Result<Self, crate::SnatchError> {
+    /// Validates `key` and derives its names under `prefix`. With `one_slot` (Redis Cluster) every name hashes to
+    /// the lock key's slot, as the scripts need, even when the lock key has a hash tag of its own (say, a prefix
+    /// like `{app}:`); without, the names are those of a single Redis (which 0.1 used and a running deployment
+    /// keeps).
+    pub fn new(prefix: &str, key: &str, one_slot: bool) -> Result<Self, crate::SnatchError> {
         validate_key(key)?;
         // Concatenated rather than formatted: this runs once per acquisition.
         let lock = [prefix, key].concat();
-        Ok(Self { key: key.to_owned(), fence: ["{", &lock, "}:fence"].concat(), lock })
+        let tagged = one_slot && has_hash_tag(&lock);
+        if one_slot && !tagged && lock.contains('}') {
+            // Neither wrapping it in braces nor a suffix would hash to its slot.
+            return Err(crate::SnatchError::type_arg(format!(
+                "on a Redis Cluster, a key with '}}' must hold a hash tag ('{{tag}}'): '{lock}' does not"
+            )));
+        }
+        let fence = if tagged { [&lock, ":fence"].concat() } else { ["{", &lock, "}:fence"].concat() };
+        Ok(Self { key: key.to_owned(), fence, lock })
     }
 
     /// The claim of occurrence `tick_ms` of the schedule whose run lock is `run`: key `name:<tick_ms>`, sharing the
-    /// run lock's fence counter (fences stay per schedule, and claims leave no counter behind).
-    pub fn occurrence(run: &LockKeys, tick_ms: i64) -> Self {
-        let lock = format!("{}:{tick_ms}", run.lock);
+    /// run lock's fence counter (fences stay per schedule, and claims leave no counter behind). With `one_slot`
+    /// the claim is `{name}:<tick_ms>` unless `name` has a hash tag, so that it hashes to the counter's slot.
+    pub fn occurrence(run: &LockKeys, tick_ms: i64, one_slot: bool) -> Self {
+        let lock = if one_slot && !has_hash_tag(&run.lock) {
+            format!("{{{}}}:{tick_ms}", run.lock)
+        } else {
+            format!("{}:{tick_ms}", run.lock)
+        };
         Self { key: format!("{}:{tick_ms}", run.key), fence: run.fence.clone(), lock }
     }
 
@@ -36,6 +53,12 @@ impl LockKeys {
     pub fn channel(&self) -> String {
         ["{", &self.lock, "}:released"].concat()
     }
+}
+
+/// Whether Redis Cluster hashes `key` by a hash tag (a non-empty `{…}`, the first `{` to the first `}` after it)
+/// rather than whole.
+fn has_hash_tag(key: &str) -> bool {
+    key.find('{').is_some_and(|open| key[open + 1..].find('}').is_some_and(|len| len > 0))
 }
 
 /// Rejects an empty key or one over [`MAX_KEY_BYTES`].
@@ -56,19 +79,58 @@ pub fn validate_key(key: &str) -> Result<(), crate::SnatchError> {
 mod tests {
     use super::*;
 
+    use redis::cluster_routing::Slot;
+
+    fn slot(key: &str) -> Slot {
+        Slot::for_key(key)
+    }
+
     #[test]
     fn names_share_the_lock_key_as_hash_tag() {
-        let k = LockKeys::new("snatch:", "report:daily").unwrap();
-        assert_eq!(k.lock, "snatch:report:daily");
-        assert_eq!(k.fence, "{snatch:report:daily}:fence");
-        assert_eq!(k.channel(), "{snatch:report:daily}:released");
+        for one_slot in [false, true] {
+            let k = LockKeys::new("snatch:", "report:daily", one_slot).unwrap();
+            assert_eq!(k.lock, "snatch:report:daily");
+            assert_eq!(k.fence, "{snatch:report:daily}:fence");
+            assert_eq!(k.channel(), "{snatch:report:daily}:released");
+        }
+        let claim = LockKeys::occurrence(&LockKeys::new("snatch:", "report", false).unwrap(), 7, false);
+        assert_eq!((claim.lock.as_str(), claim.fence.as_str()), ("snatch:report:7", "{snatch:report}:fence"));
+    }
+
+    #[test]
+    fn on_a_cluster_every_name_hashes_to_the_lock_keys_slot() {
+        for (prefix, key) in [("snatch:", "report"), ("{app}:", "report"), ("snatch:", "a{b}c"), ("p", "a{b")] {
+            let run = LockKeys::new(prefix, key, true).unwrap();
+            assert_eq!(slot(&run.fence), slot(&run.lock), "{prefix}{key}: {}", run.fence);
+            let claim = LockKeys::occurrence(&run, 1_700_000_000_000, true);
+            assert_eq!(slot(&claim.lock), slot(&run.lock), "{prefix}{key}: {}", claim.lock);
+            assert_ne!(claim.lock, run.lock);
+            assert_eq!(claim.fence, run.fence);
+        }
+        let tagged = LockKeys::new("{app}:", "report", true).unwrap();
+        assert_eq!(tagged.fence, "{app}:report:fence");
+        assert_eq!(LockKeys::occurrence(&tagged, 7, true).lock, "{app}:report:7");
+        assert_eq!(LockKeys::occurrence(&LockKeys::new("s:", "r", true).unwrap(), 7, true).lock, "{s:r}:7");
+        for key in ["a}b", "a{}b}"] {
+            assert_eq!(LockKeys::new("p:", key, true).unwrap_err().code(), "ERR_SNATCH_INVALID_ARG", "{key}");
+            assert!(LockKeys::new("p:", key, false).is_ok(), "{key} is fine on a single Redis");
+        }
+    }
+
+    #[test]
+    fn hash_tags_follow_redis_rules() {
+        assert!(has_hash_tag("a{b}c"));
+        assert!(!has_hash_tag("a{}b"));
+        assert!(!has_hash_tag("a{b"));
+        assert!(!has_hash_tag("a}b{"));
+        assert!(!has_hash_tag("{}x{y}"), "the first '{{' decides, and its tag is empty");
     }
 
     #[test]
     fn rejects_empty_and_oversized_keys() {
-        assert_eq!(LockKeys::new("p", "").unwrap_err().code(), "ERR_SNATCH_INVALID_ARG");
-        assert!(LockKeys::new("p", &"x".repeat(MAX_KEY_BYTES)).is_ok());
-        let err = LockKeys::new("p", &"x".repeat(MAX_KEY_BYTES + 1)).unwrap_err();
+        assert_eq!(LockKeys::new("p", "", false).unwrap_err().code(), "ERR_SNATCH_INVALID_ARG");
+        assert!(LockKeys::new("p", &"x".repeat(MAX_KEY_BYTES), false).is_ok());
+        let err = LockKeys::new("p", &"x".repeat(MAX_KEY_BYTES + 1), false).unwrap_err();
         assert!(matches!(err, crate::SnatchError::InvalidArg { kind: crate::ArgKind::Range, .. }));
     }
 }

@@ -1,5 +1,6 @@
-//! redis-snatch core: distributed locks on one Redis or on a Redlock majority of independent masters, with
-//! fencing tokens, lease renewal and owner-checked release. No Node.js types: the N-API binding wraps this crate.
+//! redis-snatch core: distributed locks on one Redis (standalone, Sentinel-managed or a Redis Cluster) or on a
+//! Redlock majority of independent masters, with fencing tokens, lease renewal and owner-checked release. No Node.js
+//! types: the N-API binding wraps this crate.
 
 mod awaited;
 mod batcher;
@@ -7,6 +8,7 @@ mod config;
 mod connection;
 mod cron;
 mod direct;
+mod endpoint;
 mod error;
 mod keys;
 mod lease;
@@ -16,12 +18,13 @@ mod quorum;
 mod resp;
 mod scheduler;
 mod scripts;
+mod sentinel;
 mod supervisor;
 mod waker;
 
 pub use awaited::AwaitedReplies;
 pub use chrono;
-pub use config::{validate_duration, LockOptions, LockerConfig, MAX_DURATION_MS};
+pub use config::{validate_duration, LockOptions, LockerConfig, TlsOptions, Topology, MAX_DURATION_MS};
 pub use cron::CronSchedule;
 pub use direct::{
     write_commands, DirectAcquire, DirectCall, DirectCommand, DirectRelease, NoReply, Settled, DIRECT_CLIENT_NAME,

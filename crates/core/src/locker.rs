@@ -1,12 +1,15 @@
 //! The locker: acquisition (one attempt or waiting), run-under-lock, and the bookkeeping that lets `close` release
 //! everything it still holds.
 
-use crate::config::{LockOptions, LockerConfig};
+use crate::config::{LockOptions, LockerConfig, Topology};
+use crate::connection::Target;
+use crate::endpoint::Access;
 use crate::keys::LockKeys;
 use crate::lease::Lease;
 use crate::node::Node;
 use crate::quorum::{Acquire, Grant, Nodes};
 use crate::scheduler::Schedule;
+use crate::sentinel::Sentinels;
 use crate::supervisor::Supervisor;
 use crate::SnatchError;
 use std::future::Future;
@@ -76,8 +79,7 @@ impl Locker {
     /// Validates `config` and parses its URLs. Nothing connects until the first command.
     pub fn new(config: LockerConfig) -> Result<Self, SnatchError> {
         config.validate()?;
-        let nodes = config.urls.iter().map(|u| Node::new(u, config.command_timeout)).collect::<Result<_, _>>()?;
-        let nodes = Arc::new(Nodes::new(nodes, config.drift_factor));
+        let nodes = Arc::new(Nodes::new(nodes_of(&config)?, config.drift_factor));
         Ok(Self {
             shared: Arc::new(Shared {
                 config,
@@ -197,7 +199,12 @@ impl Locker {
     /// The keys of `key` once `options` and `key` are checked.
     pub(crate) fn checked_keys(&self, key: &str, options: &LockOptions) -> Result<LockKeys, SnatchError> {
         options.validate()?;
-        LockKeys::new(&self.shared.config.prefix, key)
+        LockKeys::new(&self.shared.config.prefix, key, self.one_slot())
+    }
+
+    /// Whether every name of a lock must hash to one slot (Redis Cluster).
+    pub(crate) fn one_slot(&self) -> bool {
+        self.shared.config.topology == Topology::Cluster
     }
 
     /// The lease of a won acquisition, under supervision (renewed, or declared lost) until it ends, and released
@@ -283,6 +290,35 @@ impl Locker {
     pub(crate) fn register_schedule(&self, schedule: Schedule) {
         self.shared.schedules.lock().expect("schedules poisoned").push(schedule);
     }
+}
+
+/// The nodes `config` writes to: each URL a server (one, or a Redlock set), or one node for a whole cluster or
+/// for the master that sentinels name.
+fn nodes_of(config: &LockerConfig) -> Result<Vec<Node>, SnatchError> {
+    let access = Access::new(config)?;
+    let (timeout, replicas) = (config.command_timeout, config.wait_replicas);
+    let labels = || config.urls.iter().map(|u| crate::endpoint::redact(u)).collect::<Vec<_>>().join(", ");
+    Ok(match &config.topology {
+        Topology::Servers => config
+            .urls
+            .iter()
+            .map(|url| {
+                let endpoint = access.endpoint(url)?;
+                Ok(Node::new(endpoint.label.clone(), Target::Server(endpoint), timeout, replicas))
+            })
+            .collect::<Result<_, SnatchError>>()?,
+        Topology::Cluster => {
+            let target = Target::cluster(config.urls.clone(), access, timeout)?;
+            vec![Node::new(format!("cluster ({})", labels()), target, timeout, replicas)]
+        }
+        Topology::Sentinel { master } => {
+            // The sentinels' own credentials are in their URLs; the locker's are the master's.
+            let bare = access.without_credentials();
+            let sentinels = config.urls.iter().map(|url| bare.endpoint(url)).collect::<Result<_, _>>()?;
+            let target = Target::Sentinel(Sentinels::new(sentinels, master.clone(), access));
+            vec![Node::new(format!("master '{master}' of sentinels ({})", labels()), target, timeout, replicas)]
+        }
+    })
 }
 
 /// Runs `task` with `lease`, then releases it (subject to `min_hold`): the end of [`Locker::run`], for a lease

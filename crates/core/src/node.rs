@@ -1,13 +1,14 @@
-//! One Redis server: its command connection (calls batched, see batcher.rs), its release notifications, and the
-//! lock scripts run on it.
+//! One Redis deployment a lock is written to (a server, a Sentinel master, or a whole Redis Cluster): its command
+//! connection (calls batched, see batcher.rs), its release notifications, and the lock scripts run on it.
 
-use crate::batcher::Batcher;
-use crate::connection::Connection;
+use crate::batcher::{call_alone, Batcher};
+use crate::connection::{Connection, Target};
+use crate::endpoint::Endpoint;
 use crate::keys::LockKeys;
 use crate::scripts::{self, ScriptCall};
 use crate::waker::{Waker, Watch};
 use crate::SnatchError;
-use redis::{Client, FromRedisValue, Value};
+use redis::{FromRedisValue, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -21,22 +22,22 @@ pub(crate) enum NodeAcquire {
     Taken { pttl_ms: i64, holder: Option<String> },
 }
 
-/// One Redis server.
+/// One Redis deployment.
 pub(crate) struct Node {
     connection: Arc<Connection>,
     batcher: Batcher,
     /// Release notifications for waiters.
     waker: Arc<Waker>,
+    /// Replicas that must acknowledge an acquisition before it counts (0: none).
+    wait_replicas: u32,
 }
 
 impl Node {
-    /// Parses `url`; connects only on first use.
-    pub(crate) fn new(url: &str, timeout: Duration) -> Result<Self, SnatchError> {
-        let client = Client::open(url)
-            .map_err(|e| SnatchError::type_arg(format!("invalid Redis URL '{}': {e}", redact(url))))?;
-        let waker = Arc::new(Waker::new(client.clone(), timeout));
-        let connection = Arc::new(Connection::new(redact(url), client, timeout));
-        Ok(Self { batcher: Batcher::new(connection.clone()), connection, waker })
+    /// The node of `target`, named `label` in errors; connects only on first use.
+    pub(crate) fn new(label: String, target: Target, timeout: Duration, wait_replicas: u32) -> Self {
+        let connection = Arc::new(Connection::new(label, target, timeout));
+        let waker = Arc::new(Waker::new(connection.clone()));
+        Self { batcher: Batcher::new(connection.clone()), connection, waker, wait_replicas }
     }
 
     /// Runs ACQUIRE for `keys` with `token` and a lease of `ttl_ms`; when taken, the holder's token is read too if
@@ -54,7 +55,16 @@ impl Node {
         if name_holder || waiting {
             call.arg(u8::from(name_holder)).arg(u8::from(waiting));
         }
-        let (reply, holder) = match self.invoke::<Value>(call).await? {
+        if self.wait_replicas > 0 {
+            return self.acquire_confirmed(keys, token, call).await;
+        }
+        let reply = self.batcher.call(call).await?;
+        self.acquire_reply(reply)
+    }
+
+    /// An acquisition's reply, read.
+    fn acquire_reply(&self, reply: Value) -> Result<NodeAcquire, SnatchError> {
+        let (reply, holder) = match reply {
             Value::Int(reply) => (reply, None),
             table => {
                 let (reply, holder) = redis::from_redis_value(table).map_err(|e| self.connection.failure(e))?;
@@ -66,6 +76,36 @@ impl Node {
         } else {
             NodeAcquire::Taken { pttl_ms: -2 - reply, holder }
         })
+    }
+
+    /// Runs the acquisition `call` on its own, then has Redis wait (`WAIT`, on the same connection) until
+    /// `wait_replicas` replicas acknowledged it. When fewer did within the command timeout, the key is given back and
+    /// the acquisition fails.
+    async fn acquire_confirmed(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        call: ScriptCall,
+    ) -> Result<NodeAcquire, SnatchError> {
+        let (reply, mut link) = call_alone(&self.connection, call).await?;
+        let acquired = self.acquire_reply(reply)?;
+        if !matches!(acquired, NodeAcquire::Acquired { .. }) {
+            return Ok(acquired);
+        }
+        let (wanted, timeout) = (self.wait_replicas, self.timeout());
+        let timeout_ms = timeout.as_millis() as u64;
+        // WAIT answers by its own timeout; the bound here covers a connection that stopped answering.
+        let acked = tokio::time::timeout(timeout * 2, link.wait_replicas(&keys.lock, wanted, timeout_ms)).await;
+        let shortfall = match acked {
+            Ok(Ok(acked)) if acked >= i64::from(wanted) => return Ok(acquired),
+            Ok(Ok(acked)) => {
+                format!("only {acked} of {wanted} replicas acknowledged the acquisition within {timeout_ms} ms")
+            }
+            Ok(Err(e)) => format!("waiting for {wanted} replicas to acknowledge the acquisition failed: {e}"),
+            Err(_) => format!("waiting for {wanted} replicas to acknowledge the acquisition timed out"),
+        };
+        let _ = self.release(keys, token).await;
+        Err(self.failure(format!("{shortfall}; the lock was released")))
     }
 
     /// Runs EXTEND: sets the lease of a key we own to `ttl_ms`; false when it is not ours.
@@ -93,6 +133,14 @@ impl Node {
         self.connection.close();
     }
 
+    /// The server, when the node is one server (not a cluster or a Sentinel master).
+    pub(crate) fn server(&self) -> Option<&Endpoint> {
+        match self.connection.target() {
+            Target::Server(endpoint) => Some(endpoint),
+            _ => None,
+        }
+    }
+
     /// The command timeout.
     pub(crate) fn timeout(&self) -> Duration {
         self.connection.timeout()
@@ -112,35 +160,5 @@ impl Node {
     async fn invoke<T: FromRedisValue>(&self, call: ScriptCall) -> Result<T, SnatchError> {
         let reply = self.batcher.call(call).await?;
         redis::from_redis_value(reply).map_err(|e| self.connection.failure(e))
-    }
-}
-
-/// `url` with any password replaced by `***`.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let userinfo = &url[scheme_end + 3..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..])
-        }
-        _ => url.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn redacts_passwords() {
-        assert_eq!(redact("redis://u:secret@h:1/0"), "redis://u:***@h:1/0");
-        assert_eq!(redact("redis://:secret@h:1"), "redis://:***@h:1");
-        assert_eq!(redact("redis://h:1"), "redis://h:1");
-    }
-
-    #[test]
-    fn rejects_bad_urls() {
-        let err = Node::new("http://nope", Duration::from_secs(1)).err().unwrap();
-        assert_eq!(err.code(), "ERR_SNATCH_INVALID_ARG");
     }
 }

@@ -87,7 +87,7 @@ impl Locker {
         options: ScheduleOptions,
         handler: Arc<dyn TickHandler>,
     ) -> Result<Schedule, SnatchError> {
-        let run_keys = LockKeys::new(&self.config().prefix, name)?;
+        let run_keys = LockKeys::new(&self.config().prefix, name, self.one_slot())?;
         let lock = LockOptions { ttl: options.ttl, auto_extend: true, ..LockOptions::default() };
         lock.validate()?;
         let guard = self.enter()?;
@@ -148,7 +148,7 @@ impl Driver {
     /// Claims `tick` and, when this replica wins it and the run lock is free, starts its run.
     async fn occurrence(self: Arc<Self>, tick: DateTime<Utc>) -> Option<tokio::task::JoinHandle<()>> {
         let period = self.cron.next_after(tick).and_then(|n| (n - tick).to_std().ok()).unwrap_or(Duration::ZERO);
-        let claim_keys = LockKeys::occurrence(&self.run_keys, tick.timestamp_millis());
+        let claim_keys = LockKeys::occurrence(&self.run_keys, tick.timestamp_millis(), self.locker.one_slot());
         let claim = match self.locker.acquire_keys(claim_keys, &self.lock).await {
             Ok(Some(claim)) => claim,
             Ok(None) => return self.skip(tick, SkipReason::Taken),

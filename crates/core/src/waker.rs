@@ -1,14 +1,14 @@
-//! Release notifications: a pub/sub connection per node, opened when the first waiter appears, that wakes the
-//! waiters of a lock as soon as its holder releases it (the release script publishes on the lock's channel).
-//! Waiting never depends on it: a waiter also retries after a jittered delay, which covers expiries, lost
-//! messages and a pub/sub connection that cannot be opened.
+//! Release notifications: a subscriber connection (RESP3) per node, opened when the first waiter appears, that wakes
+//! the waiters of a lock as soon as its holder releases it (the release script publishes on the lock's channel; on
+//! a cluster, PUBLISH reaches every node, so one subscription anywhere hears it). Waiting never depends on it: a
+//! waiter also retries after a jittered delay, which covers expiries, lost messages and a subscriber connection
+//! that cannot be opened.
 
-use futures_util::StreamExt;
-use redis::aio::PubSubSink;
-use redis::Client;
+use crate::connection::{Connection, Link};
+use redis::{PushInfo, PushKind, Value};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 use tokio::sync::Notify;
 
 /// Waiters by channel.
@@ -16,13 +16,19 @@ type Waiters = Arc<Mutex<HashMap<String, Vec<Weak<Notify>>>>>;
 
 /// The release notifications of one node.
 pub(crate) struct Waker {
-    client: Client,
-    timeout: Duration,
-    /// The subscribing half of the open pub/sub connection; `None` until needed or after it broke.
-    sink: tokio::sync::Mutex<Option<PubSubSink>>,
-    /// The task reading the connection's messages; aborting it closes the connection.
-    reader: Mutex<Option<tokio::task::AbortHandle>>,
+    /// The node's command connection: what it connects to, and the command timeout.
+    connection: Arc<Connection>,
+    /// The open subscriber connection; `None` until needed, or once it broke or the waker closed.
+    subscriber: tokio::sync::Mutex<Option<Subscriber>>,
     waiters: Waiters,
+    closed: AtomicBool,
+}
+
+/// An open subscriber connection.
+struct Subscriber {
+    link: Link,
+    /// Set when the connection dropped: its subscriptions are gone.
+    broken: Arc<AtomicBool>,
 }
 
 /// A waiter's registration on one channel; unregisters (and unsubscribes the last one) when dropped.
@@ -32,21 +38,27 @@ pub(crate) struct Watch {
 }
 
 impl Waker {
-    pub(crate) fn new(client: Client, timeout: Duration) -> Self {
+    pub(crate) fn new(connection: Arc<Connection>) -> Self {
         Self {
-            client,
-            timeout,
-            sink: tokio::sync::Mutex::new(None),
-            reader: Mutex::new(None),
+            connection,
+            subscriber: tokio::sync::Mutex::new(None),
             waiters: Waiters::default(),
+            closed: AtomicBool::new(false),
         }
     }
 
     /// Registers `notify` (held weakly: the waiter keeps it) to be woken when `channel` is published on. `None`
-    /// when the pub/sub connection cannot be opened or the subscription fails within the command timeout (the
+    /// when the subscriber connection cannot be opened or the subscription fails within the command timeout (the
     /// waiter then relies on its retries).
     pub(crate) async fn watch(self: &Arc<Self>, channel: &str, notify: &Arc<Notify>) -> Option<Watch> {
-        let mut sink = self.sink.lock().await;
+        let mut subscriber = self.subscriber.lock().await;
+        if self.closed.load(Ordering::SeqCst) {
+            *subscriber = None;
+            return None;
+        }
+        if subscriber.as_ref().is_some_and(|s| s.broken.load(Ordering::SeqCst)) {
+            *subscriber = None;
+        }
         let first = {
             let mut waiters = self.waiters.lock().expect("waiters poisoned");
             let list = waiters.entry(channel.to_owned()).or_default();
@@ -55,57 +67,65 @@ impl Waker {
             list.len() == 1
         };
         let watch = Watch { waker: self.clone(), channel: channel.to_owned() };
-        if first {
-            let subscribed = tokio::time::timeout(self.timeout, async {
-                if sink.is_none() {
-                    *sink = Some(self.open().await?);
+        if first || subscriber.is_none() {
+            let subscribed = tokio::time::timeout(self.connection.timeout(), async {
+                if subscriber.is_none() {
+                    *subscriber = Some(self.open().await?);
                 }
-                sink.as_mut().expect("just opened").subscribe(channel).await
+                let link = &mut subscriber.as_mut().expect("just opened").link;
+                link.subscribe(channel).await.map_err(|e| e.to_string())
             })
             .await;
-            if !matches!(subscribed, Ok(Ok(()))) {
-                *sink = None;
+            // Closed meanwhile: `close` could not take the connection while this held it.
+            if !matches!(subscribed, Ok(Ok(()))) || self.closed.load(Ordering::SeqCst) {
+                *subscriber = None;
                 return None;
             }
         }
         Some(watch)
     }
 
-    /// Opens the pub/sub connection and starts the task that dispatches its messages to the waiters.
-    async fn open(&self) -> redis::RedisResult<PubSubSink> {
-        let (sink, mut stream) = self.client.get_async_pubsub().await?.split();
+    /// Opens the subscriber connection, its messages dispatched to the waiters. Once it drops, its subscriptions
+    /// are gone: the waiters are forgotten, and the next one subscribes on a new connection.
+    async fn open(&self) -> Result<Subscriber, String> {
         let waiters = Arc::downgrade(&self.waiters);
-        let reader = tokio::spawn(async move {
-            while let Some(message) = stream.next().await {
-                let Some(waiters) = waiters.upgrade() else { return };
-                let waiters = waiters.lock().expect("waiters poisoned");
-                for notify in waiters.get(message.get_channel_name()).into_iter().flatten() {
-                    if let Some(notify) = notify.upgrade() {
-                        notify.notify_one();
+        let broken = Arc::new(AtomicBool::new(false));
+        let dropped = broken.clone();
+        let push = move |message: PushInfo| -> Result<(), redis::aio::SendError> {
+            let Some(waiters) = waiters.upgrade() else { return Ok(()) };
+            let mut waiters = waiters.lock().expect("waiters poisoned");
+            match (message.kind, message.data.first()) {
+                (PushKind::Message, Some(Value::BulkString(channel))) => {
+                    let channel = std::str::from_utf8(channel).unwrap_or_default();
+                    for notify in waiters.get(channel).into_iter().flatten() {
+                        if let Some(notify) = notify.upgrade() {
+                            notify.notify_one();
+                        }
                     }
                 }
+                (PushKind::Disconnection, _) => {
+                    dropped.store(true, Ordering::SeqCst);
+                    waiters.clear();
+                }
+                _ => {}
             }
-            // The connection broke: its subscriptions are gone, so the next waiter of each channel subscribes anew.
-            if let Some(waiters) = waiters.upgrade() {
-                waiters.lock().expect("waiters poisoned").clear();
-            }
-        });
-        if let Some(old) = self.reader.lock().expect("reader poisoned").replace(reader.abort_handle()) {
-            old.abort();
-        }
-        Ok(sink)
+            Ok(())
+        };
+        let link = self.connection.target().subscriber(self.connection.timeout(), push).await?;
+        Ok(Subscriber { link, broken })
     }
 
-    /// Closes the pub/sub connection, if open.
+    /// Closes the subscriber connection, if open (or once a subscription under way is made); no more are opened.
     pub(crate) fn close(&self) {
-        if let Some(reader) = self.reader.lock().expect("reader poisoned").take() {
-            reader.abort();
+        self.closed.store(true, Ordering::SeqCst);
+        if let Ok(mut subscriber) = self.subscriber.try_lock() {
+            subscriber.take();
         }
     }
 
     /// Unsubscribes `channel` if nobody waits on it any more.
     async fn forget(&self, channel: String) {
-        let mut sink = self.sink.lock().await;
+        let mut subscriber = self.subscriber.lock().await;
         let idle = {
             let mut waiters = self.waiters.lock().expect("waiters poisoned");
             let list = waiters.entry(channel.clone()).or_default();
@@ -116,9 +136,12 @@ impl Waker {
             }
             idle
         };
-        if let (true, Some(s)) = (idle, sink.as_mut()) {
-            if !matches!(tokio::time::timeout(self.timeout, s.unsubscribe(&channel)).await, Ok(Ok(()))) {
-                *sink = None;
+        if let (true, Some(s)) = (idle, subscriber.as_mut()) {
+            if !matches!(
+                tokio::time::timeout(self.connection.timeout(), s.link.unsubscribe(&channel)).await,
+                Ok(Ok(()))
+            ) {
+                *subscriber = None;
             }
         }
     }

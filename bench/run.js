@@ -11,6 +11,7 @@ const { LIBS } = require('./libs')
 const { hasRedisBenchmark, measureFloor } = require('./lib/floor')
 const { renderReport, renderSoak } = require('./lib/report')
 const { SCENARIOS } = require('./lib/scenarios')
+const { ensureBuilt } = require('../scripts/ensure-built')
 
 const root = path.join(__dirname, '..')
 const { redisCommand, redisFromEnv } = require(path.join(root, '__test__/support/redis-server'))
@@ -76,8 +77,9 @@ function ensurePeersInstalled() {
   if (result.status !== 0) throw new Error(`npm install in ${__dirname} failed`)
 }
 
-/** Fail early, with a hint, if the native module of the package is not built. */
+/** Builds the package first if need be (a fresh clone), and fails early, with a hint, if it cannot be loaded. */
 function requireBuiltPackage() {
+  ensureBuilt()
   try {
     require(root)
   } catch (err) {

@@ -6,6 +6,7 @@
 const { fork } = require('node:child_process')
 const path = require('node:path')
 const { redisFromEnv } = require('../__test__/support/redis-server')
+const { ensureBuilt } = require('../scripts/ensure-built')
 
 /** The replicas and their clock offsets (ms). */
 const REPLICAS = [
@@ -24,6 +25,7 @@ process.on('SIGTERM', () => process.exit(143))
 
 /** Starts (or reuses) Redis, runs the replicas, prints the table; exit code 1 unless each occurrence ran once. */
 async function main() {
+  ensureBuilt()
   const redis = await redisFromEnv()
   const { url } = redis
   console.log(`3 replicas schedule the same job every second for ${SECONDS} s; replica-3's clock is 400 ms behind`)

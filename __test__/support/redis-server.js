@@ -45,16 +45,18 @@ function requireRedisServer() {
 
 /**
  * Start a redis-server on 127.0.0.1 without persistence (on a free port unless `opts.port` is given; extra argv in
- * `opts.args`) and resolve a handle once it answers PING. An idle server does not keep Node's event loop alive; it
- * is killed when this process exits.
+ * `opts.args`) and resolve a handle once it answers PING. `opts.password` is the password the server requires
+ * (requirepass), sent by this readiness check; `opts.config` is the text of a config file written to the server's
+ * temp dir and passed as its first argument (a sentinel needs a writable one). An idle server does not keep Node's
+ * event loop alive; it is killed when this process exits.
  */
 async function startRedis(opts = {}) {
-  const extraArgs = opts.args || []
+  const launchOpts = { args: opts.args || [], password: opts.password || null, config: opts.config ?? null }
   let server
   for (let attempt = 1; ; attempt++) {
     const port = opts.port || (await freePort())
     try {
-      server = await launch(port, extraArgs)
+      server = await launch(port, launchOpts)
       break
     } catch (err) {
       if (opts.port || !err.portTaken || attempt === BIND_ATTEMPTS) throw err
@@ -77,7 +79,7 @@ async function startRedis(opts = {}) {
     },
     async restart() {
       await terminate(server, 'SIGKILL')
-      server = await launch(port, extraArgs)
+      server = await launch(port, launchOpts)
     },
   }
 }
@@ -94,12 +96,21 @@ function freePort() {
   })
 }
 
-/** Spawn redis-server (in a temp dir removed when it exits) on `port` and wait until that very process answers. */
-async function launch(port, extraArgs) {
+/**
+ * Spawn redis-server (in a temp dir removed when it exits) on `port` with `opts.args` (and `opts.config` as its config
+ * file) and wait until that very process answers, authenticating with `opts.password` when given.
+ */
+async function launch(port, opts) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redis-snatch-'))
   tempDirs.add(dir)
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']
-  args.push('--daemonize', 'no', '--dir', dir, ...extraArgs)
+  const args = []
+  if (opts.config !== null) {
+    const file = path.join(dir, 'redis.conf')
+    fs.writeFileSync(file, `port ${port}\nbind 127.0.0.1\n${opts.config}\n`)
+    args.push(file)
+  }
+  args.push('--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no')
+  args.push('--daemonize', 'no', '--dir', dir, ...opts.args)
   const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] })
   children.add(child)
   let output = ''
@@ -131,9 +142,10 @@ async function launch(port, extraArgs) {
   const deadline = Date.now() + READY_TIMEOUT_MS
   let answeredByOther = false
   while (!server.exited && Date.now() < deadline) {
-    if (await ping(port)) {
+    if (await ping(port, opts.password)) {
       // Another server may have taken the port just before this one tried to bind it.
-      const info = await redisCommand(`redis://127.0.0.1:${port}`, 'INFO', 'server').catch(() => '')
+      const auth = opts.password ? `:${encodeURIComponent(opts.password)}@` : ''
+      const info = await redisCommand(`redis://${auth}127.0.0.1:${port}`, 'INFO', 'server').catch(() => '')
       if (info.includes(`process_id:${child.pid}\r\n`)) return server
       answeredByOther = true
       break
@@ -181,8 +193,8 @@ async function terminate(server, signal) {
   await server.done
 }
 
-/** Resolve true if a server on `port` answers an inline PING with +PONG. */
-function ping(port) {
+/** Resolve true if a server on `port` answers an inline PING with +PONG (after AUTH `password` when given). */
+function ping(port, password) {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port })
     let reply = ''
@@ -193,11 +205,14 @@ function ping(port) {
     socket.setTimeout(1000, () => finish(false))
     socket.once('error', () => finish(false))
     socket.once('close', () => finish(false))
+    // AUTH's reply (+OK or an error) is one line, as is PING's.
+    const lines = password ? 2 : 1
     socket.on('data', (chunk) => {
       reply += chunk
-      if (reply.includes('\r\n')) finish(reply.startsWith('+PONG'))
+      const parts = reply.split('\r\n')
+      if (parts.length > lines) finish(parts[lines - 1].startsWith('+PONG'))
     })
-    socket.write('PING\r\n')
+    socket.write(`${password ? encodeCommand(['AUTH', password]) : ''}PING\r\n`)
   })
 }
 
@@ -317,4 +332,4 @@ async function redisFromEnv() {
   return { url: server.url, server, stop: () => server.stop() }
 }
 
-module.exports = { startRedis, requireRedisServer, redisCommand, redisFromEnv }
+module.exports = { startRedis, requireRedisServer, redisCommand, redisFromEnv, freePort }

@@ -702,4 +702,27 @@ async function startSentinel({
   }
 }
 
-module.exports = { makeCertificates, startTlsRedis, startCluster, startSentinel, freePorts, waitFor }
+/**
+ * Resolves once every replica of the master at `url` (a redis:// URL for inspection) has acknowledged the master's
+ * whole replication stream, which must hold some write: the master counts a replica for WAIT only once it
+ * acknowledges, which a replica does only after it has loaded its initial sync.
+ */
+function replicasCaughtUp(url) {
+  return waitFor(`the replicas of ${url} to acknowledge its writes`, async (note) => {
+    const info = await redisCommand(url, 'INFO', 'replication')
+    const written = Number(/master_repl_offset:(\d+)/.exec(info)?.[1] ?? 0)
+    const acked = [...info.matchAll(/slave\d+:.*state=online,offset=(\d+)/g)].map((m) => Number(m[1]))
+    if (written > 0 && acked.length > 0 && acked.every((offset) => offset >= written)) return true
+    return note(`written ${written}, acknowledged ${acked.join(', ') || 'by no online replica'}`)
+  })
+}
+
+module.exports = {
+  makeCertificates,
+  startTlsRedis,
+  startCluster,
+  startSentinel,
+  freePorts,
+  waitFor,
+  replicasCaughtUp,
+}

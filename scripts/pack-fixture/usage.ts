@@ -21,6 +21,7 @@ import {
   type SnatchResult,
   type TaskContext,
   type TickContext,
+  type TlsOptions,
   type WaitOptions,
 } from 'redis-snatch'
 
@@ -30,6 +31,13 @@ export async function usage(): Promise<void> {
   const redlock: LockerOptions = { urls: ['redis://a:6379', 'redis://b:6379', 'redis://c:6379'], driftFactor: 0.01 }
   const locker: Locker = createLocker(options)
   new Locker(redlock)
+  const tls: TlsOptions = { ca: [Buffer.from('pem'), 'pem'], cert: 'pem', key: Buffer.from('pem'), servername: 'redis.test' }
+  const deployments: LockerOptions[] = [
+    { url: 'rediss://10.0.0.5:6380', username: 'snatch', password: 'secret', tls, waitReplicas: 1 },
+    { cluster: ['redis://10.0.0.1:7000', 'rediss://10.0.0.2:7000'], tls: { rejectUnauthorized: false } },
+    { sentinel: { urls: ['redis://:pass@10.0.0.1:26379'], name: 'mymaster' }, password: 'secret' },
+  ]
+  void deployments
 
   const result: SnatchResult<string> = await snatchTask('k', async ({ signal, fence, key }: TaskContext) => {
     signal.throwIfAborted()
@@ -85,6 +93,10 @@ export async function usage(): Promise<void> {
   await locker.snatchTask('k', () => 1, { wait: 10 })
   // @ts-expect-error ttl is a number
   createLocker({ ttl: '1000' })
+  // @ts-expect-error a sentinel needs the master's name
+  createLocker({ sentinel: { urls: ['redis://10.0.0.1:26379'] } })
+  // @ts-expect-error ca is PEM text or a Buffer
+  createLocker({ tls: { ca: 5 } })
   // @ts-expect-error the cron expression is a string
   locker.schedule('report', 6, () => {})
   // @ts-expect-error the fence is read-only

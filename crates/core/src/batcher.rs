@@ -5,11 +5,12 @@
 //! in flight at once.
 
 use crate::connection::{is_dropped, is_read_only, Connection, Link};
-use crate::scripts::ScriptCall;
+use crate::scripts::{as_eval, Lua, ScriptCall};
 use crate::SnatchError;
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use redis::{Cmd, ErrorKind, Pipeline, RedisResult, Script, ServerErrorKind, Value};
+use redis::{Cmd, ErrorKind, Pipeline, RedisResult, ServerErrorKind, Value};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 use tokio::sync::{oneshot, Notify};
 use tokio::task::AbortHandle;
 
@@ -115,12 +116,13 @@ async fn send(connection: Arc<Connection>, calls: Vec<(ScriptCall, Reply)>) {
 
 /// Runs `pipe` (one script call per command, of `scripts`). A connection found dropped (say, after a Redis
 /// restart) is opened again and the batch sent once more; a server found turned replica (a master demoted by a
-/// failover) has the connection opened anew for the next batch; calls of a script the server did not have are sent
-/// again after loading it. All our scripts are safe to repeat with the same token.
+/// failover) has the connection opened anew for the next batch. Calls of a script the server did not have are sent
+/// again as EVAL, and, on a cluster, calls refused while their slot migrates (TRYAGAIN) again after a short pause,
+/// until the caller's timeout. All our scripts are safe to repeat with the same token.
 async fn run(
     connection: &Connection,
     pipe: &Pipeline,
-    scripts: &[&'static Script],
+    scripts: &[&'static Lua],
 ) -> Result<(Vec<RedisResult<Value>>, Link), SnatchError> {
     let mut link = connection.get().await?;
     let mut results = match link.send_each(pipe).await {
@@ -141,26 +143,54 @@ async fn run(
         connection.reset();
     }
 
-    let missing: Vec<usize> = (0..results.len()).filter(|&i| is_noscript(&results[i])).collect();
-    if missing.is_empty() {
-        return Ok((results, link));
-    }
     let cmds: Vec<&Cmd> = pipe.cmd_iter().collect();
-    let mut again = Pipeline::with_capacity(missing.len());
-    again.ignore_errors();
-    let mut loaded: Vec<&Script> = Vec::new();
-    for &i in &missing {
-        if !loaded.iter().any(|s| std::ptr::eq(*s, scripts[i])) {
-            scripts[i].load_async(&mut link).await.map_err(|e| connection.failure(e))?;
-            loaded.push(scripts[i]);
+    let mut pause = TRY_AGAIN_PAUSE;
+    loop {
+        let again: Vec<usize> = (0..results.len()).filter(|&i| needs_resend(&results[i]).is_some()).collect();
+        if again.is_empty() {
+            return Ok((results, link));
         }
-        again.add_command(cmds[i].clone());
+        if again.iter().any(|&i| needs_resend(&results[i]) == Some(Resend::Later)) {
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(MAX_TRY_AGAIN_PAUSE);
+        }
+        let mut resend = Pipeline::with_capacity(again.len());
+        resend.ignore_errors();
+        for &i in &again {
+            match needs_resend(&results[i]) {
+                Some(Resend::AsEval) => resend.add_command(as_eval(cmds[i], scripts[i])),
+                _ => resend.add_command(cmds[i].clone()),
+            };
+        }
+        let replies = link.send_each(&resend).await.map_err(|e| connection.failure(e))?;
+        for (i, reply) in again.into_iter().zip(replies) {
+            results[i] = reply;
+        }
     }
-    let replies = link.send_each(&again).await.map_err(|e| connection.failure(e))?;
-    for (i, reply) in missing.into_iter().zip(replies) {
-        results[i] = reply;
+}
+
+/// The first pause before a call refused with TRYAGAIN is sent again; it doubles up to [`MAX_TRY_AGAIN_PAUSE`].
+const TRY_AGAIN_PAUSE: Duration = Duration::from_millis(2);
+
+/// The longest pause between two sends of a call refused with TRYAGAIN.
+const MAX_TRY_AGAIN_PAUSE: Duration = Duration::from_millis(50);
+
+/// How a call whose reply is this is sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resend {
+    /// The server did not have the script (after a restart, a SCRIPT FLUSH, or on a node new to the cluster).
+    AsEval,
+    /// Its keys are split between two nodes while their slot migrates: the same, after a pause.
+    Later,
+}
+
+/// Whether, and how, the call that got `result` is sent again.
+fn needs_resend(result: &RedisResult<Value>) -> Option<Resend> {
+    match result {
+        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => Some(Resend::AsEval),
+        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::TryAgain) => Some(Resend::Later),
+        _ => None,
     }
-    Ok((results, link))
 }
 
 /// Runs `call` at once, on its own (not batched), within the command timeout: its reply, and the connection it
@@ -173,9 +203,4 @@ pub(crate) async fn call_alone(connection: &Connection, call: ScriptCall) -> Res
         .unwrap_or_else(|_| Err(connection.timed_out()))?;
     let reply = results.pop().unwrap_or_else(|| Err((redis::ErrorKind::Client, "no reply").into()));
     Ok((reply.map_err(|e| connection.failure(e))?, link))
-}
-
-/// The server did not have the script (after a restart or SCRIPT FLUSH).
-fn is_noscript(result: &RedisResult<Value>) -> bool {
-    matches!(result, Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript))
 }

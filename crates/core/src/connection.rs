@@ -101,7 +101,8 @@ impl Link {
             Self::Server(conn) => pipe.query_async(conn).await,
             Self::Cluster(conn) => Ok(join_all(pipe.cmd_iter().map(|cmd| {
                 let mut conn = conn.clone();
-                async move { conn.req_packed_command(cmd).await }
+                // An error reply comes back as a value here: made the command's error, as in a pipeline.
+                async move { conn.req_packed_command(cmd).await.and_then(Value::extract_error) }
             }))
             .await),
         }

@@ -90,7 +90,7 @@ impl Locker {
             handshake.push(vec!["SELECT", &db]);
         }
         handshake.push(vec!["CLIENT", "SETNAME", DIRECT_CLIENT_NAME]);
-        handshake.push(vec!["SCRIPT", "LOAD", scripts::release_source()]);
+        handshake.push(vec!["SCRIPT", "LOAD", scripts::RELEASE.source()]);
         let probe_key = [self.config().prefix.as_str(), "redis-snatch-probe"].concat();
         let probe = acquisition_probe(&probe_key);
         let open = async {
@@ -294,7 +294,7 @@ fn holds_error(reply: &Reply) -> bool {
 fn write_releases(run: &[&DirectRelease], buf: &mut Vec<u8>) {
     resp::header(buf, 3 + 2 * run.len());
     resp::arg_bytes(buf, b"EVALSHA");
-    resp::arg_bytes(buf, scripts::RELEASE.get_hash().as_bytes());
+    resp::arg_bytes(buf, scripts::RELEASE.hash().as_bytes());
     resp::arg_number(buf, run.len());
     for release in run {
         resp::arg_bytes(buf, release.lease.keys().lock.as_bytes());

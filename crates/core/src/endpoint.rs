@@ -88,11 +88,21 @@ impl Access {
                 .as_str()
                 .into_connection_info()
                 .map_err(|e| SnatchError::type_arg(format!("invalid Redis URL '{}': {e}", redact(url))))?;
-            seeds.push(self.tls_mode(info));
+            // No CLIENT SETINFO on connecting: one command fewer for the ACL a locker needs (README).
+            let settings = info.redis_settings().clone().set_skip_set_lib_name();
+            seeds.push(self.tls_mode(info.set_redis_settings(settings)));
         }
         let first = seeds.first().map(|s| s.redis_settings().clone()).unwrap_or_default();
-        let mut builder =
-            redis::cluster::ClusterClientBuilder::new(seeds).connection_timeout(timeout).response_timeout(timeout);
+        // Calls are bounded by the command timeout as a whole (batcher.rs); a reply may take that long itself (WAIT
+        // for waitReplicas blocks for it). Retries (after TRYAGAIN during a slot migration, or a node that dropped)
+        // wait 2 ms, doubling up to 100 ms, instead of the crate's 1.28 s and more.
+        let mut builder = redis::cluster::ClusterClientBuilder::new(seeds)
+            .connection_timeout(timeout)
+            .response_timeout(timeout * 2)
+            .overall_response_timeout(None)
+            .min_retry_wait(2)
+            .max_retry_wait(100)
+            .retry_wait_formula(5, 2);
         if first.username().is_none() {
             if let Some(username) = &self.username {
                 builder = builder.username(username);
@@ -110,7 +120,8 @@ impl Access {
     }
 
     fn build(&self, label: String, info: ConnectionInfo) -> Result<Endpoint, SnatchError> {
-        let mut settings = info.redis_settings().clone();
+        // No CLIENT SETINFO on connecting: one command fewer for the ACL a locker needs (README).
+        let mut settings = info.redis_settings().clone().set_skip_set_lib_name();
         if settings.username().is_none() {
             if let Some(username) = &self.username {
                 settings = settings.set_username(username);

@@ -1,8 +1,30 @@
-//! The Lua scripts, each written once, and the call of one of them. Calls are sent as EVALSHA; the batcher loads
-//! a script the server does not have and sends the call again.
+//! The Lua scripts, each written once, and the call of one of them. Calls are sent as EVALSHA; the batcher sends a
+//! call the server has no script for again as EVAL (which also caches the script there).
 
-use redis::{Cmd, Script, ToRedisArgs};
+use redis::{Arg, Cmd, Script, ToRedisArgs};
 use std::sync::LazyLock;
+
+/// A Lua script: its source, and its SHA1 for EVALSHA.
+pub(crate) struct Lua {
+    source: &'static str,
+    script: Script,
+}
+
+impl Lua {
+    fn new(source: &'static str) -> Self {
+        Self { source, script: Script::new(source) }
+    }
+
+    /// The script's SHA1, as EVALSHA names it.
+    pub(crate) fn hash(&self) -> &str {
+        self.script.get_hash()
+    }
+
+    /// The script's source.
+    pub(crate) fn source(&self) -> &'static str {
+        self.source
+    }
+}
 
 /// Acquire or refresh a lock.
 ///
@@ -15,12 +37,12 @@ use std::sync::LazyLock;
 ///
 /// A waited-for lock holds its token followed by `*`, which has [`RELEASE`] wake the waiters: a release that no one
 /// waits for publishes nothing (bench/README.md, profile step 24).
-pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/acquire.lua")));
+pub(crate) static ACQUIRE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("scripts/acquire.lua")));
 
 /// Set the lease of a lock we own: extension, and the minHold release (the key stays for the remainder).
 ///
 /// KEYS: lock key. ARGV: token, ttl in ms. Returns 1 when the key was ours (waited for or not), else 0.
-pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/extend.lua")));
+pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("scripts/extend.lua")));
 
 /// Delete locks we own (compare-and-delete) and wake their waiters, if any (see [`ACQUIRE`]).
 ///
@@ -28,24 +50,19 @@ pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(includ
 /// key, as [`crate::keys::LockKeys::channel`]). For each lock 1 when the key was ours, else 0: one integer for one
 /// lock, an array of them for several, where a lock whose work failed has its error. One call for several locks
 /// costs Redis less per lock than a call each (bench/README.md, profile step 19).
-pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(release_source()));
+pub(crate) static RELEASE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("scripts/release.lua")));
 
-/// The release script's source, which direct calls (direct.rs) load when their socket is opened.
-pub(crate) fn release_source() -> &'static str {
-    include_str!("scripts/release.lua")
-}
-
-/// One call of a script: its EVALSHA command, and the script, for when the server has to load it.
+/// One call of a script: its EVALSHA command, and the script, for when the server does not have it.
 pub(crate) struct ScriptCall {
-    pub(crate) script: &'static Script,
+    pub(crate) script: &'static Lua,
     pub(crate) cmd: Cmd,
 }
 
 impl ScriptCall {
     /// `EVALSHA <sha> <keys>`; add the keys, then the arguments, with [`ScriptCall::arg`].
-    pub(crate) fn new(script: &'static Script, keys: usize) -> Self {
+    pub(crate) fn new(script: &'static Lua, keys: usize) -> Self {
         let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(script.get_hash()).arg(keys);
+        cmd.arg(script.hash()).arg(keys);
         Self { script, cmd }
     }
 
@@ -53,5 +70,32 @@ impl ScriptCall {
     pub(crate) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
         self.cmd.arg(arg);
         self
+    }
+}
+
+/// `evalsha`, a call of `script`, as `EVAL <source> …` with the same keys and arguments.
+pub(crate) fn as_eval(evalsha: &Cmd, script: &Lua) -> Cmd {
+    let mut eval = redis::cmd("EVAL");
+    eval.arg(script.source());
+    for arg in evalsha.args_iter().skip(2) {
+        if let Arg::Simple(bytes) = arg {
+            eval.arg(bytes);
+        }
+    }
+    eval
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_as_eval_keeps_its_keys_and_arguments() {
+        let mut call = ScriptCall::new(&RELEASE, 1);
+        call.arg("lock").arg("token");
+        let eval = as_eval(&call.cmd, &RELEASE);
+        let mut expected = redis::cmd("EVAL");
+        expected.arg(RELEASE.source()).arg(1).arg("lock").arg("token");
+        assert_eq!(eval.get_packed_command(), expected.get_packed_command());
     }
 }

@@ -1,0 +1,115 @@
+'use strict'
+// Sentinel: a master, a replica and 3 sentinels (redis-server sentinel.conf --sentinel), with sentinel credentials
+// that differ from the master's. The master is discovered through the sentinels, every method works, a wrong
+// password never shows in an error, and after the master is killed the locker follows the promoted replica.
+
+const { createLocker } = require('..')
+const { startSentinel } = require('./support/deployments')
+const { createSnatchUser, aclDenials } = require('./support/acl')
+const { everyMethod } = require('./support/every-method')
+const { uniqueKey } = require('./support/util')
+
+const COMMAND_TIMEOUT = 1000
+const MASTER_PASSWORD = 'master-secret-9f2c'
+const SENTINEL_PASSWORD = 'sentinel-secret-4b7e'
+const USER_PASSWORD = 'sentinel-user-secret'
+
+let deployment
+const lockers = []
+
+/** A locker on the sentinels' master, closed after the suite. */
+function locker(options = {}) {
+  const made = createLocker({
+    sentinel: { urls: deployment.urls, name: deployment.name },
+    password: MASTER_PASSWORD,
+    commandTimeout: COMMAND_TIMEOUT,
+    ...options,
+  })
+  lockers.push(made)
+  return made
+}
+
+beforeAll(async () => {
+  deployment = await startSentinel({ masterPassword: MASTER_PASSWORD, sentinelPassword: SENTINEL_PASSWORD })
+}, 60_000)
+
+afterAll(async () => {
+  await Promise.all(lockers.map((l) => l.close()))
+  await deployment?.stop()
+})
+
+/** The plain URLs (with the password) of the master and the replica, for inspection. */
+const dataNodes = () => [deployment.master.inspectUrl, deployment.replica.inspectUrl]
+
+test('every method works on the master the sentinels name, as the README\'s minimal ACL user', async () => {
+  await createSnatchUser(dataNodes(), USER_PASSWORD)
+  const user = { username: 'snatch', password: USER_PASSWORD }
+  await everyMethod({ locker: locker(user), other: locker(user), nodes: dataNodes() })
+  expect(await aclDenials(dataNodes())).toEqual([])
+})
+
+test('a wrong master password is a RedisError that never shows the password', async () => {
+  const wrong = 'wrong-password-7d1a'
+  let ran = false
+  const err = await locker({ password: wrong })
+    .snatchTask(uniqueKey('sentinel-auth'), () => {
+      ran = true
+    })
+    .catch((e) => e)
+  expect(err).toMatchObject({ name: 'RedisError', code: 'ERR_SNATCH_REDIS' })
+  expect(ran).toBe(false)
+  for (const text of [err.message, err.stack, err.cause.message, err.cause.stack, JSON.stringify(err)]) {
+    for (const secret of [wrong, MASTER_PASSWORD, SENTINEL_PASSWORD]) expect(text).not.toContain(secret)
+  }
+})
+
+test('an unknown master name, or no sentinel reachable: RedisError, fn not run', async () => {
+  for (const sentinel of [
+    { urls: deployment.urls, name: 'no-such-master' },
+    { urls: ['redis://127.0.0.1:1'], name: deployment.name },
+  ]) {
+    let ran = false
+    const err = await locker({ sentinel })
+      .snatchTask(uniqueKey('sentinel-missing'), () => {
+        ran = true
+      })
+      .catch((e) => e)
+    expect(err).toMatchObject({ name: 'RedisError', code: 'ERR_SNATCH_REDIS' })
+    expect(ran).toBe(false)
+  }
+})
+
+test('after the master is killed, the locker follows the promoted replica without a restart', async () => {
+  const l = locker()
+  const key = uniqueKey('sentinel-failover')
+  expect((await l.snatchTask(key, () => 1)).ran).toBe(true)
+  const oldPort = await deployment.currentMasterPort()
+  const killedAt = Date.now()
+  await deployment.master.kill()
+  const failover = deployment.waitForFailover(oldPort)
+  let promoted = false
+  failover.then(() => (promoted = true))
+  let recoveredAt = null
+  while (recoveredAt === null) {
+    const started = Date.now()
+    let ran = false
+    const outcome = await l
+      .snatchTask(key, () => {
+        ran = true
+      })
+      .catch((e) => e)
+    if (outcome instanceof Error) {
+      expect(outcome).toMatchObject({ code: 'ERR_SNATCH_REDIS' })
+      expect(ran).toBe(false)
+      expect(Date.now() - started).toBeLessThan(COMMAND_TIMEOUT * 3)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    } else if (outcome.ran && promoted) {
+      recoveredAt = Date.now()
+    }
+    expect(Date.now() - killedAt).toBeLessThan(30_000)
+  }
+  await failover
+  console.log(`sentinel failover: locks work again ${recoveredAt - killedAt} ms after the master was killed (down-after 1000 ms)`)
+  // Waiting acquisitions, woken by releases, work on the new master too.
+  await everyMethod({ locker: l, other: locker(), nodes: [deployment.replica.inspectUrl] })
+}, 60_000)

@@ -1,0 +1,96 @@
+'use strict'
+// One pass over every Locker method against a deployment (a single server, a TLS server, a cluster, a Sentinel
+// master, an ACL user), asserting what each must do there. Each deployment's test calls it with two lockers on that
+// deployment and the plain redis:// URLs of its servers, on which it checks that a waiter was woken by the release
+// (subscribed, and the release published) rather than by its retries.
+
+const { redisCommand } = require('./redis-server')
+const { uniqueKey } = require('./util')
+
+/** The sum over `nodes` of `read(node)`. */
+async function sum(nodes, read) {
+  const values = await Promise.all(nodes.map(read))
+  return values.reduce((a, b) => a + b, 0)
+}
+
+/** PUBLISH calls so far on `node` (INFO commandstats). */
+async function publishes(node) {
+  const stats = await redisCommand(node, 'INFO', 'commandstats')
+  return Number(/cmdstat_publish:calls=(\d+)/.exec(stats)?.[1] ?? 0)
+}
+
+/** Subscribers of `channel` on `node`. */
+async function subscribers(node, channel) {
+  const [, count] = await redisCommand(node, 'PUBSUB', 'NUMSUB', channel)
+  return Number(count)
+}
+
+/** The value of `key` on whichever of `nodes` holds it (the others answer MOVED, or do not have it). */
+async function holderValue(nodes, key) {
+  const values = await Promise.all(nodes.map((node) => redisCommand(node, 'GET', key).catch(() => null)))
+  return values.find((value) => value !== null)
+}
+
+/** Resolves once `check()` resolves true; rejects with `what` after `ms`. */
+async function until(check, what, ms = 10_000) {
+  const deadline = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+/**
+ * Runs snatchTask, tryLock, lock, extend, release, withLock with a waiter woken by the release, a LockTimeoutError
+ * and a schedule on `locker` and `other` (two lockers on one deployment, with the default prefix unless `prefix`),
+ * asserting each outcome. `nodes`: plain redis:// URLs (with credentials) of the deployment's servers.
+ */
+async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
+  // snatchTask: runs once, and not while another holds the key.
+  const key = uniqueKey('every')
+  const ran = await locker.snatchTask(key, async (ctx) => ({ key: ctx.key, fence: ctx.fence }))
+  expect(ran).toMatchObject({ ran: true, value: { key } })
+  expect(ran.fence).toBeGreaterThan(0n)
+
+  const held = await locker.tryLock(key)
+  expect(held).not.toBeNull()
+  expect(held.fence).toBeGreaterThan(ran.fence)
+  let ranWhileHeld = false
+  expect(await other.snatchTask(key, () => (ranWhileHeld = true))).toEqual({ ran: false })
+  expect(ranWhileHeld).toBe(false)
+  expect(await other.tryLock(key)).toBeNull()
+  expect(await held.extend(20_000)).toBe(true)
+
+  // withLock with wait: the waiter subscribes, the release publishes and wakes it.
+  const channel = `{${prefix}${key}}:released`
+  const publishedBefore = await sum(nodes, publishes)
+  const waiter = other.withLock(key, async ({ fence }) => fence, { wait: 10_000 })
+  await until(async () => (await sum(nodes, (node) => subscribers(node, channel))) > 0, 'the waiter to subscribe')
+  // Once subscribed, the waiter marks the holder's token as waited for ('*'), which has the release publish.
+  await until(async () => (await holderValue(nodes, `${prefix}${key}`))?.endsWith('*'), 'the waiter to mark the lock')
+  expect(await held.release()).toBe(true)
+  const waitedFence = await waiter
+  expect(waitedFence).toBeGreaterThan(held.fence)
+  expect(await sum(nodes, publishes)).toBeGreaterThan(publishedBefore)
+  expect(await held.release()).toBe(false)
+
+  // lock(): a Lock, released once; another waiting in vain gets LockTimeoutError.
+  const lock = await locker.lock(key, { wait: 1000, ttl: 10_000 })
+  expect(lock.fence).toBeGreaterThan(waitedFence)
+  const timeout = await other.lock(key, { wait: 200 }).catch((e) => e)
+  expect(timeout).toMatchObject({ code: 'ERR_SNATCH_TIMEOUT' })
+  expect(await lock.release()).toBe(true)
+
+  // schedule: two replicas, each occurrence runs on exactly one.
+  const name = uniqueKey('every-cron')
+  const ticks = []
+  const tasks = [locker, other].map((l) => l.schedule(name, '* * * * * *', ({ tick }) => ticks.push(tick.getTime())))
+  const errors = []
+  for (const task of tasks) task.on('error', (err) => errors.push(err))
+  await until(() => ticks.length >= 2, 'two occurrences to run')
+  await Promise.all(tasks.map((task) => task.stop()))
+  expect(errors).toEqual([])
+  expect(new Set(ticks).size).toBe(ticks.length)
+}
+
+module.exports = { everyMethod, until, publishes, subscribers }

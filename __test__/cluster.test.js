@@ -167,4 +167,7 @@ test('a master failover: calls fail with RedisError within commandTimeout or suc
       `(node timeout 1000 ms; ${ranDuring} calls ran before the promotion was seen)`,
   )
   expect(await l.withLock(key, async ({ fence }) => fence, { wait: 1000 })).toBeGreaterThan(0n)
+  // Waiters are still woken by releases (resubscribed where needed), and everything else works.
+  const live = cluster.nodes.filter((node) => node !== master).map((node) => node.inspectUrl)
+  await everyMethod({ locker: l, other: locker(), nodes: live })
 }, 60_000)

@@ -1,7 +1,8 @@
 'use strict'
 // `npm run bench`: redis-snatch against other Redis lock libraries and a raw ioredis floor, each library and
-// scenario in a fresh process, interleaved and repeated; plus the redis-benchmark floor. Writes
-// results/<date>.md and prints it. `npm run bench -- --help` lists the options.
+// scenario in a fresh process, interleaved and repeated; plus the redis-benchmark floor. The cluster and TLS
+// scenarios run on deployments of the test harness, started only when selected. Writes results/<date>.md and
+// prints it. `npm run bench -- --help` lists the options.
 
 const { fork, spawnSync } = require('node:child_process')
 const fs = require('node:fs')
@@ -15,6 +16,11 @@ const { ensureBuilt } = require('../scripts/ensure-built')
 
 const root = path.join(__dirname, '..')
 const { redisCommand, redisFromEnv } = require(path.join(root, '__test__/support/redis-server'))
+const harness = path.join(root, '__test__/support/deployments')
+
+// Redis's default cluster-node-timeout rather than the tests' 1 s: on a busy machine no node is marked failing
+// (which, without replicas, would take the cluster down) in the middle of a run.
+const CLUSTER_NODE_TIMEOUT_MS = 15_000
 
 const USAGE = `usage: npm run bench -- [options]
   --seconds N        measured seconds per run (default 5)
@@ -23,7 +29,9 @@ const USAGE = `usage: npm run bench -- [options]
   --soak N           only redis-snatch withfn at c=50 for N seconds, RSS sampled every second
   --libs a,b         only these libraries (${LIBS.map((l) => l.id).join(', ')}; a reference only when named)
   --scenarios a,b    only these scenarios (${Object.keys(SCENARIOS).join(', ')})
-REDIS_URL=redis://… uses that server instead of starting a throwaway redis-server.`
+REDIS_URL=redis://… uses that server instead of starting a throwaway redis-server. The cluster scenario starts a
+3-master Redis Cluster and the tls scenario a redis-server with a TLS port (test certificates), both throwaway and
+only when selected; REDIS_URL does not apply to them.`
 
 const children = new Set()
 process.on('exit', () => {
@@ -106,6 +114,77 @@ function readComm(pid) {
   }
 }
 
+/** The names of the scenarios this run selected, in their order. */
+function selectedScenarios(options) {
+  return Object.keys(SCENARIOS).filter((name) => !options.scenarios || options.scenarios.includes(name))
+}
+
+/**
+ * The deployments that scenarios run on (a scenario's `deployment`), each started by the test harness. A start
+ * resolves `{ options, plaintext?, pids, description, stop }`: `options` are createLocker's connection options,
+ * which the adapters get as `deployment`; `plaintext` the same for the server's plaintext port; `pids` the
+ * redis-server processes whose CPU the report shows.
+ */
+const DEPLOYMENTS = {
+  /** A Redis Cluster of 3 masters without replicas. */
+  async cluster() {
+    const { startCluster } = require(harness)
+    const cluster = await startCluster({ masters: 3, replicas: 0, nodeTimeout: CLUSTER_NODE_TIMEOUT_MS })
+    const ports = cluster.nodes.map((node) => node.port).join(', ')
+    return {
+      options: { cluster: cluster.seeds },
+      pids: cluster.nodes.map((node) => node.process.pid),
+      description:
+        `Redis Cluster of 3 masters without replicas on ports ${ports} (the test harness's \`startCluster\`, ` +
+        '`redis-cli --cluster create`), all three as seeds; redis CPU is the sum over the 3 processes',
+      stop: () => cluster.stop(),
+    }
+  },
+  /** One redis-server listening on a TLS port (test certificates made by openssl) and a plaintext one. */
+  async tls() {
+    const { makeCertificates, startTlsRedis } = require(harness)
+    const certs = await makeCertificates()
+    const server = await startTlsRedis({ certs })
+    return {
+      options: { url: server.tlsUrl, tls: { ca: certs.ca } },
+      plaintext: { url: server.url },
+      pids: [server.process.pid],
+      description:
+        `one redis-server with TLS on port ${server.tlsPort} and plaintext on port ${server.port} (the test ` +
+        "harness's `startTlsRedis`: EC P-256 certificates of a test CA, trusted through `tls: { ca }`, no client " +
+        'certificates)',
+      stop: () => server.stop(),
+    }
+  },
+}
+
+/** Start the deployments that `scenarios` need (none twice); on a failure stop those already started. */
+async function startDeployments(scenarios) {
+  const names = [...new Set(scenarios.map((name) => SCENARIOS[name].deployment).filter(Boolean))]
+  const started = {}
+  try {
+    for (const name of names) {
+      console.error(`starting the ${name} deployment…`)
+      started[name] = await DEPLOYMENTS[name]()
+    }
+  } catch (err) {
+    await stopDeployments(started)
+    throw new Error(`cannot start the ${names.find((name) => !started[name])} deployment: ${err.message}`)
+  }
+  return started
+}
+
+/** Stop the started deployments, reporting (not throwing) a failure to stop one. */
+async function stopDeployments(deployments) {
+  for (const [name, deployment] of Object.entries(deployments)) {
+    try {
+      await deployment.stop()
+    } catch (err) {
+      console.error(`stopping the ${name} deployment failed: ${err.message}`)
+    }
+  }
+}
+
 /** Fork a worker for one job; resolve its result, or `{ error }` if it failed or hung. */
 function runWorker(job) {
   return new Promise((resolve) => {
@@ -128,8 +207,8 @@ function runWorker(job) {
   })
 }
 
-/** The lines at the top of a report: date, machine, versions, method. */
-function headerLines(options, redis, title) {
+/** The lines at the top of a report: date, machine, versions, method, the deployments in use. */
+function headerLines(options, redis, title, deployments = {}) {
   const version = (pkg) => {
     try {
       return JSON.parse(fs.readFileSync(path.join(__dirname, 'node_modules', pkg, 'package.json'), 'utf8')).version
@@ -159,6 +238,9 @@ function headerLines(options, redis, title) {
       `${dirty ? ' with uncommitted changes' : ''}); ` +
       LIBS.filter((l) => l.pkg).map((l) => `${l.pkg} ${version(l.pkg)}`).join(', '),
   )
+  for (const [name, deployment] of Object.entries(deployments)) {
+    lines.push(`- ${name} scenario: ${deployment.description}`)
+  }
   if (!options.soak) {
     lines.push(
       `- ${options.seconds} s measured per run after ${warmupMs(options) / 1000} s warmup, ` +
@@ -185,13 +267,17 @@ function publish(text, suffix) {
   console.error(`written to ${path.relative(process.cwd(), file)}`)
 }
 
-async function compare(options, redis) {
-  const libs = LIBS.filter((lib) => (options.libs ? options.libs.includes(lib.id) : !lib.reference))
-  const scenarios = Object.keys(SCENARIOS).filter((name) => !options.scenarios || options.scenarios.includes(name))
-  const header = headerLines(options, redis, 'redis-snatch benchmark')
+/** The comparison: the floor, then every selected library × scenario × concurrency × repetition; publish the report. */
+async function compare(options, redis, deployments) {
+  const selected = (lib) => options.libs.includes(lib.id) || (lib.with && options.libs.includes(lib.with))
+  const libs = LIBS.filter((lib) => (options.libs ? selected(lib) : !lib.reference))
+  const scenarios = selectedScenarios(options)
+  const header = headerLines(options, redis, 'redis-snatch benchmark', deployments)
 
   let floor = null
-  if (!hasRedisBenchmark()) {
+  if (scenarios.every((name) => SCENARIOS[name].deployment)) {
+    header.push('- no floor: only scenarios on deployments were selected (the floor is of the single server)')
+  } else if (!hasRedisBenchmark()) {
     header.push('- redis-benchmark not found: no floor (install redis-tools)')
   } else {
     console.error('floor: redis-benchmark…')
@@ -206,11 +292,13 @@ async function compare(options, redis) {
 
   const plan = []
   for (const scenario of scenarios) {
-    const { concurrencies, needs } = SCENARIOS[scenario]
+    const { concurrencies, needs, deployment } = SCENARIOS[scenario]
     for (const concurrency of concurrencies) {
       for (let rep = 0; rep < options.reps; rep++) {
         for (const lib of libs) {
           if (needs && lib.wait === false) continue
+          if (deployment && !lib.deployments) continue
+          if (lib.scenarios && !lib.scenarios.includes(scenario)) continue
           plan.push({ scenario, concurrency, rep, lib })
         }
       }
@@ -219,12 +307,14 @@ async function compare(options, redis) {
   const tag = Date.now().toString(36)
   const results = {}
   for (const [index, { scenario, concurrency, rep, lib }] of plan.entries()) {
+    const target = deployments[SCENARIOS[scenario].deployment]
     const result = await runWorker({
       lib: lib.id,
       scenario,
       concurrency,
       url: redis.url,
-      redisPid: redis.pid,
+      deployment: target && (lib.plaintext ? target.plaintext : target.options),
+      redisPid: target ? target.pids : redis.pid,
       prefix: `bench:${tag}:${lib.id}:${scenario}:${concurrency}:${rep}:`,
       warmupMs: warmupMs(options),
       durationMs: options.seconds * 1000,
@@ -262,9 +352,12 @@ async function main() {
   ensurePeersInstalled()
   requireBuiltPackage()
   const redis = await connectRedis()
+  let deployments = {}
   try {
-    await (options.soak ? soak(options, redis) : compare(options, redis))
+    if (!options.soak) deployments = await startDeployments(selectedScenarios(options))
+    await (options.soak ? soak(options, redis) : compare(options, redis, deployments))
   } finally {
+    await stopDeployments(deployments)
     await redis.stop()
   }
 }

@@ -1,7 +1,7 @@
 'use strict'
 // The measuring loop of a worker: async loops in this process, a warmup, then a timed window in which every
 // completed cycle is recorded (in a fixed-size histogram, so a long soak does not grow memory), with this
-// process's CPU time and the redis-server's over the same window.
+// process's CPU time and the redis-server's (a cluster's: summed over its nodes) over the same window.
 
 const { createHistogram, performance } = require('node:perf_hooks')
 const { cpuSeconds } = require('./proc')
@@ -10,7 +10,8 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
  * Run `concurrency` copies of `loop(index, run)` until `run.stopped`; a loop calls `run.record(ms, ok)` per cycle,
- * which counts only inside the measured window (after `warmupMs`, for `durationMs`). Resolves the summary.
+ * which counts only inside the measured window (after `warmupMs`, for `durationMs`); `redisPid` is the pid of the
+ * redis-server, or an array of them (a cluster). Resolves the summary.
  */
 async function measure({ concurrency, warmupMs, durationMs, redisPid }, loop) {
   const histogram = createHistogram()
@@ -56,7 +57,7 @@ async function measure({ concurrency, warmupMs, durationMs, redisPid }, loop) {
   }
 }
 
-/** The clock, this process's CPU usage and the redis-server's CPU seconds, now. */
+/** The clock, this process's CPU usage and the redis-server's CPU seconds (`redisPid`: one pid or several), now. */
 function snapshot(redisPid) {
   return { at: performance.now(), cpu: process.cpuUsage(), redis: cpuSeconds(redisPid) }
 }

@@ -1,5 +1,5 @@
 'use strict'
-// CPU time of another process (the redis-server) from /proc/<pid>/stat, for Linux.
+// CPU time of other processes (the redis-server, or a cluster's) from /proc/<pid>/stat, for Linux.
 
 const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
@@ -18,8 +18,12 @@ function clockTicks() {
   return ticksPerSecond
 }
 
-/** User + system CPU seconds used so far by `pid`; NaN if it cannot be read (no pid, not Linux, gone). */
+/**
+ * User + system CPU seconds used so far by `pid`, or summed over an array of pids (a cluster's nodes); NaN if one
+ * cannot be read (no pid, not Linux, gone).
+ */
 function cpuSeconds(pid) {
+  if (Array.isArray(pid)) return pid.length ? pid.reduce((sum, one) => sum + cpuSeconds(one), 0) : NaN
   if (!pid) return NaN
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')

@@ -2,6 +2,7 @@
 // The markdown report: the machine, the floor, one table per scenario and concurrency, the targets; and the soak.
 
 const { LIBS } = require('../libs')
+const { KEYS_PER_LOOP, SCENARIOS } = require('./scenarios')
 const { median } = require('./stats')
 
 const MIB = 1024 * 1024
@@ -18,6 +19,18 @@ const DESCRIPTIONS = {
     'waiters on one key with the library\'s own wait/retry (redis-snatch: `lock(key, { wait })`). A cycle is one ' +
     'handoff, its latency the time from the holder\'s release call to the next holder\'s acquisition. ' +
     'The raw floor has no waiting and is not run.',
+  cluster:
+    `withfn on a Redis Cluster of 3 masters: each loop cycles through ${KEYS_PER_LOOP} keys of its own, so the keys ` +
+    'spread over the slots (and masters) and never contend. redis-snatch: `createLocker({ cluster: seeds })`, ' +
+    '`snatchTask`; raw ioredis: `Redis.Cluster`, `SET NX PX` + the compare-and-delete script (`defineCommand`: ' +
+    'EVALSHA, EVAL once per connection). Only the libraries that support deployments run here; redis CPU is the ' +
+    'sum over the 3 nodes. No floor (redis-benchmark is run on the single server only).',
+  tls:
+    `withfn on one redis-server over TLS: each loop cycles through ${KEYS_PER_LOOP} keys of its own, as on the ` +
+    'cluster. redis-snatch: `createLocker({ url: \'rediss://…\', tls: { ca } })`, `snatchTask`; raw ioredis: ' +
+    '`new Redis(url, { tls: { ca } })`, `SET NX PX` + EVALSHA. A TLS locker uses its main connection (the direct ' +
+    'connection speaks plain TCP only); the last row is the same locker on the same server\'s plaintext port, ' +
+    'where one-attempt calls and releases take the direct connection. No floor.',
 }
 
 /** The median of each field over the repetitions of one library in one scenario; `{ error }` if one failed. */
@@ -44,6 +57,7 @@ function renderReport({ header, floor, results }) {
     for (const [concurrency, byLib] of Object.entries(byConcurrency)) {
       const floorRow = floor?.find((row) => row.pipeline === 1 && row.clients === Number(concurrency))
       lines.push(...renderScenario(scenario, Number(concurrency), byLib, floorRow), '')
+      if (scenario === 'tls') lines.push(...renderTlsComparison(byLib))
     }
   }
   lines.push(...renderTargets(results))
@@ -77,15 +91,21 @@ function renderFloor(floor) {
   return lines
 }
 
+/**
+ * One scenario's table at one concurrency: a row per library (medians), × raw ioredis, and × floor except in handoff
+ * and the scenarios on deployments (the floor is of the single server).
+ */
 function renderScenario(scenario, concurrency, byLib, floorRow) {
   const handoff = scenario === 'handoff'
   const contended = scenario === 'contended'
+  const floorColumn = !handoff && !SCENARIOS[scenario]?.deployment
   const raw = byLib.raw && summarize(byLib.raw)
   const lines = [`## ${scenario}, c=${concurrency}`, '', DESCRIPTIONS[scenario], '']
   const head = ['library', handoff ? 'handoffs/s' : 'cycles/s']
   if (contended) head.push('won/s')
   head.push('p50 ms', 'p99 ms', 'max RSS MiB', 'node CPU', 'node CPU µs/cycle', 'redis CPU')
-  if (!handoff) head.push('× raw ioredis', '× floor')
+  if (!handoff) head.push('× raw ioredis')
+  if (floorColumn) head.push('× floor')
   lines.push(cells(head), cells(head.map((_, i) => (i === 0 ? '---' : '---:'))))
   for (const lib of LIBS) {
     if (!byLib[lib.id]) continue
@@ -98,13 +118,27 @@ function renderScenario(scenario, concurrency, byLib, floorRow) {
     if (contended) row.push(rate(s.okPerSecond))
     const cpuPerCycle = Math.round((s.nodeCpu / s.perSecond) * 1e6)
     row.push(ms(s.p50), ms(s.p99), mib(s.maxRss), cpu(s.nodeCpu), cpuPerCycle, cpu(s.redisCpu))
-    if (!handoff) {
-      row.push(raw && !raw.error ? ratio(s.perSecond / raw.perSecond) : '—')
-      row.push(floorRow ? ratio(s.perSecond / floorCycles(floorRow)) : '—')
-    }
+    if (!handoff) row.push(raw && !raw.error ? ratio(s.perSecond / raw.perSecond) : '—')
+    if (floorColumn) row.push(floorRow ? ratio(s.perSecond / floorCycles(floorRow)) : '—')
     lines.push(cells(row))
   }
   return lines
+}
+
+/**
+ * The TLS scenario's answer to "which connection": redis-snatch over TLS (main connection) against the same locker on
+ * the plaintext port (direct connection); nothing when either is missing.
+ */
+function renderTlsComparison(byLib) {
+  const tls = byLib.snatch && summarize(byLib.snatch)
+  const plain = byLib['snatch-plain'] && summarize(byLib['snatch-plain'])
+  if (!tls || tls.error || !plain || plain.error) return []
+  return [
+    `Which connection: redis-snatch over TLS (main connection) ${rate(tls.perSecond)} cycles/s, p50 ` +
+      `${ms(tls.p50)} ms; on the same server's plaintext port (direct connection) ${rate(plain.perSecond)} ` +
+      `cycles/s, p50 ${ms(plain.p50)} ms: TLS at ${ratio(tls.perSecond / plain.perSecond)} of plaintext.`,
+    '',
+  ]
 }
 
 /** The issue's targets against this run's medians (reported, not asserted). */
@@ -136,6 +170,17 @@ function renderTargets(results) {
       snatch1.p50 <= raw1.p50,
     ])
   }
+  for (const [scenario, name] of [
+    ['cluster', 'cluster withfn c=50 ≥ 1.5× raw ioredis'],
+    ['tls', 'TLS withfn c=50 ≥ 1.5× raw ioredis'],
+  ]) {
+    const own = get(scenario, 50, 'snatch')
+    const raw = get(scenario, 50, 'raw')
+    if (own && raw) {
+      const r = own.perSecond / raw.perSecond
+      targets.push([name, ratio(r), r >= 1.5])
+    }
+  }
   const handoff = get('handoff', 10, 'snatch')
   if (handoff) targets.push(['handoff p50 ≤ 1 ms', `${ms(handoff.p50)} ms`, handoff.p50 <= 1])
   const rss = ['uncontended', 'contended', 'withfn'].flatMap((scenario) => {
@@ -149,7 +194,7 @@ function renderTargets(results) {
   targets.push(...rss)
   if (targets.length === 0) return []
   return [
-    '## Targets (issue 5; reported, not asserted)',
+    '## Targets (reported, not asserted)',
     '',
     '| target | this run | met |',
     '|---|---:|:---:|',

@@ -1,5 +1,7 @@
 'use strict'
-// The scenarios: for an adapter, the loop that `measure` runs in each of its concurrent copies.
+// The scenarios: for an adapter, the loop that `measure` runs in each of its concurrent copies. `needs` names an
+// adapter method the scenario requires; `deployment` names the deployment it runs on instead of the single
+// plaintext redis-server (run.js starts it; only adapters marked `deployments` in libs/index.js run there).
 
 const { performance } = require('node:perf_hooks')
 const { sleep } = require('./measure')
@@ -7,8 +9,23 @@ const { sleep } = require('./measure')
 const HANDOFF_WAIT_MS = 30_000
 const HANDOFF_HOLD_MS = 5
 
+const KEYS_PER_LOOP = 20
+
 /** The task of `withfn`: an async function that resolves at once. */
 const task = async () => {}
+
+/**
+ * The withfn cycle on keys spread over many slots: each loop takes its own KEYS_PER_LOOP keys in turn
+ * (`w<index>:<n>`), so no two loops share a key and a key is free again long before its loop comes back to it.
+ */
+const spreadWithFn = (lib) => async (index, run) => {
+  for (let n = 0; !run.stopped; n++) {
+    const key = `w${index}:${n % KEYS_PER_LOOP}`
+    const start = performance.now()
+    if (!(await lib.withFn(key, task))) throw new Error(`the loop's own key ${key} was taken`)
+    run.record(performance.now() - start)
+  }
+}
 
 const SCENARIOS = {
   /** Own key per loop: acquire, release. */
@@ -77,6 +94,18 @@ const SCENARIOS = {
       }
     },
   },
+  /** withfn on a 3-master Redis Cluster, each loop cycling through its own keys (spread over the slots). */
+  cluster: {
+    concurrencies: [50],
+    deployment: 'cluster',
+    loop: spreadWithFn,
+  },
+  /** withfn on one redis-server over TLS, each loop cycling through its own keys, as on the cluster. */
+  tls: {
+    concurrencies: [50],
+    deployment: 'tls',
+    loop: spreadWithFn,
+  },
 }
 
 /** A promise with its resolve function. */
@@ -88,4 +117,4 @@ function deferred() {
   return { promise, resolve }
 }
 
-module.exports = { SCENARIOS }
+module.exports = { SCENARIOS, KEYS_PER_LOOP }

@@ -1,15 +1,38 @@
 'use strict'
 // The libraries under comparison, in the order they run and are listed. `raw` is the floor; `pkg` names the npm
 // package whose installed version the report shows; `wait: false` marks adapters without a waiting acquire (no
-// handoff scenario); a `reference` runs only when named with --libs; `options` are passed to its adapter.
+// handoff scenario); `deployments: true` marks adapters that can run on a deployment (a scenario's `deployment`:
+// cluster, TLS), which the others skip; `scenarios` limits an entry to those scenarios, `with` selects it whenever
+// that library is selected, and `plaintext: true` sends it to the deployment's plaintext port; a `reference` runs
+// only when named with --libs; `options` are passed to its adapter.
 
 const LIBS = [
-  { id: 'snatch', name: 'redis-snatch', module: './redis-snatch' },
+  { id: 'snatch', name: 'redis-snatch', module: './redis-snatch', deployments: true },
   { id: 'redlock', name: 'redlock', pkg: 'redlock', module: './redlock' },
   { id: 'sesame', name: '@sesamecare-oss/redlock', pkg: '@sesamecare-oss/redlock', module: './sesamecare-redlock' },
   { id: 'semaphore', name: 'redis-semaphore Mutex', pkg: 'redis-semaphore', module: './redis-semaphore' },
   { id: 'helper', name: 'node-redis helper', pkg: 'redis', module: './node-redis-helper' },
-  { id: 'raw', name: 'raw ioredis', pkg: 'ioredis', module: './ioredis-raw', wait: false },
+  { id: 'raw', name: 'raw ioredis', pkg: 'ioredis', module: './ioredis-raw', wait: false, deployments: true },
+  {
+    // The TLS scenario's reference: the same server's plaintext port, where one-attempt calls use the direct
+    // connection (a TLS locker uses its main connection).
+    id: 'snatch-plain',
+    name: 'redis-snatch, plaintext port (direct connection)',
+    module: './redis-snatch',
+    deployments: true,
+    plaintext: true,
+    scenarios: ['tls'],
+    with: 'snatch',
+  },
+  {
+    // Another build of redis-snatch (a checkout at an earlier commit, built there), for interleaved before/after
+    // runs: `SNATCH_BASE=../base npm run bench -- --libs snatch,snatch-base --scenarios withfn,uncontended`.
+    id: 'snatch-base',
+    name: `redis-snatch at ${process.env.SNATCH_BASE || 'SNATCH_BASE (unset)'}`,
+    module: './redis-snatch',
+    options: { base: true },
+    reference: true,
+  },
   {
     id: 'scripts-js',
     name: 'redis-snatch scripts on node-redis (reference)',

@@ -53,11 +53,27 @@ test('every method works over TLS, trusting the test CA', async () => {
   await everyMethod({ locker: made(), other: made(), nodes: [server.inspectUrl] })
 })
 
-test('the direct connection is not used over TLS: calls stay on the TLS connection', async () => {
-  const l = locker({ url: server.tlsUrl, tls: { ca: certs.ca } })
+test.each([
+  ['the test CA', () => [server, { ca: certs.ca }]],
+  ['servername', () => [server, { ca: certs.ca, servername: 'redis.test' }]],
+  ['rejectUnauthorized: false', () => [server, { rejectUnauthorized: false }]],
+  ['a client certificate', () => [mutual, { ca: certs.ca, cert: certs.clientCert, key: certs.clientKey }]],
+])('the direct connection speaks TLS too (%s): one-attempt calls use it once it is open', async (_name, setup) => {
+  const [target, tls] = setup()
+  /** Direct connections on the TLS port whose last command was `last` (any, when not given). */
+  const directOnTls = async (last = '') => {
+    const clients = (await redisCommand(target.inspectUrl, 'CLIENT', 'LIST')).split('\n')
+    const port = `laddr=127.0.0.1:${target.tlsPort} `
+    return clients.filter((c) => c.includes('name=redis-snatch-direct') && c.includes(port) && c.includes(last)).length
+  }
+  const [opened, released] = [await directOnTls(), await directOnTls(' cmd=evalsha ')]
+  const l = locker({ url: target.tlsUrl, tls })
   for (let i = 0; i < 20; i++) expect((await l.snatchTask(uniqueKey('tls-direct'), () => i)).ran).toBe(true)
-  const clients = await redisCommand(server.inspectUrl, 'CLIENT', 'LIST')
-  expect(clients).not.toContain('redis-snatch-direct')
+  expect(await directOnTls()).toBe(opened + 1)
+  // A lock's release goes over it: the release script is its last command.
+  const lock = await l.tryLock(uniqueKey('tls-direct-lock'))
+  expect(await lock.release()).toBe(true)
+  expect(await directOnTls(' cmd=evalsha ')).toBe(released + 1)
 })
 
 test.each([

@@ -9,12 +9,13 @@
 
 use napi::bindgen_prelude::spawn;
 use napi::sys;
-use snatch_core::{parse_reply, write_commands, AwaitedReplies, DirectCall, Locker, NoReply, Reply, SnatchError};
+use snatch_core::{
+    parse_reply, write_commands, AwaitedReplies, DirectCall, DirectStream, Locker, NoReply, Reply, SnatchError,
+};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
-use std::io::{ErrorKind, Read, Write};
-use std::net::TcpStream;
+use std::io::ErrorKind;
 use std::os::fd::AsRawFd;
 use std::ptr;
 use std::rc::Rc;
@@ -90,8 +91,10 @@ struct State<C: 'static> {
 }
 
 /// The socket opened on the runtime, for the JS thread to take.
-type Opened = Arc<Mutex<Option<Result<Option<TcpStream>, SnatchError>>>>;
+type Opened = Arc<Mutex<Option<Result<Option<DirectStream>, SnatchError>>>>;
 
+/// One per locker: boxing the open socket would cost every call a pointer chase for no memory worth saving.
+#[allow(clippy::large_enum_variant)]
 enum Phase<C: 'static> {
     /// Not open; opened by the first call after `reopen_at`.
     Closed {
@@ -99,12 +102,12 @@ enum Phase<C: 'static> {
     },
     Opening(Opened),
     Open(Open<C>),
-    /// Direct calls do not apply to this locker (Redlock, TLS or Unix socket URL).
+    /// Direct calls do not apply to this locker (Redlock, a cluster or Sentinel, waitReplicas, a Unix socket URL).
     Unavailable,
 }
 
 struct Open<C> {
-    stream: TcpStream,
+    stream: DirectStream,
     poll: *mut UvHandle,
     timer: *mut UvHandle,
     /// Calls sent, in the order of their replies, with their deadlines; the last `unwritten` are not written yet,
@@ -222,7 +225,7 @@ fn handle_layout() -> std::alloc::Layout {
 fn install<C: DirectCall + 'static>(
     state: &Rc<RefCell<State<C>>>,
     env: sys::napi_env,
-    stream: TcpStream,
+    stream: DirectStream,
 ) -> Option<Open<C>> {
     // SAFETY: on the JS thread of `env`; the handles are allocated at least at libuv's size for them, and each keeps
     // a count of the state in its data field until it is closed (see `shut`).
@@ -295,7 +298,8 @@ fn flush<C: DirectCall + 'static>(open: &mut Open<C>, timeout: Duration) -> std:
             Err(e) => return Err(e),
         }
     }
-    let wanted = !open.write.is_empty();
+    open.stream.send_pending()?;
+    let wanted = !open.write.is_empty() || open.stream.wants_write();
     if wanted != open.writable_wanted {
         open.writable_wanted = wanted;
         let events = if wanted { UV_READABLE | UV_WRITABLE } else { UV_READABLE };
@@ -315,9 +319,11 @@ extern "C" fn on_poll<C: DirectCall + 'static>(handle: *mut UvHandle, status: c_
         let mut guard = state.borrow_mut();
         let timeout = guard.timeout;
         let Phase::Open(open) = &mut guard.phase else { return };
+        // A read can leave TLS with something to send (its own messages): flushed with the rest.
         status >= 0
             && (events & UV_WRITABLE == 0 || flush(open, timeout).is_ok())
             && (events & UV_READABLE == 0 || read(open, &mut replies))
+            && (!open.stream.wants_write() || flush(open, timeout).is_ok())
     };
     if !replies.is_empty() {
         dispatch(&state, replies);

@@ -28,9 +28,9 @@ const DESCRIPTIONS = {
   tls:
     `withfn on one redis-server over TLS: each loop cycles through ${KEYS_PER_LOOP} keys of its own, as on the ` +
     'cluster. redis-snatch: `createLocker({ url: \'rediss://…\', tls: { ca } })`, `snatchTask`; raw ioredis: ' +
-    '`new Redis(url, { tls: { ca } })`, `SET NX PX` + EVALSHA. A TLS locker uses its main connection (the direct ' +
-    'connection speaks plain TCP only); the last row is the same locker on the same server\'s plaintext port, ' +
-    'where one-attempt calls and releases take the direct connection. No floor.',
+    '`new Redis(url, { tls: { ca } })`, `SET NX PX` + EVALSHA. A TLS locker\'s one-attempt calls and releases take ' +
+    'the direct connection, over TLS; the last row is the same locker on the same server\'s plaintext port (the ' +
+    'direct connection without TLS). No floor.',
 }
 
 /** The median of each field over the repetitions of one library in one scenario; `{ error }` if one failed. */
@@ -126,17 +126,17 @@ function renderScenario(scenario, concurrency, byLib, floorRow) {
 }
 
 /**
- * The TLS scenario's answer to "which connection": redis-snatch over TLS (main connection) against the same locker on
- * the plaintext port (direct connection); nothing when either is missing.
+ * What TLS costs the direct connection: redis-snatch over TLS against the same locker on the plaintext port; nothing
+ * when either is missing.
  */
 function renderTlsComparison(byLib) {
   const tls = byLib.snatch && summarize(byLib.snatch)
   const plain = byLib['snatch-plain'] && summarize(byLib['snatch-plain'])
   if (!tls || tls.error || !plain || plain.error) return []
   return [
-    `Which connection: redis-snatch over TLS (main connection) ${rate(tls.perSecond)} cycles/s, p50 ` +
-      `${ms(tls.p50)} ms; on the same server's plaintext port (direct connection) ${rate(plain.perSecond)} ` +
-      `cycles/s, p50 ${ms(plain.p50)} ms: TLS at ${ratio(tls.perSecond / plain.perSecond)} of plaintext.`,
+    `What TLS costs: redis-snatch over TLS ${rate(tls.perSecond)} cycles/s, p50 ${ms(tls.p50)} ms; on the same ` +
+      `server's plaintext port ${rate(plain.perSecond)} cycles/s, p50 ${ms(plain.p50)} ms: TLS at ` +
+      `${ratio(tls.perSecond / plain.perSecond)} of plaintext.`,
     '',
   ]
 }

@@ -8,6 +8,7 @@
 
 use crate::awaited::AwaitedReplies;
 use crate::config::LockOptions;
+use crate::direct_stream::DirectStream;
 use crate::keys::LockKeys;
 use crate::lease::Lease;
 use crate::locker::Locker;
@@ -19,7 +20,7 @@ use crate::SnatchError;
 use redis::ConnectionAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -68,18 +69,22 @@ pub struct DirectRelease {
 }
 
 impl Locker {
-    /// Opens a socket to the locker's Redis for direct calls: connected, authenticated, on the URL's database, named
-    /// [`DIRECT_CLIENT_NAME`], with the release script loaded, in non-blocking mode. `None` when direct calls do not apply:
-    /// several nodes (Redlock), a cluster or Sentinel deployment, `wait_replicas`, a TLS or Unix socket URL, or a
-    /// server that refuses the commands of direct acquisitions (see [`acquisition_probe`]). Bounded by the command
-    /// timeout.
-    pub async fn direct_socket(&self) -> Result<Option<std::net::TcpStream>, SnatchError> {
+    /// Opens a socket to the locker's Redis for direct calls: connected (over TLS for a `rediss://` URL, with the
+    /// locker's TLS settings), authenticated, on the URL's database, named [`DIRECT_CLIENT_NAME`], with the release
+    /// script loaded, in non-blocking mode. `None` when direct calls do not apply: several nodes (Redlock), a cluster
+    /// or Sentinel deployment, `wait_replicas`, a Unix socket URL, or a server that refuses the commands of direct
+    /// acquisitions (see [`acquisition_probe`]). Bounded by the command timeout.
+    pub async fn direct_socket(&self) -> Result<Option<DirectStream>, SnatchError> {
         let Some(node) = self.nodes().single() else { return Ok(None) };
         // Not for a cluster or a Sentinel master, nor when acquisitions wait for replicas (which the main connection
-        // does); TLS lockers use the main connection too (see README, the direct connection).
+        // does).
         let Some(endpoint) = node.server().filter(|_| self.config().wait_replicas == 0) else { return Ok(None) };
         let info = endpoint.info();
-        let ConnectionAddr::Tcp(host, port) = info.addr() else { return Ok(None) };
+        let (Some(host), ConnectionAddr::Tcp(_, port) | ConnectionAddr::TcpTls { port, .. }) =
+            (endpoint.connect_host(), info.addr())
+        else {
+            return Ok(None);
+        };
         let settings = info.redis_settings();
         let mut handshake: Vec<Vec<&str>> = Vec::new();
         if let Some(password) = settings.password() {
@@ -94,29 +99,27 @@ impl Locker {
         let probe_key = [self.config().prefix.as_str(), "redis-snatch-probe"].concat();
         let probe = acquisition_probe(&probe_key);
         let open = async {
-            let mut socket = TcpStream::connect((host.as_str(), *port)).await.map_err(|e| node.failure(e))?;
-            socket.set_nodelay(true).map_err(|e| node.failure(e))?;
-            let mut request = Vec::new();
-            for command in handshake.iter().chain(&probe) {
-                resp::encode(&mut request, command);
-            }
-            socket.write_all(&request).await.map_err(|e| node.failure(e))?;
-            let mut replies = Vec::new();
-            for _ in &handshake {
-                let reply = read_reply(&mut socket, &mut replies).await.map_err(|e| node.failure(e))?;
-                if let Reply::Error(text) = reply {
-                    return Err(node.failure(text));
+            let tcp = TcpStream::connect((host, *port)).await.map_err(|e| node.failure(e))?;
+            tcp.set_nodelay(true).map_err(|e| node.failure(e))?;
+            let opened = match &endpoint.direct_tls {
+                None => {
+                    let mut tcp = tcp;
+                    let accepted = greet(&mut tcp, &handshake, &probe).await.map_err(|e| node.failure(e))?;
+                    (accepted, tcp.into_std(), None)
                 }
+                Some(tls) => {
+                    let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
+                    let mut stream = connector.connect(tls.name.clone(), tcp).await.map_err(|e| node.failure(e))?;
+                    let accepted = greet(&mut stream, &handshake, &probe).await.map_err(|e| node.failure(e))?;
+                    let (tcp, session) = stream.into_inner();
+                    (accepted, tcp.into_std(), Some(session))
+                }
+            };
+            match opened {
+                (Err(e), ..) => Err(node.failure(e)),
+                (Ok(false), ..) => Ok(None),
+                (Ok(true), tcp, session) => Ok(Some(DirectStream::new(tcp.map_err(|e| node.failure(e))?, session))),
             }
-            let mut accepted = true;
-            for _ in &probe {
-                let reply = read_reply(&mut socket, &mut replies).await.map_err(|e| node.failure(e))?;
-                accepted &= !holds_error(&reply);
-            }
-            if !accepted {
-                return Ok(None);
-            }
-            socket.into_std().map(Some).map_err(|e| node.failure(e))
         };
         tokio::time::timeout(node.timeout(), open).await.unwrap_or_else(|_| Err(node.timed_out()))
     }
@@ -328,8 +331,34 @@ fn single(nodes: &Nodes) -> &Node {
     nodes.single().expect("direct calls are for a single node")
 }
 
+/// Sends the `handshake` commands and the `probe`, and reads their replies: an error when a handshake command fails
+/// (say, AUTH); whether the server accepts the probe (see [`acquisition_probe`]) otherwise.
+async fn greet<S: AsyncRead + AsyncWrite + Unpin>(
+    socket: &mut S,
+    handshake: &[Vec<&str>],
+    probe: &[Vec<&str>],
+) -> std::io::Result<Result<bool, String>> {
+    let mut request = Vec::new();
+    for command in handshake.iter().chain(probe) {
+        resp::encode(&mut request, command);
+    }
+    socket.write_all(&request).await?;
+    socket.flush().await?;
+    let mut replies = Vec::new();
+    for _ in handshake {
+        if let Reply::Error(text) = read_reply(socket, &mut replies).await? {
+            return Ok(Err(text));
+        }
+    }
+    let mut accepted = true;
+    for _ in probe {
+        accepted &= !holds_error(&read_reply(socket, &mut replies).await?);
+    }
+    Ok(Ok(accepted))
+}
+
 /// Reads one reply from `socket` (for the handshake), `buf` holding what was read beyond it.
-async fn read_reply(socket: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<Reply> {
+async fn read_reply<S: AsyncRead + Unpin>(socket: &mut S, buf: &mut Vec<u8>) -> std::io::Result<Reply> {
     loop {
         match resp::parse(buf) {
             Ok(Some((reply, len))) => {

@@ -12,7 +12,7 @@ use redis::{
     ProtocolVersion, RedisFuture, TlsCertificates,
 };
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::CertificateDer;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use std::net::SocketAddr;
 use std::sync::{Arc, Once};
 use std::time::Duration;
@@ -25,7 +25,7 @@ pub(crate) struct Access {
     tls: Option<Tls>,
 }
 
-/// TLS settings, checked and ready for the redis crate.
+/// TLS settings, checked and ready for the redis crate and for the direct connection.
 #[derive(Clone)]
 struct Tls {
     /// Certificates to hand to the redis crate; `None` for the defaults (the platform's trusted roots, no client
@@ -33,6 +33,8 @@ struct Tls {
     certificates: Option<TlsCertificates>,
     servername: Option<String>,
     verify: bool,
+    /// The same trust, client certificate and checks, for the direct connection's own TLS (direct.rs).
+    config: Arc<rustls::ClientConfig>,
 }
 
 impl Access {
@@ -147,6 +149,11 @@ impl Access {
                 info = info.set_addr(addr);
             }
         }
+        let direct_tls = match (info.addr(), &self.tls) {
+            (ConnectionAddr::TcpTls { host, .. }, Some(tls)) => Some(DirectTls::new(tls.config.clone(), host)?),
+            (ConnectionAddr::TcpTls { host, .. }, None) => Some(DirectTls::new(default_config()?, host)?),
+            _ => None,
+        };
         let client = match self.tls.as_ref().and_then(|t| t.certificates.as_ref()) {
             Some(certificates) if matches!(info.addr(), ConnectionAddr::TcpTls { .. }) => {
                 Client::build_with_tls(info, certificates.clone())
@@ -154,7 +161,7 @@ impl Access {
             _ => Client::open(info),
         }
         .map_err(|e| SnatchError::type_arg(format!("cannot use Redis URL '{label}': {e}")))?;
-        Ok(Endpoint { label, client, resolver })
+        Ok(Endpoint { label, client, resolver, direct_tls })
     }
 
     /// `info` with certificate checks off when `tls.rejectUnauthorized` is false.
@@ -200,7 +207,87 @@ impl Tls {
             )
             .map_err(|e| SnatchError::type_arg(format!("invalid tls option: {e}")))?;
         }
-        Ok(Self { certificates, servername: options.servername.clone(), verify: options.reject_unauthorized })
+        let config = Arc::new(client_config(certificates.as_ref(), options.reject_unauthorized)?);
+        Ok(Self { certificates, servername: options.servername.clone(), verify: options.reject_unauthorized, config })
+    }
+}
+
+/// The rustls configuration the redis crate makes of `certificates` and `verify` for its connections (the trusted
+/// roots: the PEM given, else the platform's; the client certificate, if any; no checks at all unless `verify`),
+/// for the connection the direct calls make themselves.
+fn client_config(certificates: Option<&TlsCertificates>, verify: bool) -> Result<rustls::ClientConfig, SnatchError> {
+    let invalid = |e: &dyn std::fmt::Display| SnatchError::type_arg(format!("invalid tls option: {e}"));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| invalid(&e))?;
+    let builder = if verify {
+        let mut roots = rustls::RootCertStore::empty();
+        match certificates.and_then(|c| c.root_cert.as_deref()) {
+            Some(pem) => {
+                for cert in CertificateDer::pem_slice_iter(pem) {
+                    roots.add(cert.map_err(|e| invalid(&e))?).map_err(|e| invalid(&e))?;
+                }
+            }
+            None => {
+                // As the redis crate does: those of the platform's roots that parse.
+                roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+            }
+        }
+        builder.with_root_certificates(roots)
+    } else {
+        builder.dangerous().with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+    };
+    match certificates.and_then(|c| c.client_tls.as_ref()) {
+        Some(client) => {
+            let chain = CertificateDer::pem_slice_iter(&client.client_cert)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| invalid(&e))?;
+            // Not the key's text in the error: only that it is not a key.
+            let key = PrivateKeyDer::from_pem_slice(&client.client_key)
+                .map_err(|_| invalid(&"tls.key is not a PEM private key"))?;
+            builder.with_client_auth_cert(chain, key).map_err(|e| invalid(&e))
+        }
+        None => Ok(builder.with_no_client_auth()),
+    }
+}
+
+/// Accepts any server certificate (`rejectUnauthorized: false`), still checking the handshake's signatures.
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 
@@ -237,6 +324,35 @@ pub(crate) struct Endpoint {
     /// Set when `tls.servername` differs from the URL's host: the connection info then names the server by
     /// `servername` (what its certificate is checked against) and this resolves that name to the URL's host.
     resolver: Option<Arc<PinnedName>>,
+    /// For a TLS server: the TLS the direct connection speaks (the same as the redis crate's).
+    pub(crate) direct_tls: Option<DirectTls>,
+}
+
+/// The TLS of a direct connection to one server: its rustls configuration, and the name its certificate is checked
+/// against.
+#[derive(Clone)]
+pub(crate) struct DirectTls {
+    pub(crate) config: Arc<rustls::ClientConfig>,
+    pub(crate) name: ServerName<'static>,
+}
+
+impl DirectTls {
+    fn new(config: Arc<rustls::ClientConfig>, host: &str) -> Result<Self, SnatchError> {
+        let name = ServerName::try_from(host.to_owned())
+            .map_err(|e| SnatchError::type_arg(format!("invalid TLS server name '{host}': {e}")))?;
+        Ok(Self { config, name })
+    }
+}
+
+/// The rustls configuration of a `rediss://` URL without `tls` options: the platform's roots, no client certificate.
+fn default_config() -> Result<Arc<rustls::ClientConfig>, SnatchError> {
+    static DEFAULT: std::sync::OnceLock<Arc<rustls::ClientConfig>> = std::sync::OnceLock::new();
+    if let Some(config) = DEFAULT.get() {
+        return Ok(config.clone());
+    }
+    install_crypto_provider();
+    let config = Arc::new(client_config(None, true)?);
+    Ok(DEFAULT.get_or_init(|| config).clone())
 }
 
 impl Endpoint {
@@ -265,6 +381,15 @@ impl Endpoint {
     /// Whether the connection is TLS.
     pub(crate) fn is_tls(&self) -> bool {
         matches!(self.info().addr(), ConnectionAddr::TcpTls { .. })
+    }
+
+    /// The host to connect to: the URL's (which a `tls.servername` replaces in the connection info).
+    pub(crate) fn connect_host(&self) -> Option<&str> {
+        match (&self.resolver, self.info().addr()) {
+            (Some(pinned), _) => Some(&pinned.host),
+            (None, ConnectionAddr::Tcp(host, _) | ConnectionAddr::TcpTls { host, .. }) => Some(host),
+            _ => None,
+        }
     }
 
     fn config(&self, timeout: Duration) -> AsyncConnectionConfig {

@@ -8,6 +8,7 @@ mod config;
 mod connection;
 mod cron;
 mod direct;
+mod direct_stream;
 mod endpoint;
 mod error;
 mod keys;
@@ -29,6 +30,7 @@ pub use cron::CronSchedule;
 pub use direct::{
     write_commands, DirectAcquire, DirectCall, DirectCommand, DirectRelease, NoReply, Settled, DIRECT_CLIENT_NAME,
 };
+pub use direct_stream::DirectStream;
 pub use error::{ArgKind, SnatchError};
 pub use keys::{validate_key, LockKeys, MAX_KEY_BYTES};
 pub use lease::{Lease, LeaseState};

@@ -4,12 +4,12 @@ mod support;
 
 use redis::Commands;
 use snatch_core::{
-    parse_reply, write_commands, AwaitedReplies, DirectAcquire, DirectCall, DirectCommand, DirectRelease, Lease,
-    LeaseState, LockOptions, Locker, LockerConfig, NoReply, Reply, Settled, DIRECT_CLIENT_NAME,
+    parse_reply, write_commands, AwaitedReplies, DirectAcquire, DirectCall, DirectCommand, DirectRelease, DirectStream,
+    Lease, LeaseState, LockOptions, Locker, LockerConfig, NoReply, Reply, Settled, DIRECT_CLIENT_NAME,
 };
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::ErrorKind;
 use std::sync::Arc;
+use std::time::Duration;
 use support::{inspect, redis_url, unique_key, RedisServer};
 
 fn locker(urls: &[&str]) -> Locker {
@@ -32,12 +32,20 @@ impl DirectCall for Call {
     }
 }
 
-/// Writes the commands of `calls` on `socket` and reads their replies, as the caller of direct calls would: each
-/// call with its reply, and what the commands were (see [`commands`]).
-fn exchange(socket: &mut TcpStream, mut calls: Vec<Call>) -> (Vec<(Call, Reply)>, Vec<&'static str>) {
+/// Writes the commands of `calls` on `socket` (non-blocking, as the binding has it) and reads their replies, as the
+/// caller of direct calls would: each call with its reply, and what the commands were (see [`commands`]).
+fn exchange(socket: &mut DirectStream, mut calls: Vec<Call>) -> (Vec<(Call, Reply)>, Vec<&'static str>) {
     let (mut command, mut awaited) = (Vec::new(), AwaitedReplies::default());
     write_commands(calls.iter_mut(), &mut command, &mut awaited);
-    socket.write_all(&command).unwrap();
+    let mut written = 0;
+    while written < command.len() || socket.wants_write() {
+        match socket.write(&command[written..]) {
+            Ok(n) => written += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => panic!("write failed: {e}"),
+        }
+        socket.send_pending().unwrap();
+    }
     let (mut buf, mut replies) = (Vec::new(), Vec::new());
     while replies.len() < calls.len() {
         if let Some((reply, len)) = parse_reply(&buf).unwrap() {
@@ -46,9 +54,14 @@ fn exchange(socket: &mut TcpStream, mut calls: Vec<Call>) -> (Vec<(Call, Reply)>
             continue;
         }
         let mut chunk = [0u8; 256];
-        let n = socket.read(&mut chunk).unwrap();
-        assert!(n > 0, "Redis closed the socket");
-        buf.extend_from_slice(&chunk[..n]);
+        match socket.read(&mut chunk) {
+            Ok(n) => {
+                assert!(n > 0, "Redis closed the socket");
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => panic!("read failed: {e}"),
+        }
     }
     assert!(buf.is_empty(), "no reply left over");
     assert_eq!(replies.len(), calls.len());
@@ -64,10 +77,8 @@ fn commands(written: &[u8]) -> Vec<&'static str> {
         .collect()
 }
 
-async fn socket(locker: &Locker) -> TcpStream {
-    let socket = locker.direct_socket().await.unwrap().expect("a direct socket (direct calls need Redis 7.0 or newer)");
-    socket.set_nonblocking(false).unwrap();
-    socket
+async fn socket(locker: &Locker) -> DirectStream {
+    locker.direct_socket().await.unwrap().expect("a direct socket (direct calls need Redis 7.0 or newer)")
 }
 
 type Acquired = Settled<Option<Arc<Lease>>, DirectAcquire>;
@@ -85,12 +96,12 @@ fn settle_release((call, reply): (Call, Reply)) -> Settled<bool, DirectRelease> 
     release.settle(Ok(reply))
 }
 
-fn acquire(socket: &mut TcpStream, attempt: DirectAcquire) -> Acquired {
+fn acquire(socket: &mut DirectStream, attempt: DirectAcquire) -> Acquired {
     let (mut replies, _) = exchange(socket, vec![Call::Acquire(Box::new(attempt))]);
     settle_acquire(replies.remove(0))
 }
 
-fn release(socket: &mut TcpStream, release: DirectRelease) -> Settled<bool, DirectRelease> {
+fn release(socket: &mut DirectStream, release: DirectRelease) -> Settled<bool, DirectRelease> {
     let (mut replies, _) = exchange(socket, vec![Call::Release(release)]);
     settle_release(replies.remove(0))
 }

@@ -5,7 +5,7 @@
 
 const { createLocker } = require('..')
 const { redisCommand } = require('./support/redis-server')
-const { startCluster, replicasCaughtUp } = require('./support/deployments')
+const { startCluster, replicasCaughtUp, waitFor } = require('./support/deployments')
 const { createSnatchUser, aclDenials } = require('./support/acl')
 const { everyMethod } = require('./support/every-method')
 const { uniqueKey } = require('./support/util')
@@ -37,6 +37,32 @@ test('every method works on the cluster (seed nodes; the rest discovered), as th
   const user = { username: 'snatch', password: USER_PASSWORD }
   await everyMethod({ locker: locker(user), other: locker(user), nodes: cluster.urls })
   expect(await aclDenials(cluster.urls)).toEqual([])
+})
+
+/** Direct connections on `node` (a cluster node handle), from any locker. */
+async function directClients(node) {
+  const clients = await redisCommand(node.inspectUrl, 'CLIENT', 'LIST')
+  return clients.split('\n').filter((line) => line.includes('name=redis-snatch-direct')).length
+}
+
+test('one-attempt calls and releases go to each key\'s master over a direct connection of its own', async () => {
+  const masters = await cluster.masters()
+  const before = await Promise.all(masters.map(directClients))
+  const l = locker()
+  const keys = Array.from({ length: 60 }, (_, i) => uniqueKey(`direct-${i}`))
+  for (let round = 0; round < 3; round++) {
+    const ran = await Promise.all(keys.map((key) => l.snatchTask(key, ({ fence }) => fence)))
+    expect(ran.every((r) => r.ran)).toBe(true)
+  }
+  // The slot map comes first (the first calls take the main connection), then a socket per master opens.
+  await waitFor('a direct connection on every master', async () => {
+    await Promise.all(keys.map((key) => l.snatchTask(key, () => 1)))
+    const after = await Promise.all(masters.map(directClients))
+    return after.every((n, i) => n === before[i] + 1)
+  })
+  const lock = await l.tryLock(keys[0])
+  expect(lock).not.toBeNull()
+  expect(await lock.release()).toBe(true)
 })
 
 test('a lock key and its fence counter share a slot, also with a prefix that is a hash tag', async () => {
@@ -127,6 +153,12 @@ test('a node added and a slot migrated to it while locking: ASK and MOVED follow
     expect(ms).toBeLessThan(COMMAND_TIMEOUT * 3)
   }
   expect((await cluster.masterOf(`snatch:${loopKey}`)).id).toBe(added.id)
+  // The moved slot sent calls to the main connection, which had the slot map fetched again: the new master gets a
+  // direct connection of the locker.
+  await waitFor('a direct connection on the new master', async () => {
+    await l.snatchTask(loopKey, () => 1)
+    return (await directClients(added)) > 0
+  })
 }, 60_000)
 
 test('a master failover: calls fail with RedisError within commandTimeout or succeed, then work without a restart', async () => {

@@ -5,6 +5,7 @@
 //! locker's connection, as it would have without the socket.
 
 use crate::completions::{Completion, Completions};
+use crate::direct_sockets::DirectSockets;
 use crate::locker::{acquired, keep_lock, ran_completion, task_under, Leases, Settling};
 use crate::loop_socket::{Handler, LoopSocket, Outcome};
 use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, Either, FunctionRef, ToNapiValue};
@@ -15,6 +16,7 @@ use snatch_core::{
     Settled,
 };
 use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Runs whose task is under way, by run id, with their lease and their count on the locker.
@@ -54,7 +56,7 @@ impl DirectCall for Call {
 
 /// The direct path of one locker.
 pub(crate) struct DirectCalls {
-    socket: LoopSocket<Call>,
+    sockets: DirectSockets<Call>,
     context: Arc<Context>,
 }
 
@@ -65,6 +67,8 @@ pub(crate) struct Context {
     pub(crate) settling: Settling,
     pub(crate) running: Running,
     pub(crate) leases: Leases,
+    /// Set when a direct call had to go over the locker's connection: on a cluster, the slot map may be out of date.
+    pub(crate) stale: Arc<AtomicBool>,
 }
 
 impl DirectCalls {
@@ -84,7 +88,8 @@ impl DirectCalls {
             let events = within_runtime_if_available(|| on_replies.settle(replies));
             delivery.deliver(events);
         });
-        Ok(Self { socket: LoopSocket::new(env.raw(), timeout, handler), context })
+        let sockets = DirectSockets::new(env.raw(), &context.locker, timeout, handler, context.stale.clone());
+        Ok(Self { sockets, context })
     }
 
     /// Starts run `id` by a direct call: false, and nothing started, when the call cannot be made (options that
@@ -106,29 +111,33 @@ impl DirectCalls {
         call: impl FnOnce(DirectAcquire, Busy) -> Call,
     ) -> napi::Result<bool> {
         let locker = &self.context.locker;
-        if !options.wait.is_zero() || !self.socket.ready(locker) {
+        if !options.wait.is_zero() {
             return Ok(false);
         }
         let to_napi = crate::errors::to_napi;
         let Some(attempt) = locker.direct_acquire(key, options).map_err(to_napi)? else { return Ok(false) };
+        let Some(socket) = self.sockets.for_slot(locker, || attempt.slot()) else { return Ok(false) };
         let busy = locker.enter().map_err(to_napi)?;
-        Ok(self.socket.send(call(attempt, busy)).is_ok())
+        Ok(socket.send(call(attempt, busy)).is_ok())
     }
 
     /// Starts operation `id`, the release of `lease`, by a direct call: false, and nothing started, when it does not
     /// go that way (see `Lease::direct_release`).
     pub(crate) fn release(&self, id: u32, lease: &Arc<Lease>) -> bool {
-        if !self.socket.ready(&self.context.locker) {
-            return false;
-        }
+        let Some(socket) = self.sockets.for_slot(&self.context.locker, || lease.slot()) else { return false };
         let Some(release) = lease.direct_release() else { return false };
-        self.send(Call::Unlock { id, release });
+        self.send(Some(&socket), Call::Unlock { id, release });
         true
     }
 
-    /// Sends `call`; if the socket closed meanwhile, it goes on over the locker's connection.
-    fn send(&self, call: Call) {
-        if let Err(call) = self.socket.send(call) {
+    /// Sends `call` on `socket`; without one, or if it closed meanwhile, the call goes on over the locker's
+    /// connection (a call without a reply produces no event to deliver).
+    fn send(&self, socket: Option<&LoopSocket<Call>>, call: Call) {
+        let unsent = match socket {
+            Some(socket) => socket.send(call).err(),
+            None => Some(call),
+        };
+        if let Some(call) = unsent {
             within_runtime_if_available(|| self.context.settle(vec![(call, Err(NoReply::Dropped))]));
         }
     }
@@ -152,7 +161,8 @@ impl DirectCalls {
             });
             return;
         };
-        self.send(Call::Release { run: id, fence, lost, release, busy });
+        let socket = self.sockets.for_slot(&self.context.locker, || lease.slot());
+        self.send(socket.as_deref(), Call::Release { run: id, fence, lost, release, busy });
     }
 
     /// The locker and the state it shares with the runtime path.
@@ -160,9 +170,9 @@ impl DirectCalls {
         &self.context
     }
 
-    /// The locker is closing: the socket closes once the calls in flight are answered.
+    /// The locker is closing: the sockets close once the calls in flight are answered.
     pub(crate) fn close(&self) {
-        self.socket.close();
+        self.sockets.close();
     }
 }
 
@@ -190,7 +200,10 @@ impl Context {
                             None => Event::NotAcquired(run),
                         }),
                         Settled::Done(Err(e)) => out.push(Event::Other(Completion::failed(run, &e))),
-                        Settled::Fallback(attempt) => self.clone().acquire_on_runtime(run, required, attempt, busy),
+                        Settled::Fallback(attempt) => {
+                            self.stale.store(true, Ordering::SeqCst);
+                            self.clone().acquire_on_runtime(run, required, attempt, busy)
+                        }
                     }
                 }
                 Call::Lock { id, attempt, busy } => {
@@ -204,6 +217,7 @@ impl Context {
                         Settled::Done(Ok(None)) => out.push(Event::NotAcquired(id)),
                         Settled::Done(Err(e)) => out.push(Event::Other(Completion::failed(id, &e))),
                         Settled::Fallback(attempt) => {
+                            self.stale.store(true, Ordering::SeqCst);
                             let (leases, completions) = (self.leases.clone(), self.completions.clone());
                             spawn(async move {
                                 acquired(id, attempt.fallback().await, &leases, &completions);
@@ -216,6 +230,7 @@ impl Context {
                     Settled::Done(Ok(ok)) => out.push(Event::Released(id, ok)),
                     Settled::Done(Err(e)) => out.push(Event::Other(Completion::failed(id, &e))),
                     Settled::Fallback(release) => {
+                        self.stale.store(true, Ordering::SeqCst);
                         let completions = self.completions.clone();
                         spawn(async move {
                             completions.push(released(id, release.fallback().await));
@@ -227,6 +242,7 @@ impl Context {
                         // As on the runtime, a failed release does not fail the run: the key expires with its lease.
                         Settled::Done(_) => out.push(Event::Ran(run, fence, lost)),
                         Settled::Fallback(release) => {
+                            self.stale.store(true, Ordering::SeqCst);
                             let completions = self.completions.clone();
                             spawn(async move {
                                 let _ = release.fallback().await;

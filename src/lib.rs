@@ -3,6 +3,7 @@
 
 mod completions;
 mod direct_calls;
+mod direct_sockets;
 mod errors;
 mod locker;
 #[cfg_attr(not(unix), path = "loop_socket_unsupported.rs")]

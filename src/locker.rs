@@ -72,6 +72,7 @@ impl NativeLocker {
             settling,
             running,
             leases: leases.clone(),
+            stale: Default::default(),
         };
         let direct = DirectCalls::new(&env, context, direct_deliver, direct_deliver_event)?;
         Ok(Self { locker, completions, leases, direct: Rc::new(direct) })

@@ -1,8 +1,8 @@
 //! A Redis socket that node's own event loop polls (libuv's `uv_poll`), for the core's direct calls
 //! (snatch_core::DirectAcquire): commands are written from the JS thread and the replies are read and handed to JS in
-//! the loop's callback, with no thread hand-off either way. Opened on the runtime (`Locker::direct_socket`), then
-//! handed to the loop; not ready while opening, and again for a second after a failure, when callers use the
-//! locker's own connection. Every call has the command timeout as deadline; when one passes, or the socket fails, the
+//! the loop's callback, with no thread hand-off either way. One per server (per master on a cluster). Opened on the
+//! runtime (`Locker::direct_socket`), then handed to the loop; not ready while opening, and again for a second after
+//! a failure, when callers use the locker's own connection. Every call has the command timeout as deadline; when one passes, or the socket fails, the
 //! socket is closed and every call in flight goes to the handler without a reply (`NoReply`, which says what becomes
 //! of it). Unix only; the handles are unreferenced (the facade keeps the process alive while calls are pending) and
 //! closed with the socket, or when the JS environment is torn down.
@@ -10,7 +10,8 @@
 use napi::bindgen_prelude::spawn;
 use napi::sys;
 use snatch_core::{
-    parse_reply, write_commands, AwaitedReplies, DirectCall, DirectStream, Locker, NoReply, Reply, SnatchError,
+    parse_reply, write_commands, AwaitedReplies, DirectCall, DirectStream, DirectTarget, Locker, NoReply, Reply,
+    SnatchError,
 };
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -81,6 +82,10 @@ pub(crate) struct LoopSocket<C: 'static> {
 struct State<C: 'static> {
     env: sys::napi_env,
     phase: Phase<C>,
+    /// What the socket connects to.
+    target: DirectTarget,
+    /// Whether consecutive calls of one kind share a command (not on a cluster master: see `write_commands`).
+    group: bool,
     timeout: Duration,
     handler: Rc<Handler<C>>,
     /// Replies are being handed out: calls made meanwhile are written [`WRITE_EVERY`] at a time, the rest when that
@@ -128,10 +133,12 @@ struct Open<C> {
 }
 
 impl<C: DirectCall + 'static> LoopSocket<C> {
-    /// A socket for calls with `timeout` as deadline, replies going to `handler`. Nothing opens yet.
-    pub(crate) fn new(env: sys::napi_env, timeout: Duration, handler: Handler<C>) -> Self {
+    /// A socket to `target` for calls with `timeout` as deadline, replies going to `handler`. Nothing opens yet.
+    pub(crate) fn new(env: sys::napi_env, target: DirectTarget, timeout: Duration, handler: Handler<C>) -> Self {
         let phase = Phase::Closed { reopen_at: None };
-        let state = State { env, phase, timeout, handler: Rc::new(handler), dispatching: false, closing: false };
+        let group = target == DirectTarget::Server;
+        let handler = Rc::new(handler);
+        let state = State { env, phase, target, group, timeout, handler, dispatching: false, closing: false };
         Self { state: Rc::new(RefCell::new(state)) }
     }
 
@@ -149,10 +156,10 @@ impl<C: DirectCall + 'static> LoopSocket<C> {
                 if reopen_at.is_some_and(|at| Instant::now() < at) || locker.is_closed() {
                     return false;
                 }
-                let (opened, locker) = (Opened::default(), locker.clone());
+                let (opened, locker, target) = (Opened::default(), locker.clone(), state.target.clone());
                 state.phase = Phase::Opening(opened.clone());
                 spawn(async move {
-                    let socket = locker.direct_socket().await;
+                    let socket = locker.direct_socket(&target).await;
                     *opened.lock().expect("opened socket poisoned") = Some(socket);
                 });
                 return false;
@@ -176,7 +183,7 @@ impl<C: DirectCall + 'static> LoopSocket<C> {
     /// socket that fails on the write hands `call` to the handler as failed, with the others in flight.
     pub(crate) fn send(&self, call: C) -> Result<(), C> {
         let mut state = self.state.borrow_mut();
-        let (timeout, dispatching) = (state.timeout, state.dispatching);
+        let (timeout, dispatching, group) = (state.timeout, state.dispatching, state.group);
         let Phase::Open(open) = &mut state.phase else { return Err(call) };
         if open.pending.is_empty() {
             // SAFETY: the timer is open while the socket is.
@@ -184,7 +191,7 @@ impl<C: DirectCall + 'static> LoopSocket<C> {
         }
         open.pending.push_back((None, call));
         open.unwritten += 1;
-        if (!dispatching || open.unwritten >= WRITE_EVERY) && flush(open, timeout).is_err() {
+        if (!dispatching || open.unwritten >= WRITE_EVERY) && flush(open, timeout, group).is_err() {
             drop(state);
             fail(&self.state, NoReply::Dropped);
         }
@@ -278,7 +285,7 @@ unsafe fn state_of<C: 'static>(handle: *mut UvHandle) -> Rc<RefCell<State<C>>> {
 
 /// Adds the commands of the calls not written yet to `open.write`, their deadline `timeout` from now, and writes
 /// what the socket takes of it, polling for writability while some is left.
-fn flush<C: DirectCall + 'static>(open: &mut Open<C>, timeout: Duration) -> std::io::Result<()> {
+fn flush<C: DirectCall + 'static>(open: &mut Open<C>, timeout: Duration, group: bool) -> std::io::Result<()> {
     if open.unwritten > 0 {
         let first = open.pending.len() - open.unwritten;
         let deadline = Instant::now() + timeout;
@@ -286,7 +293,7 @@ fn flush<C: DirectCall + 'static>(open: &mut Open<C>, timeout: Duration) -> std:
             *at = Some(deadline);
             call
         });
-        write_commands(calls, &mut open.write, &mut open.awaited);
+        write_commands(calls, &mut open.write, &mut open.awaited, group);
         open.unwritten = 0;
     }
     while !open.write.is_empty() {
@@ -317,13 +324,13 @@ extern "C" fn on_poll<C: DirectCall + 'static>(handle: *mut UvHandle, status: c_
     let mut replies = Vec::new();
     let healthy = {
         let mut guard = state.borrow_mut();
-        let timeout = guard.timeout;
+        let (timeout, group) = (guard.timeout, guard.group);
         let Phase::Open(open) = &mut guard.phase else { return };
         // A read can leave TLS with something to send (its own messages): flushed with the rest.
         status >= 0
-            && (events & UV_WRITABLE == 0 || flush(open, timeout).is_ok())
+            && (events & UV_WRITABLE == 0 || flush(open, timeout, group).is_ok())
             && (events & UV_READABLE == 0 || read(open, &mut replies))
-            && (!open.stream.wants_write() || flush(open, timeout).is_ok())
+            && (!open.stream.wants_write() || flush(open, timeout, group).is_ok())
     };
     if !replies.is_empty() {
         dispatch(&state, replies);
@@ -459,9 +466,9 @@ fn dispatch<C: DirectCall + 'static>(state: &Rc<RefCell<State<C>>>, replies: Vec
     }
     let mut guard = state.borrow_mut();
     guard.dispatching = false;
-    let (closing, timeout) = (guard.closing, guard.timeout);
+    let (closing, timeout, group) = (guard.closing, guard.timeout, guard.group);
     let Phase::Open(open) = &mut guard.phase else { return };
-    let (flushed, idle) = (flush(open, timeout).is_ok(), open.pending.is_empty());
+    let (flushed, idle) = (flush(open, timeout, group).is_ok(), open.pending.is_empty());
     drop(guard);
     if !flushed {
         fail(state, NoReply::Dropped);

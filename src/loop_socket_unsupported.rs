@@ -2,7 +2,7 @@
 //! over the locker's own connection. Same interface as loop_socket.rs.
 
 use napi::sys;
-use snatch_core::{Locker, NoReply, Reply};
+use snatch_core::{DirectTarget, Locker, NoReply, Reply};
 use std::marker::PhantomData;
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ pub(crate) type Handler<C> = Box<dyn Fn(Vec<(C, Outcome)>)>;
 pub(crate) struct LoopSocket<C: 'static>(PhantomData<C>);
 
 impl<C: 'static> LoopSocket<C> {
-    pub(crate) fn new(_env: sys::napi_env, _timeout: Duration, _handler: Handler<C>) -> Self {
+    pub(crate) fn new(_env: sys::napi_env, _target: DirectTarget, _timeout: Duration, _handler: Handler<C>) -> Self {
         Self(PhantomData)
     }
 
@@ -24,7 +24,7 @@ impl<C: 'static> LoopSocket<C> {
         false
     }
 
-    pub(crate) fn send(&self, call: C, _write: impl FnOnce(&mut C, &mut Vec<u8>)) -> Result<(), C> {
+    pub(crate) fn send(&self, call: C) -> Result<(), C> {
         Err(call)
     }
 

@@ -33,6 +33,18 @@ pub(crate) struct Cluster {
     client: redis::cluster::ClusterClient,
 }
 
+impl Cluster {
+    /// Master `address` (`host:port`, as `CLUSTER SLOTS` names it), with the locker's credentials, over TLS when the
+    /// seeds are.
+    pub(crate) fn master(&self, address: &str) -> Result<Endpoint, SnatchError> {
+        let invalid = || SnatchError::Redis { cause: format!("the cluster named a master '{address}'") };
+        let (host, port) = address.rsplit_once(':').ok_or_else(invalid)?;
+        let port = port.parse().map_err(|_| invalid())?;
+        let tls = self.seeds.iter().any(|seed| seed.starts_with("rediss://"));
+        self.access.discovered(host, port, tls)
+    }
+}
+
 impl Target {
     /// A cluster reached through `seeds`.
     pub(crate) fn cluster(seeds: Vec<String>, access: Access, timeout: Duration) -> Result<Self, SnatchError> {
@@ -122,6 +134,18 @@ impl Link {
                 )));
                 redis::from_redis_value(conn.route_command(wait, route).await?)
                     .map_err(|e| RedisError::from((ErrorKind::Client, "unexpected WAIT reply", e.to_string())))
+            }
+        }
+    }
+
+    /// `CLUSTER SLOTS` of a cluster, asked of any node.
+    pub(crate) async fn cluster_slots(&mut self) -> RedisResult<Value> {
+        let mut slots = redis::cmd("CLUSTER");
+        slots.arg("SLOTS");
+        match self {
+            Self::Server(conn) => slots.query_async(conn).await,
+            Self::Cluster(conn) => {
+                conn.route_command(slots, RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random)).await
             }
         }
     }

@@ -27,6 +27,75 @@ use tokio::time::Instant;
 /// The client name of a socket for direct calls, as `CLIENT LIST` shows it.
 pub const DIRECT_CLIENT_NAME: &str = "redis-snatch-direct";
 
+/// What a socket for direct calls connects to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DirectTarget {
+    /// The locker's one server.
+    Server,
+    /// One master of the locker's Redis Cluster: `host:port` as [`ClusterMap`] names it, and a slot it serves.
+    Master { address: String, slot: u16 },
+}
+
+/// Which master of a Redis Cluster serves each slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterMap {
+    /// The masters, `host:port`.
+    pub masters: Vec<String>,
+    /// For each slot, the index of its master in `masters`; [`ClusterMap::UNSERVED`] for a slot no master serves.
+    owners: Vec<u16>,
+}
+
+impl ClusterMap {
+    /// The owner of a slot no master serves.
+    const UNSERVED: u16 = u16::MAX;
+
+    /// The map of a `CLUSTER SLOTS` reply: `[start, end, [host, port, …], replicas…]` for each range.
+    fn new(reply: &redis::Value) -> Self {
+        let mut map = Self { masters: Vec::new(), owners: vec![Self::UNSERVED; usize::from(crate::keys::SLOTS)] };
+        let redis::Value::Array(ranges) = reply else { return map };
+        for range in ranges {
+            let redis::Value::Array(fields) = range else { continue };
+            let (Some(start), Some(end), Some(redis::Value::Array(master))) =
+                (int(fields.first()), int(fields.get(1)), fields.get(2))
+            else {
+                continue;
+            };
+            let (Some(redis::Value::BulkString(host)), Some(port)) = (master.first(), int(master.get(1))) else {
+                continue;
+            };
+            let address = format!("{}:{port}", String::from_utf8_lossy(host));
+            let index = map.masters.iter().position(|m| *m == address).unwrap_or_else(|| {
+                map.masters.push(address);
+                map.masters.len() - 1
+            });
+            let (start, end) = (start.clamp(0, 16383) as usize, end.clamp(0, 16383) as usize);
+            for owner in &mut map.owners[start..=end.max(start)] {
+                *owner = index as u16;
+            }
+        }
+        map
+    }
+
+    /// The index in `masters` of the master that serves `slot`, if any.
+    pub fn master_of(&self, slot: u16) -> Option<usize> {
+        self.owners.get(usize::from(slot)).copied().filter(|&o| o != Self::UNSERVED).map(usize::from)
+    }
+
+    /// What a socket to master `index` connects to.
+    pub fn target(&self, index: usize) -> DirectTarget {
+        let slot = self.owners.iter().position(|&o| usize::from(o) == index).unwrap_or(0) as u16;
+        DirectTarget::Master { address: self.masters[index].clone(), slot }
+    }
+}
+
+/// An integer field of a reply.
+fn int(value: Option<&redis::Value>) -> Option<i64> {
+    match value? {
+        redis::Value::Int(n) => Some(*n),
+        _ => None,
+    }
+}
+
 /// Why a direct call got no reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoReply {
@@ -69,16 +138,23 @@ pub struct DirectRelease {
 }
 
 impl Locker {
-    /// Opens a socket to the locker's Redis for direct calls: connected (over TLS for a `rediss://` URL, with the
-    /// locker's TLS settings), authenticated, on the URL's database, named [`DIRECT_CLIENT_NAME`], with the release
-    /// script loaded, in non-blocking mode. `None` when direct calls do not apply: several nodes (Redlock), a cluster
-    /// or Sentinel deployment, `wait_replicas`, a Unix socket URL, or a server that refuses the commands of direct
-    /// acquisitions (see [`acquisition_probe`]). Bounded by the command timeout.
-    pub async fn direct_socket(&self) -> Result<Option<DirectStream>, SnatchError> {
-        let Some(node) = self.nodes().single() else { return Ok(None) };
-        // Not for a cluster or a Sentinel master, nor when acquisitions wait for replicas (which the main connection
-        // does).
-        let Some(endpoint) = node.server().filter(|_| self.config().wait_replicas == 0) else { return Ok(None) };
+    /// Opens a socket for direct calls to `target`: connected (over TLS for a `rediss://` URL or a TLS cluster, with
+    /// the locker's TLS settings), authenticated, on the URL's database, named [`DIRECT_CLIENT_NAME`], with the
+    /// release script loaded, in non-blocking mode. `None` when direct calls do not apply: several nodes (Redlock), a
+    /// Sentinel deployment, `wait_replicas`, a Unix socket URL, `target` not of the locker's kind, or a server that
+    /// refuses the commands of direct acquisitions (see [`acquisition_probe`]). Bounded by the command timeout.
+    pub async fn direct_socket(&self, target: &DirectTarget) -> Result<Option<DirectStream>, SnatchError> {
+        let Some(node) = self.nodes().single().filter(|_| self.config().wait_replicas == 0) else { return Ok(None) };
+        // Not for a Sentinel master, nor when acquisitions wait for replicas (which the main connection does).
+        let master;
+        let endpoint = match (target, node.server(), node.cluster()) {
+            (DirectTarget::Server, Some(server), _) => server,
+            (DirectTarget::Master { address, .. }, _, Some(cluster)) => {
+                master = cluster.master(address)?;
+                &master
+            }
+            _ => return Ok(None),
+        };
         let info = endpoint.info();
         let (Some(host), ConnectionAddr::Tcp(_, port) | ConnectionAddr::TcpTls { port, .. }) =
             (endpoint.connect_host(), info.addr())
@@ -96,7 +172,14 @@ impl Locker {
         }
         handshake.push(vec!["CLIENT", "SETNAME", DIRECT_CLIENT_NAME]);
         handshake.push(vec!["SCRIPT", "LOAD", scripts::RELEASE.source()]);
-        let probe_key = [self.config().prefix.as_str(), "redis-snatch-probe"].concat();
+        // On a cluster master, a key of a slot it serves (another would be answered MOVED).
+        let probe_key = match target {
+            DirectTarget::Server => [self.config().prefix.as_str(), "redis-snatch-probe"].concat(),
+            DirectTarget::Master { slot, .. } => {
+                let tag = (0u32..).map(|n| n.to_string()).find(|tag| crate::keys::slot(tag) == *slot).expect("a tag");
+                [self.config().prefix.as_str(), "redis-snatch-probe{", &tag, "}"].concat()
+            }
+        };
         let probe = acquisition_probe(&probe_key);
         let open = async {
             let tcp = TcpStream::connect((host, *port)).await.map_err(|e| node.failure(e))?;
@@ -122,6 +205,20 @@ impl Locker {
             }
         };
         tokio::time::timeout(node.timeout(), open).await.unwrap_or_else(|_| Err(node.timed_out()))
+    }
+
+    /// Which master serves each slot of the locker's Redis Cluster (`CLUSTER SLOTS` on any node), for direct calls
+    /// to go to; `None` when the locker is not on a cluster, or direct calls do not apply (`wait_replicas`). Bounded
+    /// by the command timeout.
+    pub async fn direct_cluster_map(&self) -> Result<Option<ClusterMap>, SnatchError> {
+        let Some(node) = self.nodes().single().filter(|_| self.config().wait_replicas == 0) else { return Ok(None) };
+        if node.cluster().is_none() {
+            return Ok(None);
+        }
+        let slots = tokio::time::timeout(node.timeout(), node.cluster_slots())
+            .await
+            .unwrap_or_else(|_| Err(node.timed_out()))?;
+        Ok(Some(ClusterMap::new(&slots)))
     }
 
     /// Starts one attempt to acquire `key` whose command the caller sends. `None` when direct calls do not apply:
@@ -172,6 +269,11 @@ impl DirectAcquire {
         &self.keys.key
     }
 
+    /// The cluster slot of the lock (which master of a cluster the call goes to).
+    pub fn slot(&self) -> u16 {
+        crate::keys::slot(&self.keys.lock)
+    }
+
     /// Makes the attempt on the locker's own connection, with the same token.
     pub async fn fallback(self) -> Result<Option<Arc<Lease>>, SnatchError> {
         self.locker.attempt(self.keys, self.token, &self.options).await
@@ -179,6 +281,11 @@ impl DirectAcquire {
 }
 
 impl Lease {
+    /// The cluster slot of the lock (which master of a cluster its release goes to).
+    pub fn slot(&self) -> u16 {
+        crate::keys::slot(&self.keys().lock)
+    }
+
     /// Starts the release of this lease with a command the caller sends; the lease counts as released from now on.
     /// `None` while minHold keeps the key, or when it was released already: [`Lease::release`] then does what is
     /// left (a release that keeps the key, or nothing).
@@ -220,20 +327,23 @@ pub trait DirectCall {
     fn command(&mut self) -> DirectCommand<'_>;
 }
 
-/// Appends the commands of `calls`, in order, and awaits their replies in `awaited`: the calls of each run of
-/// consecutive calls of one kind share one command, which costs Redis less per lock than a command each
-/// (bench/README.md, profile steps 19 and 22). An acquisition's time counts from here.
+/// Appends the commands of `calls`, in order, and awaits their replies in `awaited`: with `group`, the calls of each
+/// run of consecutive calls of one kind share one command, which costs Redis less per lock than a command each
+/// (bench/README.md, profile steps 19 and 22); without (a cluster master, which refuses a command whose keys are in
+/// different slots), each call has its own. An acquisition's time counts from here.
 pub fn write_commands<'a, C: DirectCall + 'a>(
     calls: impl IntoIterator<Item = &'a mut C>,
     buf: &mut Vec<u8>,
     awaited: &mut AwaitedReplies,
+    group: bool,
 ) {
     let mut calls = calls.into_iter().map(C::command).peekable();
     while let Some(first) = calls.next() {
         match first {
             DirectCommand::Acquire(first) => {
                 let mut run = vec![first];
-                while let Some(DirectCommand::Acquire(next)) = calls.next_if(|c| matches!(c, DirectCommand::Acquire(_)))
+                while let Some(DirectCommand::Acquire(next)) =
+                    calls.next_if(|c| group && matches!(c, DirectCommand::Acquire(_)))
                 {
                     run.push(next);
                 }
@@ -242,7 +352,8 @@ pub fn write_commands<'a, C: DirectCall + 'a>(
             }
             DirectCommand::Release(first) => {
                 let mut run = vec![first];
-                while let Some(DirectCommand::Release(next)) = calls.next_if(|c| matches!(c, DirectCommand::Release(_)))
+                while let Some(DirectCommand::Release(next)) =
+                    calls.next_if(|c| group && matches!(c, DirectCommand::Release(_)))
                 {
                     run.push(next);
                 }
@@ -307,6 +418,9 @@ fn write_releases(run: &[&DirectRelease], buf: &mut Vec<u8>) {
     }
 }
 
+/// The error replies after which a direct call is made again on the locker's own connection.
+const AGAIN_ON: [&str; 5] = ["NOSCRIPT", "MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN"];
+
 /// What a reply, or its absence, says of a direct call, before what that means for its kind.
 enum Answer {
     Int(i64),
@@ -318,7 +432,9 @@ enum Answer {
 fn answer(node: &Node, reply: Result<Reply, NoReply>) -> Answer {
     match reply {
         Ok(Reply::Int(n)) => Answer::Int(n),
-        Ok(Reply::Error(text)) if text.starts_with("NOSCRIPT") => Answer::Again,
+        // The server lacks the script, or (a cluster master) no longer serves the key's slot, or cannot now: the
+        // locker's own connection knows what to do.
+        Ok(Reply::Error(text)) if AGAIN_ON.iter().any(|code| text.starts_with(code)) => Answer::Again,
         Err(NoReply::Dropped) => Answer::Again,
         Ok(Reply::Error(text)) => Answer::Failed(node.failure(text)),
         Ok(other) => Answer::Failed(node.failure(format!("unexpected reply {other:?}"))),

@@ -58,7 +58,23 @@ impl LockKeys {
 /// Whether Redis Cluster hashes `key` by a hash tag (a non-empty `{…}`, the first `{` to the first `}` after it)
 /// rather than whole.
 fn has_hash_tag(key: &str) -> bool {
-    key.find('{').is_some_and(|open| key[open + 1..].find('}').is_some_and(|len| len > 0))
+    hash_tag(key).is_some()
+}
+
+/// The hash tag of `key`, if it has one (see [`has_hash_tag`]).
+fn hash_tag(key: &str) -> Option<&str> {
+    let open = key.find('{')?;
+    let len = key[open + 1..].find('}')?;
+    (len > 0).then(|| &key[open + 1..open + 1 + len])
+}
+
+/// Number of hash slots of a Redis Cluster.
+pub const SLOTS: u16 = 16384;
+
+/// The Redis Cluster hash slot of `key`: CRC16 (XMODEM) of its hash tag, or of the whole key, modulo [`SLOTS`].
+pub fn slot(key: &str) -> u16 {
+    let hashed = hash_tag(key).unwrap_or(key);
+    crc16::State::<crc16::XMODEM>::calculate(hashed.as_bytes()) % SLOTS
 }
 
 /// Rejects an empty key or one over [`MAX_KEY_BYTES`].
@@ -115,6 +131,16 @@ mod tests {
             assert_eq!(LockKeys::new("p:", key, true).unwrap_err().code(), "ERR_SNATCH_INVALID_ARG", "{key}");
             assert!(LockKeys::new("p:", key, false).is_ok(), "{key} is fine on a single Redis");
         }
+    }
+
+    #[test]
+    fn slots_are_those_redis_computes() {
+        for key in ["snatch:report", "{app}:x", "a{b}c", "a{}b", "{}x{y}", "a}b{", "", "x".repeat(100).as_str()] {
+            assert_eq!(format!("{:?}", Slot::for_key(key)), format!("Slot({})", super::slot(key)), "{key}");
+        }
+        // Redis' own examples (cluster spec): the same slot for the same tag.
+        assert_eq!(super::slot("{user1000}.following"), super::slot("{user1000}.followers"));
+        assert_eq!(super::slot("123456789"), 12739);
     }
 
     #[test]

@@ -28,11 +28,12 @@ pub use chrono;
 pub use config::{validate_duration, LockOptions, LockerConfig, TlsOptions, Topology, MAX_DURATION_MS};
 pub use cron::CronSchedule;
 pub use direct::{
-    write_commands, DirectAcquire, DirectCall, DirectCommand, DirectRelease, NoReply, Settled, DIRECT_CLIENT_NAME,
+    write_commands, ClusterMap, DirectAcquire, DirectCall, DirectCommand, DirectRelease, DirectTarget, NoReply,
+    Settled, DIRECT_CLIENT_NAME,
 };
 pub use direct_stream::DirectStream;
 pub use error::{ArgKind, SnatchError};
-pub use keys::{validate_key, LockKeys, MAX_KEY_BYTES};
+pub use keys::{slot, validate_key, LockKeys, MAX_KEY_BYTES};
 pub use lease::{Lease, LeaseState};
 pub use locker::{not_acquired, run_under, Busy, Locker, Ran};
 pub use resp::{parse as parse_reply, ProtocolError, Reply};

@@ -2,7 +2,7 @@
 //! connection (calls batched, see batcher.rs), its release notifications, and the lock scripts run on it.
 
 use crate::batcher::{call_alone, Batcher};
-use crate::connection::{Connection, Target};
+use crate::connection::{Cluster, Connection, Target};
 use crate::endpoint::Endpoint;
 use crate::keys::LockKeys;
 use crate::scripts::{self, ScriptCall};
@@ -131,6 +131,20 @@ impl Node {
     pub(crate) fn close(&self) {
         self.waker.close();
         self.connection.close();
+    }
+
+    /// The cluster, when the node is a Redis Cluster.
+    pub(crate) fn cluster(&self) -> Option<&Cluster> {
+        match self.connection.target() {
+            Target::Cluster(cluster) => Some(cluster),
+            _ => None,
+        }
+    }
+
+    /// `CLUSTER SLOTS`, asked of any node of the cluster.
+    pub(crate) async fn cluster_slots(&self) -> Result<Value, SnatchError> {
+        let mut link = self.connection.get().await?;
+        link.cluster_slots().await.map_err(|e| self.failure(e))
     }
 
     /// The server, when the node is one server (not a cluster or a Sentinel master).

@@ -5,7 +5,7 @@ mod support;
 use redis::Commands;
 use snatch_core::{
     parse_reply, write_commands, AwaitedReplies, DirectAcquire, DirectCall, DirectCommand, DirectRelease, DirectStream,
-    Lease, LeaseState, LockOptions, Locker, LockerConfig, NoReply, Reply, Settled, DIRECT_CLIENT_NAME,
+    DirectTarget, Lease, LeaseState, LockOptions, Locker, LockerConfig, NoReply, Reply, Settled, DIRECT_CLIENT_NAME,
 };
 use std::io::ErrorKind;
 use std::sync::Arc;
@@ -36,7 +36,7 @@ impl DirectCall for Call {
 /// caller of direct calls would: each call with its reply, and what the commands were (see [`commands`]).
 fn exchange(socket: &mut DirectStream, mut calls: Vec<Call>) -> (Vec<(Call, Reply)>, Vec<&'static str>) {
     let (mut command, mut awaited) = (Vec::new(), AwaitedReplies::default());
-    write_commands(calls.iter_mut(), &mut command, &mut awaited);
+    write_commands(calls.iter_mut(), &mut command, &mut awaited, true);
     let mut written = 0;
     while written < command.len() || socket.wants_write() {
         match socket.write(&command[written..]) {
@@ -78,7 +78,11 @@ fn commands(written: &[u8]) -> Vec<&'static str> {
 }
 
 async fn socket(locker: &Locker) -> DirectStream {
-    locker.direct_socket().await.unwrap().expect("a direct socket (direct calls need Redis 7.0 or newer)")
+    locker
+        .direct_socket(&DirectTarget::Server)
+        .await
+        .unwrap()
+        .expect("a direct socket (direct calls need Redis 7.0 or newer)")
 }
 
 type Acquired = Settled<Option<Arc<Lease>>, DirectAcquire>;
@@ -264,7 +268,7 @@ async fn the_socket_is_authenticated_and_on_the_urls_database() {
     assert!(clients.contains(&format!("name={DIRECT_CLIENT_NAME} ")), "{clients}");
 
     let wrong = locker(&[&format!("redis://:wrong@127.0.0.1:{}", server.port)]);
-    let err = wrong.direct_socket().await.unwrap_err();
+    let err = wrong.direct_socket(&DirectTarget::Server).await.unwrap_err();
     assert_eq!(err.code(), "ERR_SNATCH_REDIS");
     authed.close().await;
 }
@@ -274,7 +278,7 @@ async fn a_server_that_refuses_the_acquisitions_transaction_gets_no_direct_calls
     // Redis before 7.0 refuses `SET ... NX ... GET`; a server without MULTI refuses the probe the same way.
     let server = RedisServer::start_with(&["--rename-command", "MULTI", "multi-renamed-away"]);
     let locker = locker(&[&server.url()]);
-    assert!(locker.direct_socket().await.unwrap().is_none());
+    assert!(locker.direct_socket(&DirectTarget::Server).await.unwrap().is_none());
     let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut inspect(&server.url())).unwrap();
     assert!(!clients.contains(DIRECT_CLIENT_NAME), "the probing socket is closed: {clients}");
     // One attempt on the locker's own connection, by the acquire script, works on it.
@@ -303,7 +307,7 @@ async fn the_probe_of_the_handshake_leaves_nothing_behind() {
 #[tokio::test]
 async fn direct_calls_are_for_a_single_node_and_one_attempt() {
     let locker = locker(&["redis://127.0.0.1:1", "redis://127.0.0.1:2", "redis://127.0.0.1:3"]);
-    assert!(locker.direct_socket().await.unwrap().is_none());
+    assert!(locker.direct_socket(&DirectTarget::Server).await.unwrap().is_none());
     assert!(locker.direct_acquire("k", &LockOptions::default()).unwrap().is_none());
 
     let single = Locker::new(LockerConfig::default()).unwrap();

@@ -6,7 +6,7 @@
 
 const { spawnSync } = require('node:child_process')
 const path = require('node:path')
-const { requireRedisServer } = require('../__test__/support/redis-server')
+const { requireRedisServer, requireDeploymentTools } = require('../__test__/support/redis-server')
 const { ensureBuilt } = require('./ensure-built')
 
 const root = path.join(__dirname, '..')
@@ -20,14 +20,14 @@ function run(header, command, args) {
 }
 
 function main() {
-  // Both suites start throwaway redis-servers unless REDIS_URL is set: explain a missing one before a long build.
-  if (!process.env.REDIS_URL) {
-    try {
-      requireRedisServer()
-    } catch (err) {
-      console.error(err.message)
-      process.exit(1)
-    }
+  // The suites start throwaway redis-servers: explain a missing one before a long build.
+  // The deployment suites (TLS, Cluster, Sentinel) start their own servers even with REDIS_URL.
+  try {
+    requireRedisServer()
+    requireDeploymentTools()
+  } catch (err) {
+    console.error(err.message)
+    process.exit(1)
   }
 
   if (!ensureBuilt()) console.log('\n== native module is up to date; skipping the build')

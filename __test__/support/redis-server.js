@@ -19,6 +19,11 @@ const MISSING_SERVER_MESSAGE =
   'redis-server is required for the tests and demo; install it with `sudo apt-get install redis-server` ' +
   '(Debian/Ubuntu) or `brew install redis` (macOS), or set REDIS_URL to an existing server.'
 
+const MISSING_TOOLS_MESSAGE = (missing) =>
+  `${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} required for the tests of TLS, Redis Cluster and ` +
+  'Sentinel deployments (certificates, cluster creation); install them with `sudo apt-get install redis-tools ' +
+  'openssl` (Debian/Ubuntu) or `brew install redis openssl` (macOS).'
+
 // Every running child and its temp dir, so none outlives this process.
 const children = new Set()
 const tempDirs = new Set()
@@ -29,18 +34,28 @@ process.on('exit', () => {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Throw an Error with install instructions unless `redis-server` is on PATH. */
-function requireRedisServer() {
+/** Whether `command` is an executable on PATH. */
+function onPath(command) {
   const dirs = (process.env.PATH || '').split(path.delimiter).filter(Boolean)
-  const found = dirs.some((dir) => {
+  return dirs.some((dir) => {
     try {
-      fs.accessSync(path.join(dir, 'redis-server'), fs.constants.X_OK)
+      fs.accessSync(path.join(dir, command), fs.constants.X_OK)
       return true
     } catch {
       return false
     }
   })
-  if (!found) throw new Error(MISSING_SERVER_MESSAGE)
+}
+
+/** Throw an Error with install instructions unless `redis-server` is on PATH. */
+function requireRedisServer() {
+  if (!onPath('redis-server')) throw new Error(MISSING_SERVER_MESSAGE)
+}
+
+/** Throw an Error with install instructions unless `redis-cli` and `openssl` (the deployment tests') are on PATH. */
+function requireDeploymentTools() {
+  const missing = ['redis-cli', 'openssl'].filter((command) => !onPath(command))
+  if (missing.length > 0) throw new Error(MISSING_TOOLS_MESSAGE(missing))
 }
 
 /**
@@ -332,4 +347,4 @@ async function redisFromEnv() {
   return { url: server.url, server, stop: () => server.stop() }
 }
 
-module.exports = { startRedis, requireRedisServer, redisCommand, redisFromEnv, freePort }
+module.exports = { startRedis, requireRedisServer, requireDeploymentTools, redisCommand, redisFromEnv, freePort }

@@ -32,6 +32,11 @@ export interface LockerOptions {
    * acquisition fails with RedisError and the key is released. Default 0.
    */
   waitReplicas?: number
+  /**
+   * How long a key's fence counter is kept after the key's last acquisition (ms). Default: 7 days. Fences still only
+   * increase for a key after its counter expired: a new counter starts from the Redis server's clock.
+   */
+  fenceTtl?: number
 }
 
 /** TLS options of a Locker, as Node's `tls.connect` names them. */

@@ -52,7 +52,7 @@ function lockerInit(options) {
     throw invalidArg(TypeError, 'cluster must list at least one seed node URL')
   }
   checkType('prefix', o.prefix, 'string')
-  for (const name of ['ttl', 'commandTimeout', 'driftFactor', 'waitReplicas']) checkType(name, o[name], 'number')
+  for (const name of ['ttl', 'commandTimeout', 'driftFactor', 'waitReplicas', 'fenceTtl']) checkType(name, o[name], 'number')
   for (const name of ['username', 'password']) checkType(name, o[name], 'string')
   const urls = o.urls ?? o.cluster ?? (o.sentinel && sentinel.urls) ?? [o.url ?? (process.env.REDIS_URL || DEFAULT_URL)]
   return {
@@ -63,6 +63,7 @@ function lockerInit(options) {
     username: o.username,
     password: o.password,
     waitReplicas: o.waitReplicas,
+    fenceTtl: o.fenceTtl,
     prefix: o.prefix,
     ttl: o.ttl,
     commandTimeout: o.commandTimeout,

@@ -86,7 +86,9 @@ impl<C: DirectCall + 'static> DirectSockets<C> {
     fn refresh(&self, masters: &mut Masters<C>, locker: &Locker) {
         if let Some(fetched) = masters.fetching.as_ref().and_then(|f| f.lock().expect("slot map poisoned").take()) {
             masters.fetching = None;
-            if let Ok(Some(map)) = fetched {
+            // The same map keeps its sockets (a call may have left the direct path for another reason: a counter
+            // to raise, a script to load).
+            if let Ok(Some(map)) = fetched.map(|map| map.filter(|map| masters.map.as_ref() != Some(map))) {
                 let sockets = (0..map.masters.len())
                     .map(|index| {
                         Rc::new(LoopSocket::new(self.env, map.target(index), self.timeout, forward(&self.handler)))

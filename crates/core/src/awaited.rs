@@ -1,6 +1,7 @@
 //! The replies a socket of direct calls awaits (see direct.rs), in the order its commands were written, and which
 //! calls each answers: a release script called for several locks answers them all with one reply; a transaction of
-//! acquisitions answers with `MULTI`'s reply, one per queued command and `EXEC`'s, which come to one per acquisition.
+//! acquisitions answers with `MULTI`'s reply, one per queued command (three per acquisition: `SET`, `INCR`,
+//! `PEXPIRE`) and `EXEC`'s, which come to one per acquisition.
 
 use crate::resp::{ProtocolError, Reply};
 use std::collections::VecDeque;
@@ -10,7 +11,7 @@ use std::collections::VecDeque;
 enum Written {
     /// A script call for this many calls: one reply, split among them with [`Reply::into_parts`].
     Script(usize),
-    /// `MULTI`, `SET` and `INCR` for each of this many acquisitions, `EXEC`.
+    /// `MULTI`, `SET`, `INCR` and `PEXPIRE` for each of this many acquisitions, `EXEC`.
     Acquisitions(usize),
 }
 
@@ -46,7 +47,7 @@ impl AwaitedReplies {
                 self.written.pop_front();
                 Ok(reply.into_parts(calls))
             }
-            Written::Acquisitions(calls) if self.read < 1 + 2 * calls => {
+            Written::Acquisitions(calls) if self.read < 1 + COMMANDS_PER_ACQUISITION * calls => {
                 self.read += 1;
                 if matches!(reply, Reply::Error(_)) && self.refused.is_none() {
                     self.refused = Some(reply);
@@ -66,22 +67,26 @@ impl AwaitedReplies {
 /// refused when queued, say for want of memory), each gets the refusal, which says more than `EXECABORT`.
 fn acquisitions(exec: Reply, refused: Option<Reply>, calls: usize) -> Vec<Reply> {
     match exec {
-        Reply::Array(replies) if replies.len() == 2 * calls => {
+        Reply::Array(replies) if replies.len() == COMMANDS_PER_ACQUISITION * calls => {
             let mut replies = replies.into_iter();
-            std::iter::from_fn(|| Some(acquisition(replies.next()?, replies.next()?))).collect()
+            std::iter::from_fn(|| Some(acquisition(replies.next()?, replies.next()?, replies.next()?))).collect()
         }
         exec => vec![refused.unwrap_or(exec); calls],
     }
 }
 
-/// One acquisition's reply as the acquire script gives it, from those of `SET … NX GET` and `INCR`: the fence when
-/// the key was free, a negative number when it is held (the transaction does not read the holder's TTL, which a
-/// direct acquisition has no use for), or the error (say, the key holds another type).
-fn acquisition(set: Reply, incr: Reply) -> Reply {
-    match set {
-        Reply::Nil => incr,
-        Reply::Other => Reply::Int(-1),
-        other => other,
+/// The commands of one acquisition in a transaction: `SET`, `INCR`, `PEXPIRE`.
+const COMMANDS_PER_ACQUISITION: usize = 3;
+
+/// One acquisition's reply as the acquire script gives it, from those of `SET … NX GET`, `INCR` and `PEXPIRE`: the
+/// counter when the key was free, a negative number when it is held (the transaction does not read the holder's
+/// TTL, which a direct acquisition has no use for), or the error (say, the key holds another type).
+fn acquisition(set: Reply, incr: Reply, pexpire: Reply) -> Reply {
+    match (set, pexpire) {
+        (Reply::Nil, Reply::Error(e)) => Reply::Error(e),
+        (Reply::Nil, _) => incr,
+        (Reply::Other, _) => Reply::Int(-1),
+        (other, _) => other,
     }
 }
 
@@ -101,14 +106,17 @@ mod tests {
         let mut awaited = AwaitedReplies::default();
         awaited.acquisitions(3);
         awaited.script(2);
-        queued(&mut awaited, 6);
+        queued(&mut awaited, 9);
         let wrongtype = Reply::Error("WRONGTYPE".into());
         let exec = Reply::Array(vec![
             Reply::Nil,
             Reply::Int(7),
+            Reply::Int(1),
             Reply::Other,
             Reply::Int(3),
+            Reply::Int(1),
             wrongtype.clone(),
+            Reply::Int(1),
             Reply::Int(1),
         ]);
         assert_eq!(awaited.take(exec), Ok(vec![Reply::Int(7), Reply::Int(-1), wrongtype]));
@@ -124,12 +132,13 @@ mod tests {
         awaited.acquisitions(1);
         let oom = Reply::Error("OOM command not allowed".into());
         assert_eq!(awaited.take(Reply::Status("OK".into())), Ok(vec![]));
-        for reply in [oom.clone(), Reply::Status("QUEUED".into()), oom.clone(), Reply::Status("QUEUED".into())] {
+        let queued_ = || Reply::Status("QUEUED".into());
+        for reply in [oom.clone(), queued_(), queued_(), oom.clone(), queued_(), queued_()] {
             assert_eq!(awaited.take(reply), Ok(vec![]));
         }
         let abort = Reply::Error("EXECABORT Transaction discarded".into());
         assert_eq!(awaited.take(abort), Ok(vec![oom.clone(), oom]));
-        queued(&mut awaited, 2);
-        assert_eq!(awaited.take(Reply::Array(vec![Reply::Nil, Reply::Int(2)])), Ok(vec![Reply::Int(2)]));
+        queued(&mut awaited, 3);
+        assert_eq!(awaited.take(Reply::Array(vec![Reply::Nil, Reply::Int(2), Reply::Int(1)])), Ok(vec![Reply::Int(2)]));
     }
 }

@@ -6,6 +6,12 @@ use std::time::Duration;
 /// Longest duration accepted for any time option (ttl, wait, minHold, commandTimeout): 2^31 − 1 ms, as for timers.
 pub const MAX_DURATION_MS: u64 = i32::MAX as u64;
 
+/// The default of [`LockerConfig::fence_ttl`]: 7 days.
+pub const DEFAULT_FENCE_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Longest `fenceTtl`: 2^53 − 1 ms, the largest integer a JS number holds exactly (Redis takes any 64-bit ttl).
+pub const MAX_FENCE_TTL_MS: u64 = (1 << 53) - 1;
+
 /// How the URLs of a [`LockerConfig`] are read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Topology {
@@ -61,6 +67,9 @@ pub struct LockerConfig {
     pub password: Option<String>,
     /// Replicas that must acknowledge an acquisition (`WAIT`) before it counts; 0 waits for none.
     pub wait_replicas: u32,
+    /// How long a lock's fence counter is kept after the lock's last acquisition (or attempt on the direct
+    /// connection), so that nothing of a key stays in Redis for good.
+    pub fence_ttl: Duration,
     /// Prefix of every key the locker writes.
     pub prefix: String,
     /// Default lease of a lock.
@@ -83,6 +92,7 @@ impl std::fmt::Debug for LockerConfig {
             .field("prefix", &self.prefix)
             .field("ttl", &self.ttl)
             .field("command_timeout", &self.command_timeout)
+            .field("fence_ttl", &self.fence_ttl)
             .finish_non_exhaustive()
     }
 }
@@ -96,6 +106,7 @@ impl Default for LockerConfig {
             username: None,
             password: None,
             wait_replicas: 0,
+            fence_ttl: DEFAULT_FENCE_TTL,
             prefix: "snatch:".to_owned(),
             ttl: Duration::from_millis(30_000),
             command_timeout: Duration::from_millis(1_000),
@@ -145,6 +156,12 @@ impl LockerConfig {
 
         validate_duration("ttl", self.ttl, false)?;
         validate_duration("commandTimeout", self.command_timeout, false)?;
+        let fence_ttl = self.fence_ttl.as_millis();
+        if fence_ttl == 0 || fence_ttl > u128::from(MAX_FENCE_TTL_MS) {
+            return Err(SnatchError::range_arg(format!(
+                "fenceTtl must be an integer number of milliseconds in [1, {MAX_FENCE_TTL_MS}], got {fence_ttl}"
+            )));
+        }
         if !(0.0..0.5).contains(&self.drift_factor) {
             return Err(SnatchError::range_arg(format!("driftFactor must be in [0, 0.5), got {}", self.drift_factor)));
         }

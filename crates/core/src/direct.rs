@@ -252,6 +252,11 @@ impl DirectAcquire {
         if fence < 0 {
             return Settled::Done(Ok(None));
         }
+        if fence < crate::keys::CLOCK_FLOOR {
+            // Ours, but the counter was new (or from before counters expired): the acquire script, asked again with
+            // our token, raises it to the server's clock and gives that as the fence.
+            return Settled::Fallback(self);
+        }
         let valid_until = self.locker.nodes().valid_until(self.started, self.ttl);
         if Instant::now() >= valid_until {
             // Ours, but too late to be of use: give it back.
@@ -364,10 +369,12 @@ pub fn write_commands<'a, C: DirectCall + 'a>(
     }
 }
 
-/// `MULTI`, then `SET <lock> <token> NX PX <ttl> GET` and `INCR <fence>` for each, then `EXEC`: as atomic as the
-/// acquire script, for a fraction of Redis's work (no Lua; bench/README.md, profile step 22). Each `INCR` is done
-/// whether its `SET` took the key or not, so an attempt that finds the key held uses up a fence; fences still only
-/// increase. The acquisitions' time counts from now.
+/// `MULTI`, then `SET <lock> <token> NX PX <ttl> GET`, `INCR <fence>` and `PEXPIRE <fence> <fenceTtl>` for each,
+/// then `EXEC`: as atomic as the acquire script, for a fraction of Redis's work (no Lua; bench/README.md, profile
+/// step 22). Each `INCR` is done whether its `SET` took the key or not, so an attempt that finds the key held uses
+/// up a fence (and keeps the counter `fenceTtl` more); fences still only increase. A counter the `INCR` finds new
+/// (below [`crate::keys::CLOCK_FLOOR`]) needs the acquire script to raise it: see [`DirectAcquire::settle`]. The
+/// acquisitions' time counts from now.
 fn write_acquisitions(run: &mut [&mut DirectAcquire], buf: &mut Vec<u8>) {
     let started = Instant::now();
     resp::encode(buf, &["MULTI"]);
@@ -381,6 +388,10 @@ fn write_acquisitions(run: &mut [&mut DirectAcquire], buf: &mut Vec<u8>) {
         resp::arg_number(buf, attempt.ttl.as_millis());
         resp::arg_bytes(buf, b"GET");
         resp::encode(buf, &[b"INCR", attempt.keys.fence.as_bytes()]);
+        resp::header(buf, 3);
+        resp::arg_bytes(buf, b"PEXPIRE");
+        resp::arg_bytes(buf, attempt.keys.fence.as_bytes());
+        resp::arg_number(buf, attempt.locker.config().fence_ttl.as_millis());
         attempt.started = started;
     }
     resp::encode(buf, &["EXEC"]);

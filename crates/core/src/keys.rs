@@ -10,7 +10,8 @@ pub struct LockKeys {
     pub key: String,
     /// `prefix + key`: holds the owner's token, with the lease as its TTL.
     pub lock: String,
-    /// The fencing counter, `{prefix + key}:fence`, which never expires, so fences keep increasing. Its hash tag
+    /// The fencing counter, `{prefix + key}:fence`, kept `fenceTtl` after the lock's last acquisition; a counter
+    /// that starts again starts from the server's clock ([`CLOCK_FLOOR`]), so fences keep increasing. Its hash tag
     /// is the whole lock key, so it hashes to the lock key's cluster slot, unless the lock key has a hash tag of its
     /// own: on a cluster ([`LockKeys::new`]'s `one_slot`) it is then `prefix + key:fence`, which keeps that tag.
     pub fence: String,
@@ -67,6 +68,11 @@ fn hash_tag(key: &str) -> Option<&str> {
     let len = key[open + 1..].find('}')?;
     (len > 0).then(|| &key[open + 1..open + 1 + len])
 }
+
+/// A fence counter below this (2^50: the server clock's microseconds passed it in 2005) is new, or from before
+/// counters expired: acquisitions raise it to the server clock's microseconds (scripts/acquire.lua), so that a
+/// counter that expired starts again above every fence it gave.
+pub const CLOCK_FLOOR: i64 = 1 << 50;
 
 /// Number of hash slots of a Redis Cluster.
 pub const SLOTS: u16 = 16384;

@@ -33,7 +33,7 @@ pub use direct::{
 };
 pub use direct_stream::DirectStream;
 pub use error::{ArgKind, SnatchError};
-pub use keys::{slot, validate_key, LockKeys, MAX_KEY_BYTES};
+pub use keys::{slot, validate_key, LockKeys, CLOCK_FLOOR, MAX_KEY_BYTES};
 pub use lease::{Lease, LeaseState};
 pub use locker::{not_acquired, run_under, Busy, Locker, Ran};
 pub use resp::{parse as parse_reply, ProtocolError, Reply};

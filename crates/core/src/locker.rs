@@ -296,7 +296,7 @@ impl Locker {
 /// for the master that sentinels name.
 fn nodes_of(config: &LockerConfig) -> Result<Vec<Node>, SnatchError> {
     let access = Access::new(config)?;
-    let (timeout, replicas) = (config.command_timeout, config.wait_replicas);
+    let timeout = config.command_timeout;
     let labels = || config.urls.iter().map(|u| crate::endpoint::redact(u)).collect::<Vec<_>>().join(", ");
     Ok(match &config.topology {
         Topology::Servers => config
@@ -304,19 +304,19 @@ fn nodes_of(config: &LockerConfig) -> Result<Vec<Node>, SnatchError> {
             .iter()
             .map(|url| {
                 let endpoint = access.endpoint(url)?;
-                Ok(Node::new(endpoint.label.clone(), Target::Server(endpoint), timeout, replicas))
+                Ok(Node::new(endpoint.label.clone(), Target::Server(endpoint), config))
             })
             .collect::<Result<_, SnatchError>>()?,
         Topology::Cluster => {
             let target = Target::cluster(config.urls.clone(), access, timeout)?;
-            vec![Node::new(format!("cluster ({})", labels()), target, timeout, replicas)]
+            vec![Node::new(format!("cluster ({})", labels()), target, config)]
         }
         Topology::Sentinel { master } => {
             // The sentinels' own credentials are in their URLs; the locker's are the master's.
             let bare = access.without_credentials();
             let sentinels = config.urls.iter().map(|url| bare.endpoint(url)).collect::<Result<_, _>>()?;
             let target = Target::Sentinel(Sentinels::new(sentinels, master.clone(), access));
-            vec![Node::new(format!("master '{master}' of sentinels ({})", labels()), target, timeout, replicas)]
+            vec![Node::new(format!("master '{master}' of sentinels ({})", labels()), target, config)]
         }
     })
 }

@@ -2,6 +2,7 @@
 //! connection (calls batched, see batcher.rs), its release notifications, and the lock scripts run on it.
 
 use crate::batcher::{call_alone, Batcher};
+use crate::config::LockerConfig;
 use crate::connection::{Cluster, Connection, Target};
 use crate::endpoint::Endpoint;
 use crate::keys::LockKeys;
@@ -30,14 +31,18 @@ pub(crate) struct Node {
     waker: Arc<Waker>,
     /// Replicas that must acknowledge an acquisition before it counts (0: none).
     wait_replicas: u32,
+    /// How long a fence counter is kept after an acquisition, in ms.
+    fence_ttl_ms: u64,
 }
 
 impl Node {
-    /// The node of `target`, named `label` in errors; connects only on first use.
-    pub(crate) fn new(label: String, target: Target, timeout: Duration, wait_replicas: u32) -> Self {
-        let connection = Arc::new(Connection::new(label, target, timeout));
+    /// The node of `target`, named `label` in errors, with the locker's command timeout, replicas to wait for and
+    /// fence counters' ttl; connects only on first use.
+    pub(crate) fn new(label: String, target: Target, config: &LockerConfig) -> Self {
+        let connection = Arc::new(Connection::new(label, target, config.command_timeout));
         let waker = Arc::new(Waker::new(connection.clone()));
-        Self { batcher: Batcher::new(connection.clone()), connection, waker, wait_replicas }
+        let (wait_replicas, fence_ttl_ms) = (config.wait_replicas, config.fence_ttl.as_millis() as u64);
+        Self { batcher: Batcher::new(connection.clone()), connection, waker, wait_replicas, fence_ttl_ms }
     }
 
     /// Runs ACQUIRE for `keys` with `token` and a lease of `ttl_ms`; when taken, the holder's token is read too if
@@ -51,7 +56,7 @@ impl Node {
         waiting: bool,
     ) -> Result<NodeAcquire, SnatchError> {
         let mut call = ScriptCall::new(&scripts::ACQUIRE, 2);
-        call.arg(&keys.lock).arg(&keys.fence).arg(token).arg(ttl_ms);
+        call.arg(&keys.lock).arg(&keys.fence).arg(token).arg(ttl_ms).arg(self.fence_ttl_ms);
         if name_holder || waiting {
             call.arg(u8::from(name_holder)).arg(u8::from(waiting));
         }

@@ -28,12 +28,15 @@ impl Lua {
 
 /// Acquire or refresh a lock.
 ///
-/// KEYS: lock key, fence key. ARGV: token, ttl in ms, then optionally `'1'` to have the holder named and `'1'` to
-/// mark a held lock as waited for. The fence (≥ 0) when the lock is ours (a new acquisition increments the fence
-/// counter; a holder asking again with its own token refreshes its lease and keeps its fence), else `-2 - pttl` of
-/// the holder (< 0; pttl is -1 for a key without expiry), or when named `{-2 - pttl, holder's token}`. One integer
-/// unless the holder is named (a table reply costs Redis about a tenth more per call, and only Redlock needs the
-/// name). Direct acquisitions do the same in a transaction instead (direct.rs).
+/// KEYS: lock key, fence key. ARGV: token, ttl in ms, the fence counter's ttl in ms, then optionally `'1'` to have
+/// the holder named and `'1'` to mark a held lock as waited for. The fence (≥ 0) when the lock is ours (a new
+/// acquisition increments the fence counter; a holder asking again with its own token refreshes its lease and keeps
+/// its fence), else `-2 - pttl` of the holder (< 0; pttl is -1 for a key without expiry), or when named
+/// `{-2 - pttl, holder's token}`. One integer unless the holder is named (a table reply costs Redis about a tenth
+/// more per call, and only Redlock needs the name). Either way the counter is kept for its ttl from now; one below
+/// [`crate::keys::CLOCK_FLOOR`] (new, or from before counters expired) is first raised to the server clock's
+/// microseconds, so fences keep rising across its expiry. Direct acquisitions do the rest in a transaction instead
+/// (direct.rs), and have this script raise a counter they find below the floor.
 ///
 /// A waited-for lock holds its token followed by `*`, which has [`RELEASE`] wake the waiters: a release that no one
 /// waits for publishes nothing (bench/README.md, profile step 24).
@@ -88,6 +91,12 @@ pub(crate) fn as_eval(evalsha: &Cmd, script: &Lua) -> Cmd {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_acquire_script_raises_counters_below_the_same_floor() {
+        let literal = format!("if f < {} then", crate::keys::CLOCK_FLOOR);
+        assert!(ACQUIRE.source().contains(&literal), "acquire.lua has `{literal}`");
+    }
 
     #[test]
     fn a_call_as_eval_keeps_its_keys_and_arguments() {

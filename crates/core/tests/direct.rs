@@ -105,6 +105,15 @@ fn acquire(socket: &mut DirectStream, attempt: DirectAcquire) -> Acquired {
     settle_acquire(replies.remove(0))
 }
 
+/// The lease an acquisition comes to, finishing it on the locker's connection when it falls back there, as the
+/// binding does (the first acquisition of a key whose counter is new does: the acquire script raises the counter).
+async fn lease_of(settled: Acquired) -> Option<Arc<Lease>> {
+    match settled {
+        Settled::Done(result) => result.unwrap(),
+        Settled::Fallback(attempt) => attempt.fallback().await.unwrap(),
+    }
+}
+
 fn release(socket: &mut DirectStream, release: DirectRelease) -> Settled<bool, DirectRelease> {
     let (mut replies, _) = exchange(socket, vec![Call::Release(release)]);
     settle_release(replies.remove(0))
@@ -118,10 +127,8 @@ async fn acquires_and_releases_over_the_callers_socket() {
     let key = unique_key("direct");
     let options = LockOptions::default();
 
-    let Settled::Done(Ok(Some(lease))) = acquire(&mut socket, locker.direct_acquire(&key, &options).unwrap().unwrap())
-    else {
-        panic!("not acquired")
-    };
+    let lease = lease_of(acquire(&mut socket, locker.direct_acquire(&key, &options).unwrap().unwrap())).await;
+    let lease = lease.expect("acquired");
     assert!(lease.fence() > 0);
     let held: String = inspect(&url).get(format!("snatch:{key}")).unwrap();
     assert_eq!(held, lease.token());
@@ -139,6 +146,30 @@ async fn acquires_and_releases_over_the_callers_socket() {
 }
 
 #[tokio::test]
+async fn a_new_counter_is_raised_to_the_server_clock_by_the_acquire_script_then_used_directly() {
+    let (_server, url) = redis_url();
+    let locker = locker(&[&url]);
+    let mut socket = socket(&locker).await;
+    let key = unique_key("new-counter");
+    let options = LockOptions::default();
+    let first = acquire(&mut socket, locker.direct_acquire(&key, &options).unwrap().unwrap());
+    let Settled::Fallback(attempt) = first else { panic!("a new counter needs the script: {first:?}") };
+    let first = attempt.fallback().await.unwrap().expect("acquired by the script, with the same token");
+    let (seconds, micros): (i64, i64) = redis::cmd("TIME").query(&mut inspect(&url)).unwrap();
+    assert!(first.fence() >= snatch_core::CLOCK_FLOOR, "{}", first.fence());
+    assert!(first.fence() <= seconds * 1_000_000 + micros, "from the server's clock, not the future");
+    let pttl: i64 = inspect(&url).pttl(format!("{{snatch:{key}}}:fence")).unwrap();
+    assert!(pttl > 0, "the counter expires (fenceTtl): {pttl}");
+    assert!(first.release().await.unwrap());
+
+    // Raised once: the next acquisition goes through directly, above it.
+    let second = acquire(&mut socket, locker.direct_acquire(&key, &options).unwrap().unwrap());
+    let Settled::Done(Ok(Some(second))) = second else { panic!("acquired directly: {second:?}") };
+    assert!(second.fence() > first.fence());
+    locker.close().await;
+}
+
+#[tokio::test]
 async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_outcome() {
     let (_server, url) = redis_url();
     let locker = locker(&[&url]);
@@ -151,8 +182,7 @@ async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_o
     let (replies, commands) = exchange(&mut socket, vec![attempt(&first), attempt(&wrong_type), attempt(&third)]);
     assert_eq!(commands, ["EXEC"], "one transaction for the three acquisitions");
     let [first_lease, wrong, third_lease] = <[_; 3]>::try_from(replies).ok().unwrap().map(settle_acquire);
-    let (Settled::Done(Ok(Some(first_lease))), Settled::Done(Ok(Some(third_lease)))) = (first_lease, third_lease)
-    else {
+    let (Some(first_lease), Some(third_lease)) = (lease_of(first_lease).await, lease_of(third_lease).await) else {
         panic!("the two free keys are acquired")
     };
     let Settled::Done(Err(e)) = wrong else { panic!("a key of another type fails: {wrong:?}") };
@@ -189,11 +219,8 @@ async fn acquisitions_need_no_script_and_a_release_the_server_cannot_run_goes_to
     let key = unique_key("noscript");
     let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
 
-    let Settled::Done(Ok(Some(lease))) =
-        acquire(&mut socket, locker.direct_acquire(&key, &LockOptions::default()).unwrap().unwrap())
-    else {
-        panic!("acquired without the scripts")
-    };
+    let lease = lease_of(acquire(&mut socket, locker.direct_acquire(&key, &LockOptions::default()).unwrap().unwrap()));
+    let lease = lease.await.expect("acquired without the release script");
     let Settled::Fallback(release) = self::release(&mut socket, lease.direct_release().unwrap()) else {
         panic!("expected a fallback")
     };
@@ -213,11 +240,11 @@ async fn a_group_the_server_cannot_run_sends_each_of_its_calls_back_to_the_locke
         .iter()
         .map(|key| Call::Acquire(Box::new(locker.direct_acquire(key, &LockOptions::default()).unwrap().unwrap())));
     let (acquired, _) = exchange(&mut socket, calls.collect());
-    let leases = acquired.into_iter().map(|reply| match settle_acquire(reply) {
-        Settled::Done(Ok(Some(lease))) => lease,
-        other => panic!("not acquired: {other:?}"),
-    });
-    let calls = leases.map(|lease| Call::Release(lease.direct_release().unwrap())).collect();
+    let mut calls = Vec::new();
+    for reply in acquired {
+        let lease = lease_of(settle_acquire(reply)).await.expect("acquired");
+        calls.push(Call::Release(lease.direct_release().unwrap()));
+    }
     let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
 
     let (replies, commands) = exchange(&mut socket, calls);
@@ -261,7 +288,7 @@ async fn the_socket_is_authenticated_and_on_the_urls_database() {
     let mut socket = socket(&authed).await;
     let key = unique_key("db3");
     let acquired = acquire(&mut socket, authed.direct_acquire(&key, &LockOptions::default()).unwrap().unwrap());
-    assert!(matches!(acquired, Settled::Done(Ok(Some(_)))), "{acquired:?}");
+    assert!(lease_of(acquired).await.is_some());
     let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
     assert!(exists, "the key is in database 3");
     let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut inspect(&url)).unwrap();
@@ -300,7 +327,7 @@ async fn the_probe_of_the_handshake_leaves_nothing_behind() {
         &mut socket,
         locker.direct_acquire(&unique_key("after-probe"), &LockOptions::default()).unwrap().unwrap(),
     );
-    assert!(matches!(acquired, Settled::Done(Ok(Some(_)))), "{acquired:?}");
+    assert!(lease_of(acquired).await.is_some());
     locker.close().await;
 }
 

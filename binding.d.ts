@@ -86,6 +86,7 @@ export interface LockerInit {
   username?: string
   password?: string
   waitReplicas?: number
+  fenceTtl?: number
   prefix?: string
   ttl?: number
   commandTimeout?: number

@@ -233,6 +233,7 @@ impl Locker {
         Ok(match self.shared.nodes.acquire(&keys, &token, ttl, false).await? {
             Acquire::Won(grant) => Some(self.adopt(keys, token, grant, ttl, options)),
             Acquire::Taken { .. } | Acquire::Split => None,
+            Acquire::Contended { error, .. } => return Err(error),
         })
     }
 
@@ -254,7 +255,9 @@ impl Locker {
             // Once subscribed to its releases, an attempt marks the lock as waited for, so that they wake us.
             match shared.nodes.acquire(&keys, &token, ttl, wake.is_some()).await? {
                 Acquire::Won(grant) => return Ok(Some(self.adopt(keys, token, grant, ttl, options))),
-                Acquire::Taken { retry_in } => {
+                Acquire::Contended { error, .. } if Instant::now() >= deadline => return Err(error),
+                // Maybe just taken (with some node failing): wait as for a taken key.
+                Acquire::Taken { retry_in } | Acquire::Contended { retry_in, .. } => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         return Ok(None);

@@ -113,6 +113,13 @@ impl Node {
         Err(self.failure(format!("{shortfall}; the lock was released")))
     }
 
+    /// Runs RAISE_FENCE: the fence counter of `keys` is at least `fence` from now on.
+    pub(crate) async fn raise_fence(&self, keys: &LockKeys, fence: i64) -> Result<(), SnatchError> {
+        let mut call = ScriptCall::new(&scripts::RAISE_FENCE, 1);
+        call.arg(&keys.fence).arg(fence).arg(self.fence_ttl_ms);
+        self.invoke::<i64>(call).await.map(|_| ())
+    }
+
     /// Runs EXTEND: sets the lease of a key we own to `ttl_ms`; false when it is not ours.
     pub(crate) async fn extend(&self, keys: &LockKeys, token: &str, ttl_ms: u64) -> Result<bool, SnatchError> {
         let mut call = ScriptCall::new(&scripts::EXTEND, 1);

@@ -3,7 +3,8 @@
 //! One URL is the single-node case of the same rule (a majority of one). Several URLs are Redlock: every command
 //! goes to all nodes in parallel, and an acquisition or extension holds only when a majority agreed and the lease
 //! still has validity left: `ttl − elapsed − (ttl·drift_factor + 2 ms)`, on a monotonic clock started before the
-//! first request.
+//! first request. A won acquisition's fence, the highest counter of its majority, is then recorded on a majority
+//! (a second round), so that fences rise whichever majority grants the next one.
 
 use crate::keys::LockKeys;
 use crate::node::{Node, NodeAcquire};
@@ -36,6 +37,10 @@ pub(crate) enum Acquire {
     /// Redlock only: no one holds a majority, the nodes' votes having split between competing clients (each
     /// has released what it got). Worth another round after a random delay, even for a single attempt.
     Split,
+    /// Redlock only: no majority, with some nodes failing and some held by other clients. The key may just be
+    /// taken, so a call that may wait tries again like [`Acquire::Taken`]; `error` is the failure to report when
+    /// it may not (the failing nodes may have cost the majority).
+    Contended { retry_in: Duration, error: SnatchError },
 }
 
 /// The outcome of one extension round.
@@ -96,14 +101,17 @@ impl Nodes {
 
         let mut won = 0;
         let mut fence = 0;
+        // The fence each granting node gave, by the node's index.
+        let mut granted = Vec::new();
         let mut retry_in = Duration::MAX;
         let mut holders = Vec::new();
         let mut failures = Vec::new();
-        for answer in answers {
+        for (index, answer) in answers.into_iter().enumerate() {
             match answer {
                 Ok(NodeAcquire::Acquired { fence: f }) => {
                     won += 1;
                     fence = fence.max(f);
+                    granted.push((index, f));
                 }
                 Ok(NodeAcquire::Taken { pttl_ms, holder }) => {
                     retry_in = retry_in.min(Duration::from_millis(pttl_ms.max(0) as u64));
@@ -113,7 +121,23 @@ impl Nodes {
             }
         }
         if won >= self.quorum() && Instant::now() < valid_until {
-            return Ok(Acquire::Won(Grant { fence, started: start, valid_until }));
+            let grant = Grant { fence, started: start, valid_until };
+            // The fence is the highest counter of the majority: the granting nodes whose counter is lower are raised
+            // to it, so that any later majority (which shares a node with this one) gives a higher fence, however
+            // far apart the counters were (a node restarted empty starts its counter from its clock). Counters in
+            // step, the usual case, cost no second round.
+            let behind: Vec<&Node> = granted.iter().filter(|(_, f)| *f < fence).map(|(i, _)| &self.nodes[*i]).collect();
+            if behind.is_empty() {
+                return Ok(Acquire::Won(grant));
+            }
+            let raised = join_all(behind.iter().map(|n| n.raise_fence(keys, fence))).await;
+            let failed: Vec<SnatchError> = raised.into_iter().filter_map(Result::err).collect();
+            if won - failed.len() >= self.quorum() && Instant::now() < valid_until {
+                return Ok(Acquire::Won(grant));
+            }
+            let (nodes, keys, token) = (self.clone(), keys.clone(), token.to_owned());
+            tokio::spawn(async move { nodes.release(&keys, &token).await });
+            return Err(self.failure(failed, "the validity window elapsed before the fence was recorded"));
         }
         if !failures.is_empty() {
             // A node that failed may still have set our token: remove it everywhere, without making the caller
@@ -131,7 +155,11 @@ impl Nodes {
             }
             return Ok(Acquire::Taken { retry_in });
         }
-        Err(self.failure(failures, "the validity window elapsed before a majority answered"))
+        let error = self.failure(failures, "the validity window elapsed before a majority answered");
+        if self.nodes.len() > 1 && !holders.is_empty() {
+            return Ok(Acquire::Contended { retry_in, error });
+        }
+        Err(error)
     }
 
     /// Whether one token appears at least a majority of times among `holders`.

@@ -42,6 +42,11 @@ impl Lua {
 /// waits for publishes nothing (bench/README.md, profile step 24).
 pub(crate) static ACQUIRE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("scripts/acquire.lua")));
 
+/// Raise a fence counter to a fence a Redlock majority gave (see quorum.rs).
+///
+/// KEYS: fence key. ARGV: the fence, the counter's ttl in ms. A counter below the fence is set to it; returns 1.
+pub(crate) static RAISE_FENCE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("scripts/raise_fence.lua")));
+
 /// Set the lease of a lock we own: extension, and the minHold release (the key stays for the remainder).
 ///
 /// KEYS: lock key. ARGV: token, ttl in ms. Returns 1 when the key was ours (waited for or not), else 0.

@@ -230,3 +230,52 @@ async fn a_race_of_single_attempts_from_several_lockers_has_exactly_one_winner()
         assert!(won[0].release().await.unwrap());
     }
 }
+
+#[tokio::test]
+async fn fences_rise_whichever_majority_grants_them_however_far_apart_the_counters_were() {
+    // One node far ahead (say, restarted empty: its counter starts from its clock), two behind.
+    let mut servers = start(3);
+    let locker = redlock(urls(&servers), Duration::from_secs(1));
+    let key = unique_key("apart");
+    let counter = format!("{{snatch:{key}}}:fence");
+    let ahead = snatch_core::CLOCK_FLOOR + 1_000_000_000;
+    for (server, value) in servers.iter().zip([ahead, snatch_core::CLOCK_FLOOR + 100, snatch_core::CLOCK_FLOOR + 100]) {
+        let _: () = inspect(&server.url()).set(&counter, value).unwrap();
+    }
+    let first = locker.try_lock(&key, &once()).await.unwrap().expect("all three up");
+    assert_eq!(first.fence(), ahead + 1, "the highest of the majority");
+    assert!(first.release().await.unwrap());
+    for server in &servers[1..] {
+        let raised: i64 = inspect(&server.url()).get(&counter).unwrap();
+        assert_eq!(raised, ahead + 1, "the nodes behind were raised to the fence");
+        let ttl: i64 = inspect(&server.url()).pttl(&counter).unwrap();
+        assert!(ttl > 0, "and keep their ttl");
+    }
+    // The node ahead is gone: the other two still give a higher fence.
+    servers[0].kill();
+    let second = locker.try_lock(&key, &once()).await.unwrap().expect("a majority of two");
+    assert!(second.fence() > first.fence(), "{} after {}", second.fence(), first.fence());
+    assert!(second.release().await.unwrap());
+}
+
+#[tokio::test]
+async fn with_a_node_down_a_waiting_call_waits_for_a_key_another_client_holds() {
+    let mut servers = start(3);
+    servers[0].kill();
+    let waiter = redlock(urls(&servers), Duration::from_millis(300));
+    let key = unique_key("contended");
+    // Another client holds the key on one live node: with the third node failing, a round gets one vote of the two
+    // it needs and cannot tell a key held (by a racing client) from a majority lost to the failing node.
+    let lock_key = format!("snatch:{key}");
+    let _: () = inspect(&servers[1].url()).set_ex(&lock_key, "racing-client", 60).unwrap();
+    let err = waiter.try_lock(&key, &once()).await.unwrap_err();
+    assert_eq!(err.code(), "ERR_SNATCH_QUORUM", "one attempt reports it");
+    let freed = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let _: () = inspect(&servers[1].url()).del(&lock_key).unwrap();
+    };
+    let wait = LockOptions { wait: Duration::from_secs(3), ..once() };
+    let (got, ()) = tokio::join!(waiter.lock(&key, &wait), freed);
+    let got = got.expect("a waiting call waits, rather than fail, while a live node is held");
+    assert!(got.release().await.unwrap());
+}

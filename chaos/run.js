@@ -1,0 +1,406 @@
+'use strict'
+// `npm run chaos`: the safety suite. Worker processes (chaos/worker.js) loop critical sections on shared keys against
+// redis-servers this script starts on loopback, while faults are injected, one scenario after another; then the
+// sections are checked (chaos/checker.js) for overlapping holders and fences out of order, and a table per scenario
+// is printed and written to docs/SAFETY.md between its RESULTS markers. Bounded: it stops by itself (about three
+// minutes); `--only a,b` runs some scenarios, `--scale N` multiplies their durations.
+
+const { fork } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { ensureBuilt } = require('../scripts/ensure-built')
+const { startRedis } = require('../__test__/support/redis-server')
+const { startProxy } = require('./proxy')
+const { check, takeovers, percentile } = require('./checker')
+
+const root = path.join(__dirname, '..')
+const SAFETY = path.join(root, 'docs', 'SAFETY.md')
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const nowNs = () => process.hrtime.bigint()
+
+/** The workers of one scenario: spawned, killed, stopped, paused, and what they reported. */
+class Workers {
+  constructor() {
+    this.children = new Map()
+    this.sections = []
+    this.open = new Map() // worker id -> its section under way ({ key, fence, enter })
+    this.errors = {}
+    this.kills = []
+    this.stale = { released: 0, refused: 0 }
+    this.ticks = []
+    this.nextId = 1
+  }
+
+  /** Starts a worker with `config` (see worker.js) and `env` added to the environment. */
+  spawn(config, env = {}) {
+    const id = this.nextId++
+    const child = fork(path.join(__dirname, 'worker.js'), [JSON.stringify(config)], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    })
+    const entry = { id, child, config, env, paused: false, stopped: false }
+    this.children.set(id, entry)
+    child.on('message', (m) => this.#heard(id, m))
+    child.on('exit', () => this.children.delete(id))
+    return entry
+  }
+
+  #heard(worker, m) {
+    if (m.type === 'enter') {
+      this.open.set(worker, { worker, key: m.key, fence: BigInt(m.fence), enter: BigInt(m.t) })
+    } else if (m.type === 'exit') {
+      const s = this.open.get(worker)
+      this.open.delete(worker)
+      if (!s) return
+      this.sections.push({ ...s, last: BigInt(m.last), cut: m.cut })
+      // The first section a stopped worker ends is the one it held when it was stopped: its release is stale.
+      const entry = this.children.get(worker)
+      if (entry?.stopped && m.released !== undefined) {
+        entry.stopped = false
+        this.stale[m.released ? 'released' : 'refused']++
+      }
+    } else if (m.type === 'error') {
+      this.errors[m.code] = (this.errors[m.code] ?? 0) + 1
+    } else if (m.type === 'tick') {
+      this.ticks.push({ worker, tick: m.tick, fence: BigInt(m.fence) })
+    }
+  }
+
+  /** A worker holding a key now, if any. */
+  holder() {
+    const holding = [...this.open.keys()].filter((id) => this.children.has(id) && !this.children.get(id).paused)
+    return holding.length ? this.children.get(holding[Math.floor(Math.random() * holding.length)]) : null
+  }
+
+  /** SIGKILLs `entry` (its section under way ends at the kill) and starts another worker in its place. */
+  kill(entry) {
+    const t = nowNs()
+    entry.child.kill('SIGKILL')
+    const s = this.open.get(entry.id)
+    if (s) {
+      this.open.delete(entry.id)
+      this.sections.push({ ...s, last: t, cut: false })
+      this.kills.push({ key: s.key, t })
+    }
+    this.children.delete(entry.id)
+    this.spawn(entry.config, entry.env)
+  }
+
+  /** Stops every worker (each finishes its section) and waits for them to exit. */
+  async stop() {
+    const exits = [...this.children.values()].map(
+      ({ child }) => new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve))),
+    )
+    for (const { child, paused } of this.children.values()) {
+      if (paused) child.kill('SIGCONT')
+      if (child.connected) child.send('stop')
+    }
+    const done = Promise.all(exits)
+    const timer = setTimeout(() => this.children.forEach(({ child }) => child.kill('SIGKILL')), 15_000)
+    await done
+    clearTimeout(timer)
+  }
+}
+
+/** The default worker config: `mode`, on `keys`, with `locker` options. */
+function worker(mode, keys, locker, extra = {}) {
+  return { mode, keys, locker, ttl: 1000, wait: 5000, acts: 3, pauseMs: 1, ...extra }
+}
+
+/** Resolves the ms from now until a section starts after `since` (ns), at most `limitMs`; null if none did. */
+async function firstEnterAfter(workers, since, limitMs = 10_000) {
+  const started = Date.now()
+  while (Date.now() - started < limitMs) {
+    const entered = [...workers.open.values(), ...workers.sections].filter((s) => s.enter > since)
+    if (entered.length) return Number(entered.reduce((a, s) => (s.enter < a ? s.enter : a), entered[0].enter) - since) / 1e6
+    await sleep(10)
+  }
+  return null
+}
+
+const keysOf = (name, n) => Array.from({ length: n }, (_, i) => `${name}:${i}`)
+
+/** The scenarios: each runs its workers and faults and returns what the table reports beyond the checks. */
+const SCENARIOS = {
+  steady: {
+    title: 'no fault: 6 workers (lock, withLock, snatchTask) on 12 keys',
+    async run({ url, workers, seconds }) {
+      const keys = keysOf('steady', 12)
+      for (const mode of ['lock', 'lock', 'withLock', 'withLock', 'snatchTask', 'snatchTask']) {
+        workers.spawn(worker(mode, keys, { url, prefix: 'chaos:' }, { acts: 2, pauseMs: 0.5 }))
+      }
+      await sleep(seconds(55) * 1000)
+      return {}
+    },
+  },
+  'kill-holder': {
+    title: 'SIGKILL of a holder every 0.8 s (ttl 1 s), a new worker in its place',
+    async run({ url, workers, seconds }) {
+      const keys = keysOf('kill', 2)
+      for (const mode of ['lock', 'withLock', 'lock', 'withLock']) workers.spawn(worker(mode, keys, { url, prefix: 'chaos:' }))
+      await sleep(1500)
+      const end = Date.now() + seconds(12) * 1000
+      while (Date.now() < end) {
+        const holder = workers.holder()
+        if (holder) workers.kill(holder)
+        await sleep(800)
+      }
+      return {}
+    },
+  },
+  'stop-holder': {
+    title: 'SIGSTOP of a holder for ttl + 0.7 s (ttl 1 s), then SIGCONT: its signal aborts before it acts, its stale release answers false',
+    async run({ url, workers, seconds }) {
+      const keys = ['stop:0']
+      for (let i = 0; i < 3; i++) workers.spawn(worker('lock', keys, { url, prefix: 'chaos:' }, { acts: 20, pauseMs: 10 }))
+      await sleep(1500)
+      const end = Date.now() + seconds(12) * 1000
+      let stops = 0
+      while (Date.now() < end) {
+        const holder = workers.holder()
+        if (holder) {
+          holder.paused = true
+          holder.stopped = true
+          holder.child.kill('SIGSTOP')
+          await sleep(1700)
+          holder.child.kill('SIGCONT')
+          holder.paused = false
+          stops++
+          await sleep(1000)
+        }
+        await sleep(300)
+      }
+      return { notes: `${stops} holders stopped; stale releases answered false ${workers.stale.refused} times, true ${workers.stale.released} times` }
+    },
+  },
+  'redis-restart': {
+    title: 'Redis killed and restarted empty (no persistence) after ttl + 0.3 s',
+    async run({ redis, url, workers, seconds }) {
+      const keys = keysOf('restart', 4)
+      for (const mode of ['lock', 'withLock', 'snatchTask', 'withLock']) workers.spawn(worker(mode, keys, { url, prefix: 'chaos:' }))
+      await sleep(seconds(4) * 1000)
+      await redis.kill()
+      await sleep(1300)
+      await redis.restart()
+      const back = nowNs()
+      const recovered = await firstEnterAfter(workers, back)
+      await sleep(seconds(4) * 1000)
+      return { recovery: recovered }
+    },
+  },
+  'redis-pause': {
+    title: 'Redis paused (SIGSTOP) for ttl + 0.5 s, then resumed',
+    async run({ redis, url, workers, seconds }) {
+      const keys = keysOf('pause', 4)
+      for (const mode of ['lock', 'withLock', 'snatchTask', 'withLock']) workers.spawn(worker(mode, keys, { url, prefix: 'chaos:' }))
+      await sleep(seconds(4) * 1000)
+      redis.pause()
+      await sleep(1500)
+      redis.resume()
+      const back = nowNs()
+      const recovered = await firstEnterAfter(workers, back)
+      await sleep(seconds(4) * 1000)
+      return { recovery: recovered }
+    },
+  },
+  'slow-link': {
+    title: 'a slow link: 30 ms each way on every chunk, through a TCP proxy',
+    async run({ redis, workers, seconds, proxies }) {
+      const proxy = await startProxy(redis.port, { latency: 30 })
+      proxies.push(proxy)
+      const keys = keysOf('slow', 4)
+      for (const mode of ['lock', 'withLock', 'snatchTask', 'withLock']) {
+        workers.spawn(worker(mode, keys, { url: proxy.url, prefix: 'chaos:' }))
+      }
+      await sleep(seconds(10) * 1000)
+      return {}
+    },
+  },
+  'dropping-link': {
+    title: 'a dropping link: one connection reset every 0.3 s, through a TCP proxy',
+    async run({ redis, workers, seconds, proxies }) {
+      const proxy = await startProxy(redis.port)
+      proxies.push(proxy)
+      const keys = keysOf('drop', 4)
+      for (const mode of ['lock', 'withLock', 'snatchTask', 'withLock']) {
+        workers.spawn(worker(mode, keys, { url: proxy.url, prefix: 'chaos:' }))
+      }
+      let resets = 0
+      const end = Date.now() + seconds(10) * 1000
+      while (Date.now() < end) {
+        if (proxy.resetOne()) resets++
+        await sleep(300)
+      }
+      return { notes: `${resets} connections reset` }
+    },
+  },
+  'redlock-one-down': {
+    title: 'Redlock over 3 nodes: one killed, restarted empty after ttl + 0.3 s',
+    nodes: 3,
+    async run({ nodes, workers, seconds }) {
+      const keys = keysOf('rl1', 3)
+      const urls = nodes.map((n) => n.url)
+      for (const mode of ['lock', 'withLock', 'snatchTask']) workers.spawn(worker(mode, keys, { urls, prefix: 'chaos:' }))
+      await sleep(seconds(3) * 1000)
+      await nodes[0].kill()
+      await sleep(seconds(3) * 1000)
+      await nodes[0].restart()
+      await sleep(seconds(4) * 1000)
+      return {}
+    },
+  },
+  'redlock-two-down': {
+    title: 'Redlock over 3 nodes: two killed (no majority: QuorumError, nobody holds), restarted empty after ttl + 0.3 s',
+    nodes: 3,
+    async run({ nodes, workers, seconds }) {
+      const keys = keysOf('rl2', 3)
+      const urls = nodes.map((n) => n.url)
+      for (const mode of ['lock', 'withLock', 'snatchTask']) workers.spawn(worker(mode, keys, { urls, prefix: 'chaos:' }))
+      await sleep(seconds(3) * 1000)
+      await Promise.all([nodes[0].kill(), nodes[1].kill()])
+      const down = nowNs()
+      await sleep(1300 + 1000) // past every lease, then a second of outage
+      // Sections under way when the nodes went down end within a lease; none may start during the outage.
+      const during = workers.sections.filter((s) => s.enter > down + 1_300_000_000n).length +
+        [...workers.open.values()].filter((s) => s.enter > down + 1_300_000_000n).length
+      await Promise.all([nodes[0].restart(), nodes[1].restart()])
+      const back = nowNs()
+      const recovered = await firstEnterAfter(workers, back)
+      await sleep(seconds(3) * 1000)
+      return { recovery: recovered, notes: `${during} sections started while two nodes were down` }
+    },
+  },
+  schedules: {
+    title: 'schedules on 3 processes with clocks 0, −300 and +300 ms off, through a Redis restart (down 1.3 s)',
+    async run({ redis, url, workers, seconds }) {
+      for (const offset of [0, -300, 300]) {
+        workers.spawn({ mode: 'schedule', locker: { url, prefix: 'chaos:' }, ttl: 1000 }, { SNATCH_TEST_CLOCK_OFFSET_MS: String(offset) })
+      }
+      await sleep(seconds(5) * 1000)
+      await redis.kill()
+      await sleep(1300)
+      await redis.restart()
+      await sleep(seconds(5) * 1000)
+      const counts = new Map()
+      for (const { tick } of workers.ticks) counts.set(tick, (counts.get(tick) ?? 0) + 1)
+      const twice = [...counts.values()].filter((n) => n > 1).length
+      return { notes: `${counts.size} occurrences ran, ${twice} of them more than once` }
+    },
+  },
+}
+
+/** Parses `--only a,b` and `--scale N`. */
+function parseArgs(argv) {
+  const options = { only: Object.keys(SCENARIOS), scale: 1 }
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--only') options.only = argv[++i].split(',')
+    else if (argv[i] === '--scale') options.scale = Number(argv[++i])
+    else {
+      console.error(`usage: npm run chaos -- [--only ${Object.keys(SCENARIOS).join(',')}] [--scale N]`)
+      process.exit(2)
+    }
+  }
+  const unknown = options.only.filter((name) => !SCENARIOS[name])
+  if (unknown.length || !(options.scale > 0)) {
+    console.error(`unknown scenario ${unknown.join(', ')} or bad --scale`)
+    process.exit(2)
+  }
+  return options
+}
+
+/** Runs scenario `name`: its servers, workers and faults, then the checks. */
+async function runScenario(name, scale) {
+  const scenario = SCENARIOS[name]
+  const nodes = await Promise.all(Array.from({ length: scenario.nodes ?? 1 }, () => startRedis()))
+  const workers = new Workers()
+  const proxies = []
+  console.error(`${name}: ${scenario.title}`)
+  const started = Date.now()
+  let extra
+  try {
+    extra = await scenario.run({
+      redis: nodes[0],
+      url: nodes[0].url,
+      nodes,
+      workers,
+      proxies,
+      seconds: (s) => s * scale,
+    })
+    await workers.stop()
+  } finally {
+    for (const child of workers.children.values()) child.child.kill('SIGKILL')
+    await Promise.all(proxies.map((p) => p.close()))
+    await Promise.all(nodes.map((n) => n.stop()))
+  }
+  const checked = check(workers.sections)
+  const delays = takeovers(workers.kills, workers.sections)
+  return {
+    name,
+    title: scenario.title,
+    seconds: (Date.now() - started) / 1000,
+    ...checked,
+    cut: workers.sections.filter((s) => s.cut).length,
+    takeover: delays.length ? { n: delays.length, p50: percentile(delays, 50), p99: percentile(delays, 99) } : null,
+    errors: workers.errors,
+    ...extra,
+  }
+}
+
+/** The report: a table of every scenario, then notes. */
+function render(results, scale) {
+  const ms = (v) => (v === null || v === undefined ? '—' : `${v.toFixed(0)} ms`)
+  const total = results.reduce((n, r) => n + r.sections, 0)
+  const lines = [
+    `Run of ${new Date().toISOString().slice(0, 19)}Z on ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model.trim()}), ` +
+      `Node ${process.version}${scale !== 1 ? `, durations × ${scale}` : ''}: ${total.toLocaleString('en')} critical sections, ` +
+      `${results.reduce((n, r) => n + r.overlaps, 0)} overlaps, ${results.reduce((n, r) => n + r.fenceViolations, 0)} fence violations.`,
+    '',
+    '| scenario | sections | overlaps | fence violations | cut by their lease | takeover after a kill p50 / p99 | back after the fault | calls failed, by code |',
+    '|---|---:|---:|---:|---:|---:|---:|---|',
+  ]
+  for (const r of results) {
+    const errors = Object.entries(r.errors).map(([code, n]) => `${code} ${n}`).join(', ') || '—'
+    const takeover = r.takeover ? `${ms(r.takeover.p50)} / ${ms(r.takeover.p99)} (${r.takeover.n})` : '—'
+    lines.push(
+      `| ${r.name} | ${r.sections.toLocaleString('en')} | ${r.overlaps} | ${r.fenceViolations} | ${r.cut} | ${takeover} | ` +
+        `${ms(r.recovery)} | ${errors} |`,
+    )
+  }
+  lines.push('')
+  for (const r of results) {
+    lines.push(`- **${r.name}**: ${r.title}.${r.notes ? ` ${r.notes}.` : ''}`)
+    for (const e of r.examples) lines.push(`  - overlap on ${e.key}: ${e.first} / ${e.second}`)
+  }
+  return lines.join('\n')
+}
+
+/** Writes `report` into docs/SAFETY.md between its RESULTS markers. */
+function publish(report) {
+  const [begin, end] = ['<!-- RESULTS BEGIN (npm run chaos writes this) -->', '<!-- RESULTS END -->']
+  const text = fs.readFileSync(SAFETY, 'utf8')
+  const from = text.indexOf(begin)
+  const to = text.indexOf(end)
+  if (from < 0 || to < from) throw new Error(`${SAFETY} has no RESULTS markers`)
+  fs.writeFileSync(SAFETY, `${text.slice(0, from + begin.length)}\n${report}\n${text.slice(to)}`)
+}
+
+async function main() {
+  const options = parseArgs(process.argv.slice(2))
+  ensureBuilt()
+  const results = []
+  for (const name of options.only) results.push(await runScenario(name, options.scale))
+  const report = render(results, options.scale)
+  console.log(report)
+  if (options.only.length === Object.keys(SCENARIOS).length) {
+    publish(report)
+    console.error(`written to ${path.relative(process.cwd(), SAFETY)}`)
+  }
+  const failed = results.some((r) => r.overlaps > 0 || r.fenceViolations > 0)
+  process.exitCode = failed ? 1 : 0
+}
+
+main().catch((err) => {
+  console.error(err.stack || err.message)
+  process.exitCode = 1
+})

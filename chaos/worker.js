@@ -1,0 +1,117 @@
+'use strict'
+// One worker process of the chaos suite (forked by chaos/run.js): loops critical sections on a few shared keys with
+// one way of locking (`lock`: Locker.lock + Lock.release; `withLock`; `snatchTask`) and reports each to the parent
+// over IPC, on process.hrtime.bigint() (CLOCK_MONOTONIC: one clock for every process of the host); or (`schedule`)
+// runs a schedule's job every second and reports each occurrence it ran ({ type: 'tick', tick, fence }):
+//   { type: 'enter', key, fence, t }         the section started (sent at once, so a SIGKILL cannot lose it)
+//   { type: 'exit', key, fence, t, last, cut, released? }
+//      `last`: the time of its last act; `cut`: it stopped acting because its lease could no longer be guaranteed
+//      (lock: validUntil passed or signal aborted; runs: signal aborted); `released`: what Lock.release() answered
+//   { type: 'error', code, t }                a call failed (ERR_SNATCH_…)
+// A section acts a few times, each act only while the lease is still valid, checked synchronously right before it:
+// the parent checks that no two holders' acts overlap. It stops on 'stop', finishing its section first.
+
+const { createLocker } = require('..')
+
+const config = JSON.parse(process.argv[2])
+const locker = createLocker(config.locker)
+let stopping = false
+process.on('message', (message) => {
+  if (message === 'stop') stopping = true
+})
+
+const now = () => process.hrtime.bigint().toString()
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const pick = (list) => list[Math.floor(Math.random() * list.length)]
+const send = (message) => process.connected && process.send(message)
+
+/**
+ * The acts of one section: `config.acts` times, a short pause then an act, while `valid()` holds. Reports the
+ * section's end.
+ */
+async function section(key, fence, valid) {
+  send({ type: 'enter', key, fence: String(fence), t: now() })
+  let last = now()
+  let cut = false
+  for (let i = 0; i < config.acts; i++) {
+    await sleep(Math.random() * config.pauseMs)
+    if (!valid()) {
+      cut = true
+      break
+    }
+    last = now() // the act: done while the lease held, as checked just above
+  }
+  return { key, fence: String(fence), last, cut }
+}
+
+/** One section by the configured way of locking; false when the key was not acquired (snatchTask). */
+async function once(key) {
+  const options = { ttl: config.ttl, wait: config.wait }
+  switch (config.mode) {
+    case 'lock': {
+      const lock = await locker.lock(key, { ...options, autoExtend: true })
+      const ended = await section(key, lock.fence, () => !lock.signal.aborted && lock.validUntil > Date.now())
+      const released = await lock.release()
+      send({ type: 'exit', ...ended, t: now(), released })
+      return true
+    }
+    case 'withLock': {
+      let ended
+      await locker
+        .withLock(key, async ({ fence, signal }) => (ended = await section(key, fence, () => !signal.aborted)), options)
+        .catch((err) => {
+          if (err.code !== 'ERR_SNATCH_LOCK_LOST' || !ended) throw err
+        })
+      send({ type: 'exit', ...ended, t: now() })
+      return true
+    }
+    default: {
+      let ended
+      const ran = await locker
+        .snatchTask(key, async ({ fence, signal }) => (ended = await section(key, fence, () => !signal.aborted)), {
+          ttl: config.ttl,
+        })
+        .then(
+          (r) => r.ran,
+          (err) => {
+            if (err.code !== 'ERR_SNATCH_LOCK_LOST' || !ended) throw err
+            return true
+          },
+        )
+      if (ran) send({ type: 'exit', ...ended, t: now() })
+      return ran
+    }
+  }
+}
+
+/** Schedule mode: the job of schedule 'chaos-job' every second, each run reported as a tick. */
+function schedule() {
+  const task = locker.schedule('chaos-job', '* * * * * *', ({ tick, fence }) => {
+    send({ type: 'tick', tick: tick.getTime(), fence: String(fence) })
+  }, { ttl: config.ttl })
+  task.on('error', (err) => send({ type: 'error', code: err.code || err.name, t: now() }))
+  process.on('message', async (message) => {
+    if (message !== 'stop') return
+    await task.stop()
+    await locker.close()
+    process.disconnect()
+  })
+}
+
+async function main() {
+  if (config.mode === 'schedule') return schedule()
+  while (!stopping) {
+    try {
+      const ran = await once(pick(config.keys))
+      // A snatchTask that lost the key backs off a moment, as a replica would.
+      if (!ran) await sleep(Math.random() * 2)
+    } catch (err) {
+      send({ type: 'error', code: err.code || err.name, message: String(err.message).slice(0, 200), t: now() })
+      await sleep(20)
+    }
+  }
+  await locker.close()
+  process.disconnect()
+}
+
+main()

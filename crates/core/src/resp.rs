@@ -66,8 +66,19 @@ fn write_line(buf: &mut Vec<u8>, kind: u8, n: usize) {
     buf.extend_from_slice(b"\r\n");
 }
 
+/// How many arrays a reply may nest, one in another: more than any reply to our commands holds (`EXEC`'s, an array
+/// of replies that are not arrays, holds one), and few enough that [`parse`], which recurses once a level, cannot
+/// overflow a thread's stack on bytes that declare arrays in arrays without end (10,000 levels of `*1\r\n`, 40 KB,
+/// did on a 2 MiB stack).
+const MAX_DEPTH: usize = 64;
+
 /// Reads the reply at the start of `buf`: it and its length, or `None` while it is incomplete.
 pub fn parse(buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> {
+    parse_nested(buf, MAX_DEPTH)
+}
+
+/// [`parse`], for a reply that may nest `depth` arrays (itself counting as one if it is an array).
+fn parse_nested(buf: &[u8], depth: usize) -> Result<Option<(Reply, usize)>, ProtocolError> {
     let Some((line, mut at)) = line(buf)? else { return Ok(None) };
     let (kind, text) = (line[0], &line[1..]);
     let reply = match kind {
@@ -83,6 +94,10 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> {
             if buf.len() < at {
                 return Ok(None);
             }
+            // A bulk string ends with CRLF where its length says: anything else means the stream is out of step.
+            if &buf[at - 2..at] != b"\r\n" {
+                return Err(ProtocolError("a bulk string longer than its length".to_owned()));
+            }
             Reply::Other
         }
         b'*' => {
@@ -90,9 +105,12 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError> {
             if count < 0 {
                 return Ok(Some((Reply::Nil, at)));
             }
+            let Some(depth) = depth.checked_sub(1) else {
+                return Err(ProtocolError(format!("a reply of arrays nested more than {MAX_DEPTH} deep")));
+            };
             let mut parts = Vec::with_capacity(count.min(64) as usize);
             for _ in 0..count {
-                let Some((part, len)) = parse(&buf[at..])? else { return Ok(None) };
+                let Some((part, len)) = parse_nested(&buf[at..], depth)? else { return Ok(None) };
                 parts.push(part);
                 at += len;
             }

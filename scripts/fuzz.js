@@ -1,0 +1,93 @@
+'use strict'
+// `npm run fuzz [-- --seconds N]`: the property tests of the direct connection's RESP parser, writer and reply
+// pairing (crates/core/tests/fuzz_resp.rs) for about N seconds (60 by default), in place of a fuzzer (cargo-fuzz
+// needs a nightly toolchain). Builds them (release; not counted in the time), then runs them again and again, each
+// run with the next seed (PROPTEST_RNG_SEED, from a random start) and more cases per property (PROPTEST_CASES) than
+// the last, as many as the time left holds; prints each run and the cases in all. Stops at the first failure, with
+// the test's output and the command that runs it again, and exits non-zero.
+
+const { spawnSync } = require('node:child_process')
+const { randomInt } = require('node:crypto')
+const path = require('node:path')
+
+const root = path.join(__dirname, '..')
+const CARGO_ARGS = ['test', '-p', 'snatch-core', '--release', '--test', 'fuzz_resp']
+// Cases per property of the first run (about half a second), and the fewest worth a run.
+const FIRST_CASES = 5_000
+const MIN_CASES = 1_000
+// A run may take this many times what the runs before it predict before it counts as hung.
+const HUNG_FACTOR = 5
+
+/** The `--seconds N` of the command line (60 if absent); exits with a message when it is not a positive number. */
+function seconds(args) {
+  const at = args.findIndex((arg) => arg === '--seconds' || arg.startsWith('--seconds='))
+  if (at < 0) return 60
+  const value = args[at].includes('=') ? args[at].split('=')[1] : args[at + 1]
+  const n = Number(value)
+  if (!Number.isFinite(n) || n <= 0) {
+    console.error(`--seconds wants a positive number of seconds, not ${value}`)
+    process.exit(2)
+  }
+  return n
+}
+
+/** Builds the tests with inherited output; exits with cargo's status if it fails. */
+function build() {
+  console.log(`== build: cargo ${[...CARGO_ARGS, '--no-run'].join(' ')}`)
+  const result = spawnSync('cargo', [...CARGO_ARGS, '--no-run'], { cwd: root, stdio: 'inherit' })
+  if (result.error) throw result.error
+  if (result.status !== 0) process.exit(result.status ?? 1)
+}
+
+/**
+ * Runs the tests once, `cases` cases per property from `seed`, killed after `timeoutMs`: whether they passed, and
+ * their output.
+ */
+function run(cases, seed, timeoutMs) {
+  const env = { ...process.env, PROPTEST_CASES: String(cases), PROPTEST_RNG_SEED: String(seed) }
+  const result = spawnSync('cargo', CARGO_ARGS, {
+    cwd: root,
+    env,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: timeoutMs,
+  })
+  const output = `${result.stdout ?? ''}${result.stderr ?? ''}`
+  if (result.error?.code === 'ETIMEDOUT') {
+    return { passed: false, output: `${output}\nhung: killed after ${timeoutMs} ms` }
+  }
+  if (result.error) throw result.error
+  return { passed: result.status === 0, output }
+}
+
+/** Builds, then runs until the time is up or a run fails (see the top of the file). */
+function main() {
+  const budgetMs = seconds(process.argv.slice(2)) * 1000
+  build()
+  const started = Date.now()
+  const firstSeed = randomInt(2 ** 47)
+  let [runs, total, cases, msPerCase] = [0, 0, FIRST_CASES, 0]
+  while (cases >= MIN_CASES) {
+    const seed = firstSeed + runs
+    const expectedMs = msPerCase * cases
+    const runStarted = Date.now()
+    const { passed, output } = run(cases, seed, Math.max(60_000, Math.ceil(HUNG_FACTOR * expectedMs)))
+    const tookMs = Date.now() - runStarted
+    runs += 1
+    const outcome = passed ? 'ok' : 'FAILED'
+    console.log(`run ${runs}: seed ${seed}, ${cases} cases per property, ${(tookMs / 1000).toFixed(1)} s: ${outcome}`)
+    if (!passed) {
+      console.log(output)
+      console.log(`again: PROPTEST_RNG_SEED=${seed} PROPTEST_CASES=${cases} cargo ${CARGO_ARGS.join(' ')}`)
+      process.exit(1)
+    }
+    total += cases
+    msPerCase = (Date.now() - started) / total
+    const leftMs = budgetMs - (Date.now() - started)
+    cases = Math.min(2 * cases, Math.floor(leftMs / msPerCase))
+  }
+  const tookS = ((Date.now() - started) / 1000).toFixed(1)
+  console.log(`== ${runs} runs, ${total} cases per property in all, ${tookS} s: no failure`)
+}
+
+main()

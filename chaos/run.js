@@ -341,6 +341,8 @@ async function runScenario(name, scale) {
     seconds: (Date.now() - started) / 1000,
     ...checked,
     cut: workers.sections.filter((s) => s.cut).length,
+    // Acting without a valid lease shows as an overlap with the next holder, or as a stale release that deleted it.
+    unleased: checked.overlaps > 0 || workers.stale.released > 0,
     takeover: delays.length ? { n: delays.length, p50: percentile(delays, 50), p99: percentile(delays, 99) } : null,
     errors: workers.errors,
     ...extra,
@@ -356,14 +358,14 @@ function render(results, scale) {
       `Node ${process.version}${scale !== 1 ? `, durations × ${scale}` : ''}: ${total.toLocaleString('en')} critical sections, ` +
       `${results.reduce((n, r) => n + r.overlaps, 0)} overlaps, ${results.reduce((n, r) => n + r.fenceViolations, 0)} fence violations.`,
     '',
-    '| scenario | sections | overlaps | fence violations | cut by their lease | takeover after a kill p50 / p99 | back after the fault | calls failed, by code |',
-    '|---|---:|---:|---:|---:|---:|---:|---|',
+    '| scenario | sections | overlaps | fence violations | fn acted without a valid lease | cut by their lease | takeover after a kill p50 / p99 | back after the fault | calls failed, by code |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---|',
   ]
   for (const r of results) {
     const errors = Object.entries(r.errors).map(([code, n]) => `${code} ${n}`).join(', ') || '—'
     const takeover = r.takeover ? `${ms(r.takeover.p50)} / ${ms(r.takeover.p99)} (${r.takeover.n})` : '—'
     lines.push(
-      `| ${r.name} | ${r.sections.toLocaleString('en')} | ${r.overlaps} | ${r.fenceViolations} | ${r.cut} | ${takeover} | ` +
+      `| ${r.name} | ${r.sections.toLocaleString('en')} | ${r.overlaps} | ${r.fenceViolations} | ${r.unleased ? 'yes' : 'no'} | ${r.cut} | ${takeover} | ` +
         `${ms(r.recovery)} | ${errors} |`,
     )
   }

@@ -87,6 +87,8 @@ export interface LockerInit {
   password?: string
   waitReplicas?: number
   fenceTtl?: number
+  /** False in a runtime without the libuv functions the direct connection needs (the facade knows: Bun, Deno). */
+  direct?: boolean
   prefix?: string
   ttl?: number
   commandTimeout?: number

@@ -64,6 +64,8 @@ function lockerInit(options) {
     password: o.password,
     waitReplicas: o.waitReplicas,
     fenceTtl: o.fenceTtl,
+    // Bun and Deno run N-API modules without libuv's socket polling, which the direct connection needs.
+    direct: !(process.versions.bun || process.versions.deno),
     prefix: o.prefix,
     ttl: o.ttl,
     commandTimeout: o.commandTimeout,

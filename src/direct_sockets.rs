@@ -31,6 +31,8 @@ pub(crate) struct DirectSockets<C: DirectCall + 'static> {
 }
 
 enum Kind<C: DirectCall + 'static> {
+    /// No direct calls (the runtime cannot poll sockets for us).
+    None,
     Server(Rc<LoopSocket<C>>),
     Cluster(RefCell<Masters<C>>),
 }
@@ -57,7 +59,9 @@ impl<C: DirectCall + 'static> DirectSockets<C> {
         stale: Arc<AtomicBool>,
     ) -> Self {
         let handler = Rc::new(handler);
-        let kind = if locker.config().topology == Topology::Cluster {
+        let kind = if !locker.config().direct {
+            Kind::None
+        } else if locker.config().topology == Topology::Cluster {
             let masters = Masters { map: None, sockets: Vec::new(), fetching: None, fetch_after: None };
             Kind::Cluster(RefCell::new(masters))
         } else {
@@ -71,6 +75,7 @@ impl<C: DirectCall + 'static> DirectSockets<C> {
     /// connection.
     pub(crate) fn for_slot(&self, locker: &Locker, slot: impl FnOnce() -> u16) -> Option<Rc<LoopSocket<C>>> {
         let masters = match &self.kind {
+            Kind::None => return None,
             Kind::Server(socket) => return socket.ready(locker).then(|| socket.clone()),
             Kind::Cluster(masters) => masters,
         };
@@ -118,6 +123,7 @@ impl<C: DirectCall + 'static> DirectSockets<C> {
     /// The locker is closing: every socket closes once its calls are answered.
     pub(crate) fn close(&self) {
         match &self.kind {
+            Kind::None => {}
             Kind::Server(socket) => socket.close(),
             Kind::Cluster(masters) => masters.borrow().sockets.iter().for_each(|socket| socket.close()),
         }

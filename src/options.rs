@@ -19,6 +19,8 @@ pub struct LockerInit {
     pub password: Option<String>,
     pub wait_replicas: Option<f64>,
     pub fence_ttl: Option<f64>,
+    /// False in a runtime without the libuv functions the direct connection needs (the facade knows: Bun, Deno).
+    pub direct: Option<bool>,
     pub prefix: Option<String>,
     pub ttl: Option<f64>,
     pub command_timeout: Option<f64>,
@@ -81,6 +83,7 @@ impl TryFrom<LockerInit> for LockerConfig {
             password: o.password,
             wait_replicas: wait_replicas as u32,
             fence_ttl: millis_or("fenceTtl", o.fence_ttl, defaults.fence_ttl)?,
+            direct: o.direct.unwrap_or(defaults.direct),
             prefix: o.prefix.unwrap_or(defaults.prefix),
             ttl: millis_or("ttl", o.ttl, defaults.ttl)?,
             command_timeout: millis_or("commandTimeout", o.command_timeout, defaults.command_timeout)?,

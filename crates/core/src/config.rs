@@ -70,6 +70,9 @@ pub struct LockerConfig {
     /// How long a lock's fence counter is kept after the lock's last acquisition (or attempt on the direct
     /// connection), so that nothing of a key stays in Redis for good.
     pub fence_ttl: Duration,
+    /// Whether one-attempt calls may take direct connections where they apply (false in a runtime that has no
+    /// libuv polling for the binding's: Bun, Deno).
+    pub direct: bool,
     /// Prefix of every key the locker writes.
     pub prefix: String,
     /// Default lease of a lock.
@@ -107,6 +110,7 @@ impl Default for LockerConfig {
             password: None,
             wait_replicas: 0,
             fence_ttl: DEFAULT_FENCE_TTL,
+            direct: true,
             prefix: "snatch:".to_owned(),
             ttl: Duration::from_millis(30_000),
             command_timeout: Duration::from_millis(1_000),

@@ -321,21 +321,29 @@ struct Delivery {
 }
 
 impl Delivery {
+    /// An error when N-API does not make the async resource (nothing is left of it then).
     fn new(env: &Env, deliver: Deliver, deliver_event: DeliverEvent) -> napi::Result<Self> {
-        let (mut resource, mut async_context) = (ptr::null_mut(), ptr::null_mut());
-        // SAFETY: on the JS thread of `env`.
+        let raw = env.raw();
+        let (mut object, mut name, mut async_context, mut resource) =
+            (ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+        // SAFETY: on the JS thread of `env` (the locker's constructor), inside its handle scope; each call writes its
+        // last argument, and what it wrote is used only once it succeeded.
         unsafe {
-            let (mut object, mut name) = (ptr::null_mut(), ptr::null_mut());
-            sys::napi_create_object(env.raw(), &mut object);
-            sys::napi_create_string_utf8(env.raw(), c"redis-snatch".as_ptr(), 12, &mut name);
-            sys::napi_async_init(env.raw(), object, name, &mut async_context);
-            sys::napi_create_reference(env.raw(), object, 1, &mut resource);
+            made(sys::napi_create_object(raw, &mut object), "object")?;
+            made(sys::napi_create_string_utf8(raw, c"redis-snatch".as_ptr(), 12, &mut name), "name")?;
+            made(sys::napi_async_init(raw, object, name, &mut async_context), "async context")?;
+            if let Err(e) = made(sys::napi_create_reference(raw, object, 1, &mut resource), "reference") {
+                // Fails only for a context N-API did not make: nothing to do about the status.
+                sys::napi_async_destroy(raw, async_context);
+                return Err(e);
+            }
         }
-        Ok(Self { env: env.raw(), deliver, deliver_event, resource, async_context })
+        Ok(Self { env: raw, deliver, deliver_event, resource, async_context })
     }
 
     /// Hands `events` to the facade (nothing when there are none). An exception it throws is reported as uncaught,
-    /// as for a callback from node itself.
+    /// as for a callback from node itself; so is one left by N-API failing to make an event's arguments, the event
+    /// being skipped.
     fn deliver(&self, events: Vec<Event>) {
         if events.is_empty() {
             return;
@@ -348,69 +356,110 @@ impl Delivery {
             return;
         };
         let mut others = Vec::new();
-        // SAFETY: on the JS thread of `env`, inside the caller's handle scope.
+        let (mut resource, mut scope, mut receiver) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+        // SAFETY: on the JS thread of `env`, inside the caller's handle scope; `self.resource` and `self.async_context`
+        // live as long as `self`. Each call writes its last argument, and what it wrote is used only once it
+        // succeeded: a value that was not made is never passed on.
         unsafe {
-            let (mut resource, mut scope, mut receiver) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-            sys::napi_get_reference_value(env, self.resource, &mut resource);
-            sys::napi_open_callback_scope(env, resource, self.async_context, &mut scope);
-            sys::napi_get_undefined(env, &mut receiver);
+            if !ok(sys::napi_get_undefined(env, &mut receiver)) {
+                report(env);
+                return;
+            }
+            // Without the callback scope the calls are still made; their promise reactions then run at the next
+            // callback from the loop rather than before it goes on.
+            let scoped = ok(sys::napi_get_reference_value(env, self.resource, &mut resource))
+                && !resource.is_null()
+                && ok(sys::napi_open_callback_scope(env, resource, self.async_context, &mut scope));
             for event in events {
                 let mut args = [receiver; 4];
-                let (kind, id, fence) = match event {
-                    Event::Task(id, fence) => (0, id, Some(fence)),
+                let (kind, id, fence, extra_made) = match event {
+                    Event::Task(id, fence) => (0, id, Some(fence), true),
                     Event::Ran(id, fence, lost) => {
-                        sys::napi_get_boolean(env, lost, &mut args[3]);
-                        (1, id, Some(fence))
+                        (1, id, Some(fence), ok(sys::napi_get_boolean(env, lost, &mut args[3])))
                     }
-                    Event::NotAcquired(id) => (1, id, None),
+                    Event::NotAcquired(id) => (1, id, None, true),
                     Event::Locked(id, fence, token) => {
-                        sys::napi_create_string_utf8(env, token.as_ptr().cast(), token.len() as isize, &mut args[3]);
-                        (2, id, Some(fence))
+                        let (text, len) = (token.as_ptr().cast(), token.len() as isize);
+                        (2, id, Some(fence), ok(sys::napi_create_string_utf8(env, text, len, &mut args[3])))
                     }
-                    Event::Released(id, ok) => {
-                        sys::napi_get_boolean(env, ok, &mut args[3]);
-                        (3, id, None)
-                    }
+                    Event::Released(id, still) => (3, id, None, ok(sys::napi_get_boolean(env, still, &mut args[3]))),
                     Event::Other(completion) => {
                         others.push(completion);
                         continue;
                     }
                 };
-                sys::napi_create_uint32(env, kind, &mut args[0]);
-                sys::napi_create_uint32(env, id, &mut args[1]);
-                if let Some(fence) = fence {
-                    sys::napi_create_bigint_int64(env, fence, &mut args[2]);
+                if extra_made
+                    && ok(sys::napi_create_uint32(env, kind, &mut args[0]))
+                    && ok(sys::napi_create_uint32(env, id, &mut args[1]))
+                    && fence.is_none_or(|fence| ok(sys::napi_create_bigint_int64(env, fence, &mut args[2])))
+                {
+                    call(env, receiver, deliver_event.raw(), &args);
+                } else {
+                    report(env);
                 }
-                call(env, receiver, deliver_event.raw(), &args);
             }
             if !others.is_empty() {
-                if let Ok(argument) = Vec::<Completion>::to_napi_value(env, others) {
-                    call(env, receiver, deliver.raw(), &[argument]);
+                match Vec::<Completion>::to_napi_value(env, others) {
+                    Ok(argument) => call(env, receiver, deliver.raw(), &[argument]),
+                    Err(_) => report(env),
                 }
             }
-            sys::napi_close_callback_scope(env, scope);
+            if scoped {
+                // Fails only for a scope that is not the innermost, which the calls leave none of: nothing to do
+                // about the status.
+                sys::napi_close_callback_scope(env, scope);
+            }
         }
     }
 }
 
+/// Whether an N-API call succeeded.
+fn ok(status: sys::napi_status) -> bool {
+    status == sys::Status::napi_ok
+}
+
+/// An error unless `status` is `napi_ok`: N-API did not make the delivery's `what`.
+fn made(status: sys::napi_status, what: &str) -> napi::Result<()> {
+    if ok(status) {
+        return Ok(());
+    }
+    Err(napi::Error::new(status.into(), format!("cannot make the async resource of direct calls ({what})")))
+}
+
 /// Calls `function` with `args`; an exception it throws is reported as uncaught.
-///
-/// # Safety
-/// On the JS thread of `env`, inside a handle scope.
+// SAFETY: callers are on the JS thread of `env`, inside a handle scope, with values of `env` that N-API made.
 unsafe fn call(env: sys::napi_env, receiver: sys::napi_value, function: sys::napi_value, args: &[sys::napi_value]) {
     let mut result = ptr::null_mut();
-    if sys::napi_call_function(env, receiver, function, args.len(), args.as_ptr(), &mut result)
-        == sys::Status::napi_pending_exception
-    {
-        let mut exception = ptr::null_mut();
-        sys::napi_get_and_clear_last_exception(env, &mut exception);
-        sys::napi_fatal_exception(env, exception);
+    // SAFETY: per the contract; `args.len()` values are readable at `args.as_ptr()` for the call, which writes
+    // `result`.
+    let status = unsafe { sys::napi_call_function(env, receiver, function, args.len(), args.as_ptr(), &mut result) };
+    if !ok(status) {
+        // SAFETY: as above.
+        unsafe { report(env) };
+    }
+}
+
+/// Reports the exception a failed N-API call left pending as uncaught, as node does a callback's (nothing when none
+/// is).
+// SAFETY: callers are on the JS thread of `env`, inside a handle scope.
+unsafe fn report(env: sys::napi_env) {
+    let (mut pending, mut exception) = (false, ptr::null_mut());
+    // SAFETY: per the contract; each call writes its last argument, and the exception is used only once taken.
+    unsafe {
+        if ok(sys::napi_is_exception_pending(env, &mut pending))
+            && pending
+            && ok(sys::napi_get_and_clear_last_exception(env, &mut exception))
+        {
+            // Nothing is left to report a failure of this to.
+            sys::napi_fatal_exception(env, exception);
+        }
     }
 }
 
 impl Drop for Delivery {
     fn drop(&mut self) {
-        // SAFETY: dropped on the JS thread of `env` (with the socket's state), before the environment is gone.
+        // SAFETY: dropped on the JS thread of `env` (with the socket's state), before the environment is gone; both
+        // were made by `new`. They fail only for what N-API did not make: nothing to do about the statuses.
         unsafe {
             sys::napi_async_destroy(self.env, self.async_context);
             sys::napi_delete_reference(self.env, self.resource);

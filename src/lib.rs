@@ -6,7 +6,7 @@ mod direct_calls;
 mod direct_sockets;
 mod errors;
 mod locker;
-#[cfg_attr(not(unix), path = "loop_socket_unsupported.rs")]
+#[cfg_attr(any(not(unix), feature = "unsupported-loop-socket"), path = "loop_socket_unsupported.rs")]
 mod loop_socket;
 mod options;
 mod run_calls;

@@ -6,6 +6,13 @@
 //! socket is closed and every call in flight goes to the handler without a reply (`NoReply`, which says what becomes
 //! of it). Unix only; the handles are unreferenced (the facade keeps the process alive while calls are pending) and
 //! closed with the socket, or when the JS environment is torn down.
+//!
+//! The libuv functions and constants used here are declared below, from libuv 1.x's `uv.h`, and resolved from node
+//! at load time: napi's `sys` declares only `uv_loop_s` (opaque) and `uv_run`; `libuv-sys2` builds and links a libuv
+//! of its own (`links = "uv"`, or the system's through pkg-config), whose handles node's loop cannot take;
+//! `libuv-sys-lite`, which links none, has bindgen as a build dependency of every build and libuv 1.48's headers.
+//! Before the first socket is installed, [`libuv_matches`] checks the declarations against the running libuv; when
+//! they do not match, no socket is installed (calls take the locker's own connection) and stderr says why, once.
 
 use napi::bindgen_prelude::spawn;
 use napi::sys;
@@ -15,21 +22,24 @@ use snatch_core::{
 };
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::ffi::{c_int, c_void};
-use std::io::ErrorKind;
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::io::{ErrorKind, Write};
 use std::os::fd::AsRawFd;
 use std::ptr;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// libuv's `uv_handle_t`, only ever behind a pointer; its first field is the `data` pointer (stable in libuv 1.x).
+/// libuv's `uv_handle_t`, only ever behind a pointer: its first field is the public `data` pointer (`UV_HANDLE_FIELDS`
+/// in libuv 1.x's `uv.h` starts with `void* data;`, for the user; libuv does not use it).
 #[repr(C)]
 struct UvHandle {
     data: *mut c_void,
 }
 
 extern "C" {
+    fn uv_version() -> c_uint;
+    fn uv_handle_type_name(kind: c_int) -> *const c_char;
     fn uv_handle_size(kind: c_int) -> usize;
     fn uv_poll_init_socket(event_loop: *mut sys::uv_loop_s, handle: *mut UvHandle, socket: c_int) -> c_int;
     fn uv_poll_start(
@@ -48,7 +58,8 @@ extern "C" {
     fn uv_close(handle: *mut UvHandle, callback: extern "C" fn(*mut UvHandle));
 }
 
-/// `UV_POLL` and `UV_TIMER` of `uv_handle_type`, `UV_READABLE` and `UV_WRITABLE` of `uv_poll_event` (libuv 1.x).
+/// `UV_POLL` and `UV_TIMER` of `uv_handle_type`, `UV_READABLE` and `UV_WRITABLE` of `uv_poll_event` (libuv 1.x;
+/// the handle types are checked by name in [`libuv_matches`]).
 const UV_POLL: c_int = 8;
 const UV_TIMER: c_int = 13;
 const UV_READABLE: c_int = 1;
@@ -179,15 +190,19 @@ impl<C: DirectCall + 'static> LoopSocket<C> {
         matches!(state.phase, Phase::Open(_))
     }
 
-    /// Sends the command of `call` and keeps it until its reply; `call` is handed back when the socket is not open. A
-    /// socket that fails on the write hands `call` to the handler as failed, with the others in flight.
+    /// Sends the command of `call` and keeps it until its reply; `call` is handed back when the socket is not open,
+    /// or closes because its deadline cannot be watched. A socket that fails on the write hands `call` to the handler
+    /// as failed, with the others in flight.
     pub(crate) fn send(&self, call: C) -> Result<(), C> {
         let mut state = self.state.borrow_mut();
         let (timeout, dispatching, group) = (state.timeout, state.dispatching, state.group);
         let Phase::Open(open) = &mut state.phase else { return Err(call) };
-        if open.pending.is_empty() {
-            // SAFETY: the timer is open while the socket is.
-            unsafe { uv_timer_start(open.timer, on_deadline::<C>, timeout.as_millis() as u64, 0) };
+        // SAFETY: on the loop's thread (the JS thread, which owns the state); the timer is open while the socket is
+        // (`shut` closes both) and its data is the state's, which `on_deadline` expects.
+        if open.pending.is_empty() && unsafe { uv_timer_start(open.timer, on_deadline::<C>, millis(timeout), 0) } != 0 {
+            drop(state);
+            fail(&self.state, NoReply::Dropped);
+            return Err(call);
         }
         open.pending.push_back((None, call));
         open.unwritten += 1;
@@ -220,43 +235,123 @@ impl<C: 'static> Drop for LoopSocket<C> {
     }
 }
 
-/// Bytes allocated for a libuv handle (a poll or timer handle is about 160).
+/// Bytes allocated for a libuv handle (a poll or timer handle is about 160; checked in [`libuv_matches`]).
 const HANDLE_BYTES: usize = 512;
 
 fn handle_layout() -> std::alloc::Layout {
     std::alloc::Layout::from_size_align(HANDLE_BYTES, 16).expect("handle layout")
 }
 
+/// Whether the running libuv is the one declared above: libuv 1.19 or later (1.x keeps its ABI; 1.19 added
+/// `uv_handle_type_name`), whose `UV_POLL` and `UV_TIMER` are named "poll" and "timer" and fit in [`HANDLE_BYTES`].
+/// Checked once, before the first socket is installed rather than at load: Bun and Deno abort on some libuv calls,
+/// and the facade turns direct calls off there before any is made. A mismatch is written to stderr once.
+fn libuv_matches() -> bool {
+    static MATCHES: OnceLock<bool> = OnceLock::new();
+    *MATCHES.get_or_init(|| {
+        let Err(why) = check_libuv() else { return true };
+        let _ = writeln!(std::io::stderr(), "redis-snatch: {why}; calls take the locker's own connection");
+        false
+    })
+}
+
+/// See [`libuv_matches`].
+fn check_libuv() -> Result<(), String> {
+    // SAFETY: reads libuv's version, a constant; any thread.
+    let version = unsafe { uv_version() };
+    let (major, minor, patch) = (version >> 16, (version >> 8) & 0xff, version & 0xff);
+    if major != 1 || minor < 19 {
+        return Err(format!("libuv {major}.{minor}.{patch} is not 1.x from 1.19 on"));
+    }
+    for (kind, expected) in [(UV_POLL, c"poll"), (UV_TIMER, c"timer")] {
+        // SAFETY: libuv 1.19 or later (checked above) has the function, which returns a pointer into its static
+        // table of NUL-terminated names, or null for an unknown type; any thread.
+        let (name, size) = unsafe { (uv_handle_type_name(kind), uv_handle_size(kind)) };
+        // SAFETY: not null, so one of libuv's static names, as above.
+        let name = (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) });
+        if name != Some(expected) {
+            return Err(format!("libuv's handle type {kind} is {name:?}, not {expected:?}"));
+        }
+        if size > HANDLE_BYTES {
+            return Err(format!("libuv's {expected:?} handle takes {size} bytes, more than {HANDLE_BYTES}"));
+        }
+    }
+    Ok(())
+}
+
+/// A zeroed block for a libuv handle; `None` when memory ran out.
+fn new_handle() -> Option<*mut UvHandle> {
+    // SAFETY: the layout's size is not zero.
+    let handle = unsafe { std::alloc::alloc_zeroed(handle_layout()) };
+    (!handle.is_null()).then(|| handle.cast())
+}
+
+/// Frees a block of [`new_handle`].
+// SAFETY: callers pass a block of `new_handle` that libuv has no use of (not initialized, or closed).
+unsafe fn free_handle(handle: *mut UvHandle) {
+    // SAFETY: allocated with this layout, per the contract.
+    unsafe { std::alloc::dealloc(handle.cast(), handle_layout()) }
+}
+
+/// Closes a handle that `install` initialized and gave up on; its data is not set (no callback of ours ran).
+extern "C" fn on_abandoned(handle: *mut UvHandle) {
+    // SAFETY: libuv closed the handle, a block of `new_handle` that nothing else refers to.
+    unsafe { free_handle(handle) }
+}
+
 /// Hands `stream` to the loop of `env`: a poll handle for it, a timer for the deadlines, and the cleanup hook that
-/// closes them if the environment is torn down first. `None` if libuv refuses the socket.
+/// closes them if the environment is torn down first. `None` if libuv or N-API refuses any of it, or libuv is not
+/// the one declared above ([`libuv_matches`]); nothing is left registered then.
 fn install<C: DirectCall + 'static>(
     state: &Rc<RefCell<State<C>>>,
     env: sys::napi_env,
     stream: DirectStream,
 ) -> Option<Open<C>> {
-    // SAFETY: on the JS thread of `env`; the handles are allocated at least at libuv's size for them, and each keeps
-    // a count of the state in its data field until it is closed (see `shut`).
+    if !libuv_matches() {
+        return None;
+    }
+    let mut event_loop = ptr::null_mut();
+    // SAFETY: on the JS thread of `env` (`ready` is called from JS); the call writes `event_loop`.
+    let status = unsafe { sys::napi_get_uv_event_loop(env, &mut event_loop) };
+    if status != sys::Status::napi_ok || event_loop.is_null() {
+        return None;
+    }
+    let poll = new_handle()?;
+    let Some(timer) = new_handle() else {
+        // SAFETY: allocated just above and not initialized.
+        unsafe { free_handle(poll) };
+        return None;
+    };
+    let mut cleanup = ptr::null_mut();
+    // The handles are freed by their close callback once initialized; the poll handle is closed before `stream` closes
+    // the socket (see `shut`). Each keeps a count of the state in its data field, and the cleanup hook another, until
+    // it is closed (`shut`, `on_closed`); on a failure here no data is set yet, nor has a callback of ours run.
+    // SAFETY: on the loop's thread (the JS thread of `env`), with handles of at least libuv's size (`libuv_matches`),
+    // zeroed, and used as above.
     unsafe {
-        let mut event_loop = ptr::null_mut();
-        sys::napi_get_uv_event_loop(env, &mut event_loop);
-        if uv_handle_size(UV_POLL).max(uv_handle_size(UV_TIMER)) > HANDLE_BYTES {
-            return None;
-        }
-        let poll = std::alloc::alloc_zeroed(handle_layout()).cast::<UvHandle>();
         if uv_poll_init_socket(event_loop, poll, stream.as_raw_fd()) != 0 {
-            std::alloc::dealloc(poll.cast(), handle_layout());
+            free_handle(poll);
+            free_handle(timer);
             return None;
         }
-        let timer = std::alloc::alloc_zeroed(handle_layout()).cast::<UvHandle>();
-        uv_timer_init(event_loop, timer);
+        if uv_timer_init(event_loop, timer) != 0 {
+            uv_close(poll, on_abandoned);
+            free_handle(timer);
+            return None;
+        }
+        let arg: *mut c_void = Rc::into_raw(state.clone()).cast_mut().cast();
+        if uv_poll_start(poll, UV_READABLE, on_poll::<C>) != 0
+            || sys::napi_add_async_cleanup_hook(env, Some(on_teardown::<C>), arg, &mut cleanup) != sys::Status::napi_ok
+        {
+            drop(Rc::from_raw(arg as *const RefCell<State<C>>));
+            uv_close(poll, on_abandoned);
+            uv_close(timer, on_abandoned);
+            return None;
+        }
         for handle in [poll, timer] {
             (*handle).data = Rc::into_raw(state.clone()).cast_mut().cast();
             uv_unref(handle);
         }
-        uv_poll_start(poll, UV_READABLE, on_poll::<C>);
-        let mut cleanup = ptr::null_mut();
-        let arg = Rc::into_raw(state.clone()).cast_mut().cast();
-        sys::napi_add_async_cleanup_hook(env, Some(on_teardown::<C>), arg, &mut cleanup);
         Some(Open {
             stream,
             poll,
@@ -274,13 +369,15 @@ fn install<C: DirectCall + 'static>(
 }
 
 /// The state a handle's callback is for (another count of it).
-///
-/// # Safety
-/// `handle` was set up by `install` and is not closed.
+// SAFETY: callers pass a handle that `install` set up for a `State<C>` and is not closed, on the loop's thread.
 unsafe fn state_of<C: 'static>(handle: *mut UvHandle) -> Rc<RefCell<State<C>>> {
-    let state = (*handle).data as *const RefCell<State<C>>;
-    Rc::increment_strong_count(state);
-    Rc::from_raw(state)
+    // SAFETY: `data` is the first field of every libuv handle (`UvHandle`); until the handle is closed it holds a count
+    // of the state that `install` leaked (`Rc::into_raw`), so the state is alive and another count may be made.
+    unsafe {
+        let state = (*handle).data as *const RefCell<State<C>>;
+        Rc::increment_strong_count(state);
+        Rc::from_raw(state)
+    }
 }
 
 /// Adds the commands of the calls not written yet to `open.write`, their deadline `timeout` from now, and writes
@@ -308,10 +405,14 @@ fn flush<C: DirectCall + 'static>(open: &mut Open<C>, timeout: Duration, group: 
     open.stream.send_pending()?;
     let wanted = !open.write.is_empty() || open.stream.wants_write();
     if wanted != open.writable_wanted {
-        open.writable_wanted = wanted;
         let events = if wanted { UV_READABLE | UV_WRITABLE } else { UV_READABLE };
-        // SAFETY: the poll handle is open while the socket is.
-        unsafe { uv_poll_start(open.poll, events, on_poll::<C>) };
+        // SAFETY: on the loop's thread; the poll handle is open while the socket is (`shut` closes both), its data
+        // the state's, which `on_poll` expects.
+        let status = unsafe { uv_poll_start(open.poll, events, on_poll::<C>) };
+        if status != 0 {
+            return Err(std::io::Error::from_raw_os_error(-status));
+        }
+        open.writable_wanted = wanted;
     }
     Ok(())
 }
@@ -319,7 +420,8 @@ fn flush<C: DirectCall + 'static>(open: &mut Open<C>, timeout: Duration, group: 
 /// The loop found the socket readable or writable: writes what is left, reads what came, hands out the replies
 /// that are complete; fails the socket on an error or end of stream.
 extern "C" fn on_poll<C: DirectCall + 'static>(handle: *mut UvHandle, status: c_int, events: c_int) {
-    // SAFETY: the poll handle is open, so its data is the state's.
+    // SAFETY: libuv calls this on the loop's thread for the poll handle `install` set up for a `State<C>`, only while
+    // it is open (closing stops it).
     let state = unsafe { state_of::<C>(handle) };
     let mut replies = Vec::new();
     let healthy = {
@@ -424,29 +526,38 @@ impl Received {
     }
 }
 
-/// The timer found the oldest call's deadline: fails the socket if it has passed, else waits for it.
+/// The timer found the oldest call's deadline: fails the socket if it has passed, else waits for it (or fails the
+/// socket as on a write error if the timer does not start again: the deadlines would go unwatched).
 extern "C" fn on_deadline<C: DirectCall + 'static>(handle: *mut UvHandle) {
-    // SAFETY: the timer is open, so its data is the state's.
+    // SAFETY: libuv calls this on the loop's thread for the timer `install` set up for a `State<C>`, only while it is
+    // open (closing stops it).
     let state = unsafe { state_of::<C>(handle) };
-    let overdue = {
+    let failed = {
         let guard = state.borrow();
         let Phase::Open(open) = &guard.phase else { return };
         match open.pending.front() {
-            None => false,
+            None => None,
             Some((deadline, _)) => {
                 // A call not written yet (which only lasts within our callbacks) has the whole timeout ahead.
                 let left = deadline.map_or(guard.timeout, |at| at.saturating_duration_since(Instant::now()));
-                if !left.is_zero() {
-                    // SAFETY: as above.
-                    unsafe { uv_timer_start(open.timer, on_deadline::<C>, left.as_millis() as u64 + 1, 0) };
+                if left.is_zero() {
+                    Some(NoReply::TimedOut)
+                } else {
+                    // SAFETY: as above; this is that timer, open, its data the state's.
+                    let status = unsafe { uv_timer_start(open.timer, on_deadline::<C>, millis(left) + 1, 0) };
+                    (status != 0).then_some(NoReply::Dropped)
                 }
-                left.is_zero()
             }
         }
     };
-    if overdue {
-        fail(&state, NoReply::TimedOut);
+    if let Some(why) = failed {
+        fail(&state, why);
     }
+}
+
+/// `duration` in whole milliseconds, as libuv's timers take it.
+fn millis(duration: Duration) -> u64 {
+    duration.as_millis() as u64
 }
 
 /// Hands `replies` to the handler inside a handle scope, then sends what was called meanwhile, and closes the
@@ -457,13 +568,16 @@ fn dispatch<C: DirectCall + 'static>(state: &Rc<RefCell<State<C>>>, replies: Vec
         guard.dispatching = true;
         (guard.env, guard.handler.clone())
     };
-    // SAFETY: on the JS thread of `env`.
-    unsafe {
-        let mut scope = ptr::null_mut();
-        sys::napi_open_handle_scope(env, &mut scope);
+    let mut scope = ptr::null_mut();
+    // SAFETY: on the JS thread of `env`, in a loop callback; the call writes `scope`.
+    if unsafe { sys::napi_open_handle_scope(env, &mut scope) } == sys::Status::napi_ok {
         handler(replies);
-        sys::napi_close_handle_scope(env, scope);
+        // SAFETY: the scope opened above, the innermost again now that the handler returned. Closing it fails only
+        // for one that is not the innermost: nothing to do about the status.
+        unsafe { sys::napi_close_handle_scope(env, scope) };
     }
+    // Otherwise no JS value can be made here, so nothing can hear of the replies: they are dropped, as in
+    // `on_teardown`.
     let mut guard = state.borrow_mut();
     guard.dispatching = false;
     let (closing, timeout, group) = (guard.closing, guard.timeout, guard.group);
@@ -503,8 +617,9 @@ fn shut<C: 'static>(state: &Rc<RefCell<State<C>>>) -> Option<VecDeque<(Option<In
     let Phase::Open(open) = std::mem::replace(&mut guard.phase, next) else { unreachable!("checked above") };
     drop(guard);
     let closing = Box::into_raw(Box::new(Closing { handles: 2, cleanup: open.cleanup, cleanup_arg: open.cleanup_arg }));
-    // SAFETY: the handles are open; each gives up its count of the state and points to `closing` instead, which
-    // the second close callback frees.
+    // SAFETY: on the loop's thread; the handles are open (the socket was), their data the counts of the state that
+    // `install` leaked. Each gives up its count and points to `closing` instead, which the second close callback
+    // frees; `uv_close` stops them at once, so no poll or deadline callback reads the data after this.
     unsafe {
         for handle in [open.poll, open.timer] {
             drop(Rc::from_raw((*handle).data as *const RefCell<State<C>>));
@@ -524,15 +639,18 @@ struct Closing {
 
 /// libuv closed a handle: frees it, and once both are, removes the cleanup hook.
 extern "C" fn on_closed<C: 'static>(handle: *mut UvHandle) {
-    // SAFETY: `shut` set the data to its `Closing`; the handle is closed and ours to free.
+    // SAFETY: on the loop's thread. `shut` set the data (the first field, see `UvHandle`) to its `Closing`, shared by
+    // the two handles and freed by the second callback; the handle is closed, a block of `new_handle` that nothing
+    // refers to any more. The cleanup arg is the count of the state that `install` leaked for the hook.
     unsafe {
         let closing = (*handle).data.cast::<Closing>();
-        std::alloc::dealloc(handle.cast(), handle_layout());
+        free_handle(handle);
         (*closing).handles -= 1;
         if (*closing).handles == 0 {
             let closing = Box::from_raw(closing);
             // The state may go with this count: before the hook's removal lets node tear the environment down.
             drop(Rc::from_raw(closing.cleanup_arg as *const RefCell<State<C>>));
+            // Fails only for a handle that is not a hook's: nothing to do about the status.
             sys::napi_remove_async_cleanup_hook(closing.cleanup);
         }
     }
@@ -540,10 +658,15 @@ extern "C" fn on_closed<C: 'static>(handle: *mut UvHandle) {
 
 /// The JS environment is being torn down: closes the socket, dropping the calls in flight (nothing can hear of
 /// them any more). Node waits for the hook's removal, which comes when the handles are closed.
+// SAFETY: node calls it on the JS thread with the arg `install` registered: a count of a `State<C>`, given back only
+// once the hook is removed (`on_closed`).
 unsafe extern "C" fn on_teardown<C: 'static>(_handle: sys::napi_async_cleanup_hook_handle, arg: *mut c_void) {
-    let state = arg as *const RefCell<State<C>>;
-    Rc::increment_strong_count(state);
-    let state = Rc::from_raw(state);
+    // SAFETY: per the above, the state is alive, so another count of it may be made.
+    let state = unsafe {
+        let state = arg as *const RefCell<State<C>>;
+        Rc::increment_strong_count(state);
+        Rc::from_raw(state)
+    };
     state.borrow_mut().closing = true;
     shut(&state);
 }

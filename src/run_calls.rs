@@ -67,12 +67,14 @@ fn start_run(calls: &DirectCalls, id: u32, key: String, init: LockInit, required
     Ok(())
 }
 
+// SAFETY: N-API calls these on the JS thread of the `env` it passes, with the `info` of that call.
 type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
 
 /// `run(id, key, required, ttl?, minHold?, autoExtend?, wait?)`: see [`start_run`]. Throws the JSON reason of bad
 /// input (errors.rs), as the binding's methods do.
+// SAFETY: a `Callback`, made by `create` only.
 unsafe extern "C" fn run(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    // SAFETY: called by N-API with this module's data (see `create`).
+    // SAFETY: called by N-API for a function made by `create`, with the `env` and `info` of the call.
     let Some((calls, argv)) = (unsafe { arguments::<7>(env, info) }) else { return ptr::null_mut() };
     let started = (|| {
         // SAFETY: the arguments of this call, on its thread.
@@ -95,8 +97,9 @@ unsafe extern "C" fn run(env: sys::napi_env, info: sys::napi_callback_info) -> s
 }
 
 /// `taskDone(id)`: the task of run `id` settled; its release follows.
+// SAFETY: a `Callback`, made by `create` only.
 unsafe extern "C" fn task_done(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    // SAFETY: called by N-API with this module's data (see `create`).
+    // SAFETY: called by N-API for a function made by `create`, with the `env` and `info` of the call.
     let Some((calls, argv)) = (unsafe { arguments::<1>(env, info) }) else { return ptr::null_mut() };
     // SAFETY: the argument of this call, on its thread.
     match unsafe { uint32(env, argv[0]) } {
@@ -109,9 +112,7 @@ unsafe extern "C" fn task_done(env: sys::napi_env, info: sys::napi_callback_info
 
 /// The direct path a function was made for, and its first `N` arguments (`undefined` for those not passed). `None`
 /// when N-API could not say (an exception is then pending).
-///
-/// # Safety
-/// `env` and `info` must be those of a call of a function made by `create`.
+// SAFETY: callers pass the `env` and `info` of a call of a function made by `create`, on its thread.
 unsafe fn arguments<'a, const N: usize>(
     env: sys::napi_env,
     info: sys::napi_callback_info,
@@ -127,15 +128,19 @@ unsafe fn arguments<'a, const N: usize>(
 }
 
 /// Drops a function's count of the direct path when the function is collected.
+// SAFETY: node calls it once, as the finalizer `create` registered with the `data` it leaked; `create` calls it
+// instead when the registration failed.
 unsafe extern "C" fn drop_calls(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
     // SAFETY: `data` is the box `create` leaked for this function, dropped once.
     drop(unsafe { Box::from_raw(data.cast::<Rc<DirectCalls>>()) });
 }
 
 /// `value` converted by `convert`, or `None` when it is `undefined`.
+// SAFETY: callers pass a value of `env`, on its JS thread, inside a handle scope (a call's).
 unsafe fn optional<T>(
     env: sys::napi_env,
     value: sys::napi_value,
+    // SAFETY: called under the same contract.
     convert: unsafe fn(sys::napi_env, sys::napi_value) -> napi::Result<T>,
 ) -> napi::Result<Option<T>> {
     let mut kind = sys::ValueType::napi_undefined;
@@ -148,6 +153,7 @@ unsafe fn optional<T>(
     unsafe { convert(env, value) }.map(Some)
 }
 
+// SAFETY: callers pass a value of `env`, on its JS thread, inside a handle scope.
 unsafe fn uint32(env: sys::napi_env, value: sys::napi_value) -> napi::Result<u32> {
     let mut out = 0;
     // SAFETY: the caller's `env` and `value`.
@@ -155,6 +161,7 @@ unsafe fn uint32(env: sys::napi_env, value: sys::napi_value) -> napi::Result<u32
     Ok(out)
 }
 
+// SAFETY: callers pass a value of `env`, on its JS thread, inside a handle scope.
 unsafe fn number(env: sys::napi_env, value: sys::napi_value) -> napi::Result<f64> {
     let mut out = 0.0;
     // SAFETY: the caller's `env` and `value`.
@@ -162,6 +169,7 @@ unsafe fn number(env: sys::napi_env, value: sys::napi_value) -> napi::Result<f64
     Ok(out)
 }
 
+// SAFETY: callers pass a value of `env`, on its JS thread, inside a handle scope.
 unsafe fn boolean(env: sys::napi_env, value: sys::napi_value) -> napi::Result<bool> {
     let mut out = false;
     // SAFETY: the caller's `env` and `value`.
@@ -169,9 +177,11 @@ unsafe fn boolean(env: sys::napi_env, value: sys::napi_value) -> napi::Result<bo
     Ok(out)
 }
 
+// SAFETY: callers pass a value of `env`, on its JS thread, inside a handle scope.
 unsafe fn string(env: sys::napi_env, value: sys::napi_value) -> napi::Result<String> {
     let mut len = 0;
-    // SAFETY: the caller's `env` and `value`; the second call writes at most `len` bytes and a NUL into `bytes`.
+    // SAFETY: the caller's `env` and `value`; the second call writes at most `len` bytes of UTF-8 (N-API's encoding
+    // of the string) and a NUL into `bytes`, and how many into `len`.
     unsafe {
         check(sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut len))?;
         let mut bytes = Vec::<u8>::with_capacity(len + 1);
@@ -191,8 +201,10 @@ fn check(status: sys::napi_status) -> napi::Result<()> {
 }
 
 /// Throws an Error whose message is `message`, unless an exception is pending already.
+// SAFETY: callers pass the `env` of the call being made, on its JS thread.
 unsafe fn throw(env: sys::napi_env, message: &str) {
     let message = CString::new(message.replace('\0', " ")).expect("no NUL left");
-    // SAFETY: the caller's `env`; the message is a valid C string for the call.
+    // SAFETY: the caller's `env`; the message is a valid C string for the call. The status is not ok only when an
+    // exception is pending already, which then stands: the call fails either way.
     unsafe { sys::napi_throw_error(env, ptr::null::<c_char>(), message.as_ptr()) };
 }

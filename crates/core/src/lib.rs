@@ -2,6 +2,8 @@
 //! Redlock majority of independent masters, with fencing tokens, lease renewal and owner-checked release. No Node.js
 //! types: the N-API binding wraps this crate.
 
+#![forbid(unsafe_code)]
+
 mod awaited;
 mod batcher;
 mod config;

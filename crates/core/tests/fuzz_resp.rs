@@ -40,21 +40,27 @@ fn hold(bytes: isize) {
 
 // SAFETY: every call goes to the system allocator unchanged; counting allocates nothing.
 unsafe impl GlobalAlloc for Counting {
+    // SAFETY: the caller's contract is `GlobalAlloc::alloc`'s, which `System` needs.
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let ptr = System.alloc(layout);
+        // SAFETY: `layout` as the caller passed it, under the same contract.
+        let ptr = unsafe { System.alloc(layout) };
         if !ptr.is_null() {
             hold(layout.size() as isize);
         }
         ptr
     }
 
+    // SAFETY: the caller's contract is `GlobalAlloc::dealloc`'s, which `System` needs.
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
+        // SAFETY: `ptr` came from `System` through `alloc` or `realloc` above, with `layout`.
+        unsafe { System.dealloc(ptr, layout) };
         hold(-(layout.size() as isize));
     }
 
+    // SAFETY: the caller's contract is `GlobalAlloc::realloc`'s, which `System` needs.
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let moved = System.realloc(ptr, layout, new_size);
+        // SAFETY: `ptr` came from `System` through `alloc` or `realloc` above, with `layout`; `new_size` as passed.
+        let moved = unsafe { System.realloc(ptr, layout, new_size) };
         if !moved.is_null() {
             hold(new_size as isize - layout.size() as isize);
         }

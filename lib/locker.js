@@ -4,7 +4,7 @@ const { NativeLocker } = require('../binding')
 const { fromNative, fromReason } = require('./errors')
 const { KeepAlive } = require('./keep-alive')
 const { Lock } = require('./lock')
-const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkType } = require('./options')
+const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkString } = require('./options')
 const { Run } = require('./run')
 const { ScheduledTask } = require('./schedule')
 
@@ -130,7 +130,7 @@ class Locker {
    */
   schedule(name, cron, fn, options) {
     checkKey(name)
-    checkType('cron', cron, 'string')
+    checkString('cron', cron)
     checkFn(fn)
     const init = scheduleInit(options)
     return new ScheduledTask(name, fn, this, (task, onEvent) => {

@@ -26,14 +26,31 @@ function checkObject(name, value) {
   return value ?? {}
 }
 
+/**
+ * The `names` options of object `value` (or none when undefined), each read once: a getter or Proxy cannot give the
+ * type check one value and the native side another.
+ */
+function snapshot(name, value, names) {
+  const o = checkObject(name, value)
+  const copy = {}
+  for (const n of names) copy[n] = o[n]
+  return copy
+}
+
+/** The options of LockerOptions. */
+const LOCKER_OPTIONS = [
+  'url', 'urls', 'cluster', 'sentinel', 'tls', 'username', 'password', 'waitReplicas', 'fenceTtl', 'prefix', 'ttl',
+  'commandTimeout', 'driftFactor',
+]
+
 /** Checks the JS types of LockerOptions and resolves the URLs (`url`, `urls`, `cluster` or `sentinel.urls`, else REDIS_URL). */
 function lockerInit(options) {
-  const o = checkObject('options', options)
+  const o = snapshot('options', options, LOCKER_OPTIONS)
   checkType('url', o.url, 'string')
-  for (const name of ['urls', 'cluster']) checkStrings(name, o[name])
-  const sentinel = checkObject('sentinel', o.sentinel)
+  for (const name of ['urls', 'cluster']) o[name] = checkStrings(name, o[name])
+  const sentinel = snapshot('sentinel', o.sentinel, ['urls', 'name'])
   if (o.sentinel !== undefined) {
-    checkStrings('sentinel.urls', sentinel.urls)
+    sentinel.urls = checkStrings('sentinel.urls', sentinel.urls)
     if (sentinel.urls === undefined || sentinel.urls.length === 0) {
       throw invalidArg(TypeError, 'sentinel.urls must list at least one sentinel URL')
     }
@@ -73,11 +90,13 @@ function lockerInit(options) {
   }
 }
 
-/** Checks that `value`, if given, is an array of strings. */
+/** A copy of `value`, which must be an array of strings if given. */
 function checkStrings(name, value) {
-  if (value !== undefined && !(Array.isArray(value) && value.every((u) => typeof u === 'string'))) {
+  const copy = Array.isArray(value) ? Array.from(value) : value
+  if (copy !== undefined && !(Array.isArray(copy) && copy.every((u) => typeof u === 'string'))) {
     throw invalidArg(TypeError, `${name} must be an array of strings, got ${describe(value)}`)
   }
+  return copy
 }
 
 /** PEM text of a string or Buffer option. */
@@ -93,7 +112,7 @@ function pem(name, value) {
  * for plaintext URLs is an error rather than silently plaintext.
  */
 function tlsInit(tls, urls) {
-  const o = checkObject('tls', tls)
+  const o = snapshot('tls', tls, ['ca', 'cert', 'key', 'servername', 'rejectUnauthorized'])
   const secure = urls.some((url) => url.startsWith('rediss://'))
   if (!secure) {
     if (tls !== undefined) {
@@ -131,7 +150,7 @@ function extraCertificates() {
  */
 function lockInit(options, { canWait }) {
   if (options === undefined) return undefined
-  const o = checkObject('options', options)
+  const o = snapshot('options', options, ['ttl', 'minHold', 'autoExtend', 'wait'])
   checkType('ttl', o.ttl, 'number')
   checkType('minHold', o.minHold, 'number')
   checkType('autoExtend', o.autoExtend, 'boolean')
@@ -148,7 +167,7 @@ function lockInit(options, { canWait }) {
  * this process's clock for the scheduler, to simulate replicas with skewed clocks.
  */
 function scheduleInit(options) {
-  const o = checkObject('options', options)
+  const o = snapshot('options', options, ['ttl', 'timezone'])
   checkType('ttl', o.ttl, 'number')
   checkType('timezone', o.timezone, 'string')
   const offset = process.env.SNATCH_TEST_CLOCK_OFFSET_MS
@@ -158,9 +177,18 @@ function scheduleInit(options) {
   return { ttl: o.ttl, timezone: o.timezone, clockOffset: offset === undefined ? undefined : Number(offset) }
 }
 
-/** Checks that `key` is a string (emptiness and length are checked natively). */
+/** Checks that `value` is a string (required, unlike the options `checkType` checks). */
+function checkString(name, value) {
+  if (typeof value !== 'string') throw invalidArg(TypeError, `${name} must be a string, got ${describe(value)}`)
+}
+
+/**
+ * Checks that `key` is a well-formed string (emptiness and length are checked natively): a lone surrogate would
+ * become U+FFFD in UTF-8, making distinct JS keys one lock.
+ */
 function checkKey(key) {
-  if (typeof key !== 'string') throw invalidArg(TypeError, `key must be a string, got ${describe(key)}`)
+  checkString('key', key)
+  if (!key.isWellFormed()) throw invalidArg(TypeError, 'key must be well-formed UTF-16 (it has a lone surrogate)')
 }
 
 /** Checks that `fn` is a function. */
@@ -168,4 +196,4 @@ function checkFn(fn) {
   if (typeof fn !== 'function') throw invalidArg(TypeError, `fn must be a function, got ${describe(fn)}`)
 }
 
-module.exports = { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkType }
+module.exports = { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkString, checkType }

@@ -111,6 +111,8 @@ impl NativeLocker {
     #[napi]
     pub fn extend(&self, id: u32, lock: u32, ttl: Option<f64>) -> napi::Result<()> {
         let ttl = ttl.map(|v| millis("ttl", v)).transpose().map_err(to_napi)?;
+        // Checked here too so that a bad ttl is an error whether or not the lock is still held.
+        ttl.map(snatch_core::validate_ttl).transpose().map_err(to_napi)?;
         let lease = self.lease(lock);
         self.start(id, async move {
             let ok = match lease {

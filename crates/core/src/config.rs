@@ -6,6 +6,10 @@ use std::time::Duration;
 /// Longest duration accepted for any time option (ttl, wait, minHold, commandTimeout): 2^31 − 1 ms, as for timers.
 pub const MAX_DURATION_MS: u64 = i32::MAX as u64;
 
+/// The shortest ttl: the least that leaves a lease some validity (ttl − ttl·driftFactor − 2 ms > 0) for every
+/// driftFactor below 0.5. A shorter one could never be granted, or would be lost as soon as extended.
+pub const MIN_TTL_MS: u64 = 5;
+
 /// The default of [`LockerConfig::fence_ttl`]: 7 days.
 pub const DEFAULT_FENCE_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
@@ -158,7 +162,7 @@ impl LockerConfig {
             }
         }
 
-        validate_duration("ttl", self.ttl, false)?;
+        validate_ttl(self.ttl)?;
         validate_duration("commandTimeout", self.command_timeout, false)?;
         let fence_ttl = self.fence_ttl.as_millis();
         if fence_ttl == 0 || fence_ttl > u128::from(MAX_FENCE_TTL_MS) {
@@ -190,7 +194,7 @@ impl LockOptions {
     /// Checks the durations.
     pub fn validate(&self) -> Result<(), SnatchError> {
         if let Some(ttl) = self.ttl {
-            validate_duration("ttl", ttl, false)?;
+            validate_ttl(ttl)?;
         }
         validate_duration("minHold", self.min_hold, true)?;
         validate_duration("wait", self.wait, true)?;
@@ -198,8 +202,19 @@ impl LockOptions {
     }
 }
 
+/// Rejects a lease ttl outside [[`MIN_TTL_MS`], [`MAX_DURATION_MS`]].
+pub fn validate_ttl(ttl: Duration) -> Result<(), SnatchError> {
+    let ms = ttl.as_millis();
+    if ms < u128::from(MIN_TTL_MS) || ms > u128::from(MAX_DURATION_MS) {
+        return Err(SnatchError::range_arg(format!(
+            "ttl must be an integer number of milliseconds in [{MIN_TTL_MS}, {MAX_DURATION_MS}], got {ms}"
+        )));
+    }
+    Ok(())
+}
+
 /// Rejects a duration over [`MAX_DURATION_MS`], or a zero one unless `zero_ok`.
-pub fn validate_duration(name: &str, d: Duration, zero_ok: bool) -> Result<(), SnatchError> {
+pub(crate) fn validate_duration(name: &str, d: Duration, zero_ok: bool) -> Result<(), SnatchError> {
     let ms = d.as_millis();
     if (ms == 0 && !zero_ok) || ms > u128::from(MAX_DURATION_MS) {
         let low = if zero_ok { 0 } else { 1 };

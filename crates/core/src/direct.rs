@@ -244,10 +244,17 @@ impl DirectAcquire {
     /// What the command's reply, or its absence, comes to: the lease (supervised like any other), `None` when the
     /// key is held by someone else, or an error. Must be called within the Tokio runtime.
     pub fn settle(self, reply: Result<Reply, NoReply>) -> Settled<Option<Arc<Lease>>, Self> {
+        let timed_out = reply == Err(NoReply::TimedOut);
         let fence = match answer(single(self.locker.nodes()), reply) {
             Answer::Int(fence) => fence,
             Answer::Again => return Settled::Fallback(self),
-            Answer::Failed(e) => return Settled::Done(Err(e)),
+            Answer::Failed(e) => {
+                if timed_out {
+                    // Redis may still apply the command: undo it, whether it comes before this release or after.
+                    self.locker.nodes().release_later(&self.keys, &self.token, Instant::now(), true);
+                }
+                return Settled::Done(Err(e));
+            }
         };
         if fence < 0 {
             return Settled::Done(Ok(None));
@@ -260,10 +267,9 @@ impl DirectAcquire {
         let valid_until = self.locker.nodes().valid_until(self.started, self.ttl);
         if Instant::now() >= valid_until {
             // Ours, but too late to be of use: give it back.
-            let (nodes, keys, token) = (self.locker.nodes().clone(), self.keys, self.token);
-            let error = single(&nodes).failure("the lease's validity elapsed before Redis answered");
-            tokio::spawn(async move { nodes.release(&keys, &token).await });
-            return Settled::Done(Err(error));
+            let nodes = self.locker.nodes();
+            nodes.release_later(&self.keys, &self.token, Instant::now(), false);
+            return Settled::Done(Err(single(nodes).failure("the lease's validity elapsed before Redis answered")));
         }
         let grant = Grant { fence, started: self.started, valid_until };
         Settled::Done(Ok(Some(self.locker.adopt(self.keys, self.token, grant, self.ttl, &self.options))))

@@ -44,6 +44,9 @@ struct Inner {
     state: LeaseState,
     on_lost: Option<Hook>,
     on_end: Option<Hook>,
+    /// An extension was sent: Redis may apply it after the lease was declared lost (its answer late, or never
+    /// seen), so a lost lease's key is then released.
+    extension_sent: bool,
 }
 
 impl std::fmt::Debug for Lease {
@@ -62,7 +65,7 @@ impl Lease {
         nodes: Arc<Nodes>,
     ) -> Self {
         let state = LeaseState::Held { valid_until: grant.valid_until };
-        let inner = Mutex::new(Inner { state, on_lost: None, on_end: None });
+        let inner = Mutex::new(Inner { state, on_lost: None, on_end: None, extension_sent: false });
         let (fence, acquired_at, end, awaited) = (grant.fence, grant.started, Notify::new(), AtomicBool::new(false));
         Self { keys, token, fence, acquired_at, ttl, min_hold, nodes, inner, end, awaited }
     }
@@ -169,26 +172,34 @@ impl Lease {
     }
 
     /// Sets the lease to `ttl` from now (owner-checked). False, and the lease counts as lost, when the key is no
-    /// longer ours or was already declared lost.
+    /// longer ours or was already declared lost; an extension Redis applied too late is undone in the background.
+    /// Must be called within the Tokio runtime.
     pub async fn extend(&self, ttl: Option<Duration>) -> Result<bool, SnatchError> {
         let ttl = ttl.unwrap_or(self.ttl);
-        crate::config::validate_duration("ttl", ttl, false)?;
+        crate::config::validate_ttl(ttl)?;
         if !matches!(self.state(), LeaseState::Held { .. }) {
             return Ok(false);
         }
-        match self.nodes.extend(&self.keys, &self.token, ttl).await? {
-            Extend::Renewed { valid_until } if valid_until > Instant::now() => Ok(match &mut self.inner().state {
+        self.inner().extension_sent = true;
+        let renewed = match self.nodes.extend(&self.keys, &self.token, ttl).await? {
+            Extend::Renewed { valid_until } if valid_until > Instant::now() => match &mut self.inner().state {
                 LeaseState::Held { valid_until: v } => {
                     *v = valid_until;
-                    true
+                    return Ok(true);
                 }
-                _ => false,
-            }),
-            Extend::Renewed { .. } | Extend::Refused => {
-                self.mark_lost();
-                Ok(false)
-            }
+                LeaseState::Released => return Ok(false),
+                LeaseState::Lost => true,
+            },
+            Extend::Renewed { .. } => true,
+            Extend::Refused => false,
+        };
+        self.mark_lost();
+        if renewed {
+            // Redis extended a lease already declared lost (or too late to be guaranteed): nobody holds the key
+            // now, so it must not stay locked for the new ttl.
+            self.nodes.release_later(&self.keys, &self.token, Instant::now(), false);
         }
+        Ok(false)
     }
 
     /// Gives the lock back (owner-checked); the key stays for the rest of `min_hold` if that has not passed yet.
@@ -223,16 +234,20 @@ impl Lease {
         }
     }
 
-    /// Declares the lease lost if it is still held, calling the hooks.
+    /// Declares the lease lost if it is still held, calling the hooks. Must be called within the Tokio runtime.
     pub(crate) fn mark_lost(&self) {
-        let hooks = {
+        let (hooks, extension_sent) = {
             let mut inner = self.inner();
-            if !matches!(inner.state, LeaseState::Held { .. }) {
-                return;
-            }
+            let LeaseState::Held { valid_until } = inner.state else { return };
             inner.state = LeaseState::Lost;
-            (inner.on_end.take(), inner.on_lost.take())
+            ((inner.on_end.take(), inner.on_lost.take()), inner.extension_sent.then_some(valid_until))
         };
+        if let Some(valid_until) = extension_sent {
+            // An extension Redis applies late (its answer not in yet, or lost) would keep the key locked with
+            // nobody holding it: release it once the lease's guarantee has ended (not sooner: the owner was told of
+            // the loss ahead of that), at once when the locker closes.
+            self.nodes.release_later(&self.keys, &self.token, valid_until, true);
+        }
         self.notify_end();
         hooks.0.into_iter().chain(hooks.1).for_each(|hook| hook());
     }

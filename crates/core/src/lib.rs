@@ -6,6 +6,7 @@
 
 mod awaited;
 mod batcher;
+mod cleanup;
 mod config;
 mod connection;
 mod cron;
@@ -27,7 +28,7 @@ mod waker;
 
 pub use awaited::AwaitedReplies;
 pub use chrono;
-pub use config::{validate_duration, LockOptions, LockerConfig, TlsOptions, Topology, MAX_DURATION_MS};
+pub use config::{validate_ttl, LockOptions, LockerConfig, TlsOptions, Topology, MAX_DURATION_MS};
 pub use cron::CronSchedule;
 pub use direct::{
     write_commands, ClusterMap, DirectAcquire, DirectCall, DirectCommand, DirectRelease, DirectTarget, NoReply,

@@ -54,6 +54,8 @@ struct Shared {
     /// Renews the leases not yet ended, or declares them lost; `close` releases those still held.
     supervisor: Supervisor,
     closed: AtomicBool,
+    /// Woken when `close` is called: acquisitions that wait for a lock give up.
+    closing: Notify,
     /// Number of calls under way; `close` waits for zero.
     busy: AtomicUsize,
     /// Woken when `busy` drops to zero once closing.
@@ -86,6 +88,7 @@ impl Locker {
                 nodes,
                 supervisor: Supervisor::new(),
                 closed: AtomicBool::new(false),
+                closing: Notify::new(),
                 busy: AtomicUsize::new(0),
                 idle: Notify::new(),
                 close_done: OnceCell::new(),
@@ -131,6 +134,7 @@ impl Locker {
     pub async fn close(&self) {
         let shared = &self.shared;
         shared.closed.store(true, Ordering::SeqCst);
+        shared.closing.notify_waiters();
         shared
             .close_done
             .get_or_init(|| async {
@@ -149,7 +153,7 @@ impl Locker {
                 let leases = shared.supervisor.leases();
                 futures_util::future::join_all(leases.iter().map(|l| l.release())).await;
                 shared.supervisor.close();
-                shared.nodes.close();
+                shared.nodes.close().await;
             })
             .await;
     }
@@ -267,10 +271,18 @@ impl Locker {
                         wake = Some(shared.nodes.watch(&keys).await);
                         continue;
                     };
+                    let closing = shared.closing.notified();
+                    tokio::pin!(closing);
+                    // Registered before `closed` is read, so that a `close` in between still wakes it.
+                    closing.as_mut().enable();
+                    if self.is_closed() {
+                        return Err(SnatchError::Closed);
+                    }
                     let jitter = Duration::from_millis(rand::random_range(RETRY_DELAY_MS));
                     tokio::select! {
                         () = sleep(jitter.min(retry_in + Duration::from_millis(1)).min(left)) => {}
                         () = notify.notified() => {}
+                        () = closing => return Err(SnatchError::Closed),
                     }
                 }
                 Acquire::Split => {

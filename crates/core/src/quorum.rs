@@ -6,6 +6,7 @@
 //! first request. A won acquisition's fence, the highest counter of its majority, is then recorded on a majority
 //! (a second round), so that fences rise whichever majority grants the next one.
 
+use crate::cleanup::Cleanups;
 use crate::keys::LockKeys;
 use crate::node::{Node, NodeAcquire};
 use crate::waker::Watch;
@@ -57,11 +58,13 @@ pub(crate) enum Extend {
 pub(crate) struct Nodes {
     nodes: Vec<Node>,
     drift_factor: f64,
+    /// Releases of tokens a failed or late call may have left, made in the background.
+    cleanups: Cleanups,
 }
 
 impl Nodes {
     pub(crate) fn new(nodes: Vec<Node>, drift_factor: f64) -> Self {
-        Self { nodes, drift_factor }
+        Self { nodes, drift_factor, cleanups: Cleanups::default() }
     }
 
     /// The node, when there is only one.
@@ -135,15 +138,13 @@ impl Nodes {
             if won - failed.len() >= self.quorum() && Instant::now() < valid_until {
                 return Ok(Acquire::Won(grant));
             }
-            let (nodes, keys, token) = (self.clone(), keys.clone(), token.to_owned());
-            tokio::spawn(async move { nodes.release(&keys, &token).await });
+            self.release_later(keys, token, Instant::now(), false);
             return Err(self.failure(failed, "the validity window elapsed before the fence was recorded"));
         }
         if !failures.is_empty() {
             // A node that failed may still have set our token: remove it everywhere, without making the caller
-            // wait for nodes that do not answer.
-            let (nodes, keys, token) = (self.clone(), keys.clone(), token.to_owned());
-            tokio::spawn(async move { nodes.release(&keys, &token).await });
+            // wait for nodes that do not answer. A node's release follows its acquisition on one connection.
+            self.release_later(keys, token, Instant::now(), false);
         } else if won > 0 {
             self.release(keys, token).await;
         }
@@ -216,8 +217,17 @@ impl Nodes {
         (notify, watches.into_iter().flatten().collect())
     }
 
-    /// Drops every connection.
-    pub(crate) fn close(&self) {
+    /// Deletes our key on every node in the background (owner-checked) once `at` has come; `close` waits for it
+    /// (and does it at once). With `again`, once more a little later if the key was not found ours: for a command
+    /// Redis may apply after this release (sent on another connection, or on one since reset). Must be called
+    /// within the Tokio runtime.
+    pub(crate) fn release_later(self: &Arc<Self>, keys: &LockKeys, token: &str, at: Instant, again: bool) {
+        self.cleanups.release(self.clone(), keys.clone(), token.to_owned(), at, again);
+    }
+
+    /// Waits for the background releases, then drops every connection.
+    pub(crate) async fn close(&self) {
+        self.cleanups.close().await;
         self.nodes.iter().for_each(Node::close);
     }
 

@@ -202,13 +202,17 @@ fn attend(shared: &Arc<Shared>, id: u64, lease: Arc<Lease>, auto_extend: bool, r
         let retry = (lease.ttl() / 10).clamp(Duration::from_millis(1), Duration::from_millis(250));
         tokio::spawn(async move {
             let started = Instant::now();
+            let extend = lease.extend(None);
+            tokio::pin!(extend);
             let next = tokio::select! {
-                result = lease.extend(None) => match result {
+                result = &mut extend => match result {
                     Ok(_) => started + period,
                     Err(_) => Instant::now() + retry,
                 },
                 () = sleep_until(lost_at) => {
                     lease.mark_lost();
+                    // Still awaited: if Redis applies the extension now, `extend` gives the key back.
+                    let _ = extend.await;
                     return;
                 }
             };

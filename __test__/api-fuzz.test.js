@@ -18,9 +18,10 @@
 // settle. The test checks that close() is still pending while such a task is.
 //
 // Arguments that are valid but would make a call legitimately last for days are kept out: `wait` above 200 ms
-// (a waiting call honours it, and close() waits for it: see the test.failing below) and `minHold` above 100 ms
-// (the key is kept that long by design, which the leak check would flag). Options whose value changes type between
-// two reads are kept out of the random run, as they hit a bug reproduced by a test.failing below.
+// (a waiting call honours it until its locker is closed, which the hang check would flag) and `minHold` above
+// 100 ms (the key is kept that long by design, which the leak check would flag).
+//
+// Bugs the fuzz found are reproduced, each by a small test, in "found by the fuzz" at the end.
 
 const vm = require('node:vm')
 const { createLocker, Locker, Lock, snatchTask: moduleSnatchTask, SnatchError, LockLostError, ClosedError } = require('..')
@@ -110,7 +111,7 @@ const K64 = 64 * 1024
 const KEY_64K_ASCII = 'k'.repeat(K64)
 const KEY_64K_2B = 'é'.repeat(K64 / 2)
 const KEY_64K_EMOJI = '😀'.repeat(K64 / 4)
-/** A lone surrogate is 3 bytes once converted (U+FFFD): 21,845 of them and one ASCII byte are 65,536 bytes. */
+/** 64 KiB with lone surrogates (3 bytes each were U+FFFD): a lone surrogate makes a key invalid whatever its size. */
 const KEY_64K_LONE = '\uD800'.repeat((K64 - 1) / 3) + 'x'
 const KEY_70K = 'x'.repeat(70 * 1024)
 const KEY_OVER_1 = KEY_64K_ASCII + 'k'
@@ -121,19 +122,18 @@ const KEY_OVER_LONE = '\uDC00'.repeat(21846) // 65,538 bytes, 21,846 UTF-16 unit
 /** Shared valid keys, so that calls contend. */
 const SHARED_KEYS = [
   L('a', "'a'"), L('b', "'b'"), L('k', "'k'"), L('ü', "'ü'"), L('é:é', "'é:é'"), L('😀', 'emoji'),
-  L('👨‍👩‍👧', 'ZWJ family'), L('\u0000', 'NUL'), L('a\u0000b', 'a NUL b'), L('x\uD800', 'x + lone high surrogate'),
-  L('x\uDC00', 'x + lone low surrogate'), L('\uDFFF\uD800', 'reversed surrogates'), L(' ', 'space'),
+  L('👨‍👩‍👧', 'ZWJ family'), L('\u0000', 'NUL'), L('a\u0000b', 'a NUL b'), L(' ', 'space'),
   L('\n', 'newline'), L('*', "'*'"), L('?[', "'?['"), L('{tag}x', "'{tag}x'"), L('a}b', "'a}b'"),
   L('\u202e', 'RLO'), L('z', "'z' (1 byte)"),
 ]
 const BIG_VALID_KEYS = [
   L(KEY_64K_ASCII, '64 KiB ascii key'), L(KEY_64K_2B, '64 KiB 2-byte key'), L(KEY_64K_EMOJI, '64 KiB emoji key'),
-  L(KEY_64K_LONE, '64 KiB lone-surrogate key'),
 ]
 const BAD_STRING_KEYS = [
   L('', 'empty key'), L(KEY_70K, '70 KiB key'), L(KEY_OVER_1, '64 KiB + 1 byte key'),
   L(KEY_OVER_2B, '64 KiB + 1 (2-byte chars) key'), L(KEY_OVER_EMOJI, '64 KiB + 1 (emoji) key'),
-  L(KEY_OVER_LONE, '65,538-byte lone-surrogate key'),
+  L(KEY_OVER_LONE, '65,538-byte lone-surrogate key'), L(KEY_64K_LONE, '64 KiB lone-surrogate key'),
+  L('x\uD800', 'x + lone high surrogate'), L('x\uDC00', 'x + lone low surrogate'), L('\uDFFF\uD800', 'reversed surrogates'),
 ]
 
 const UNICODE_POOL = ['a', 'z', '0', ':', '{', '}', '*', ' ', '\u0000', '\n', 'é', 'ß', '中', '😀', '\uD800', '\uDFFF', '\u200d', '\uFEFF', '\u202e']
@@ -206,7 +206,7 @@ function keyArg(call) {
 function validField(name, { hung }) {
   switch (name) {
     case 'ttl':
-      return hung ? pick([1000, 5000, 30_000, 2 ** 31 - 1]) : weighted([[1, 1], [1, 2], [4, 3], [6, 50], [8, 250], [8, 1000], [8, 30_000], [3, 2 ** 31 - 1]])
+      return hung ? pick([1000, 5000, 30_000, 2 ** 31 - 1]) : weighted([[1, 5], [4, 10], [6, 50], [8, 250], [8, 1000], [8, 30_000], [3, 2 ** 31 - 1]])
     case 'minHold':
       return pick([0, -0, 1, 10, 50, 100])
     case 'autoExtend':
@@ -331,13 +331,11 @@ function optionsObject(fields, call, constraints = {}) {
       break
     }
     case 'volatile': {
-      // Each read returns the next of a few values of the same type as the first (a type change is the bug
-      // reproduced by a test.failing below, kept out of the random run).
+      // Each read returns the next of a few values, of any type (each option is read once, so only the first counts).
       o = {}
       for (const n of names) {
         const first = fields[n].v
-        const sameType = NUMBERS.filter((x) => typeof x === typeof first && allowedField(n, x, constraints))
-        const seq = typeof first === 'number' ? [first, pick(sameType), pick(sameType)] : [first]
+        const seq = [first, pick(NUMBERS), anyValue(call).v]
         let reads = 0
         Object.defineProperty(o, n, { enumerable: true, get: () => seq[reads++ % seq.length] })
       }
@@ -754,8 +752,8 @@ function settle(call, settled) {
   call.after?.(settled)
 }
 
-/** Whether `key` is a valid key: a non-empty string of at most 64 KiB of UTF-8 (a lone surrogate is 3 bytes). */
-const keyValid = (key) => typeof key === 'string' && key.length > 0 && Buffer.byteLength(key, 'utf8') <= K64
+/** Whether `key` is a valid key: a non-empty, well-formed (no lone surrogate) string of at most 64 KiB of UTF-8. */
+const keyValid = (key) => typeof key === 'string' && key.length > 0 && key.isWellFormed() && Buffer.byteLength(key, 'utf8') <= K64
 /** Whether `options` is a valid options argument as far as its type goes: undefined or an object. */
 const optionsTypeValid = (options) => options === undefined || (options !== null && typeof options === 'object')
 
@@ -886,13 +884,7 @@ function genSchedule(i, entry) {
       const c = pick(BAD_CRONS)
       return L(c, `bad cron ${JSON.stringify(c.slice(0, 30))}`)
     }],
-    [15, () => {
-      // Not undefined: schedule(name, undefined, fn) is a bug (a test.failing below).
-      for (;;) {
-        const v = anyValue(call)
-        if (v.v !== undefined) return v
-      }
-    }],
+    [15, () => anyValue(call)],
   ])()
   const { fn, task } = taskArg(call, { schedule: true })
   let options
@@ -1119,8 +1111,7 @@ function genModuleSnatchTask(i) {
 }
 
 function genClose(i, active) {
-  // Not the Redlock locker: closing it while a failed acquisition cleans up leaks the lock (a test.failing below).
-  const kind = weighted([[6, 'main'], [1, 'dead']])
+  const kind = weighted([[6, 'main'], [1, 'dead'], [1, 'redlock']])
   const entry = kind === 'main' ? pick(active.main) : active[kind]
   const call = newCall(i, 'close', entry.locker)
   call.labels = [`[${entry.kind} locker${entry.closed ? ', closed already' : ''}]`]
@@ -1139,14 +1130,11 @@ function genClose(i, active) {
 
 /**
  * The run's keys still in Redis: `locks` (every key but a fence counter: { name, pttl, value }) and the fence
- * counters without a ttl (`noTtl`). A lock key whose token is in `lostTokens` (a Lock whose lease was declared lost,
- * but which Redis extended: a bug, a test.failing below) is deleted and listed in `known` instead.
+ * counters without a ttl (`noTtl`).
  */
-async function leftovers(lostTokens = []) {
+async function leftovers() {
   const script = `
-    local cursor, locks, nottl, known, fences = '0', {}, {}, {}, 0
-    local lost = {}
-    for i = 3, #ARGV do lost[ARGV[i]] = true end
+    local cursor, locks, nottl, fences = '0', {}, {}, 0
     repeat
       local reply = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
       cursor = reply[1]
@@ -1158,20 +1146,28 @@ async function leftovers(lostTokens = []) {
         else
           local value = redis.pcall('GET', k)
           if type(value) ~= 'string' then value = '(not a string)' end
-          local token = (string.gsub(value, '%*$', ''))
-          if lost[token] then
-            redis.call('DEL', k)
-            table.insert(known, {string.sub(k, 1, 200), pttl, token})
-          else
-            table.insert(locks, {string.sub(k, 1, 200), pttl, string.sub(value, 1, 100)})
-          end
+          table.insert(locks, {string.sub(k, 1, 200), pttl, string.sub(value, 1, 100)})
         end
       end
     until cursor == '0'
-    return {fences, locks, nottl, known}`
-  const [fences, locks, noTtl, known] = await redisCommand(url(), 'EVAL', script, '0', `*${RUN}:*`, `{${RUN}:`, ...lostTokens)
+    return {fences, locks, nottl}`
+  const [fences, locks, noTtl] = await redisCommand(url(), 'EVAL', script, '0', `*${RUN}:*`, `{${RUN}:`)
   const entry = ([name, pttl, value]) => ({ name, pttl, value })
-  return { fences, locks: locks.map(entry), noTtl, known: known.map(entry) }
+  return { fences, locks: locks.map(entry), noTtl }
+}
+
+/** Set by the watchdog when a call of the window has been pending longer than HANG_MS. */
+let hang = false
+
+/** Waits until at most `limit` calls of the window are in flight; fails, naming them, if one hangs. */
+async function waitBelow(limit) {
+  while (inflight > limit) {
+    await new Promise((resolve) => (wake = resolve))
+    if (hang) {
+      const stuck = [...pending.values()].slice(0, 10).map((c) => `#${c.i} ${c.method}(${c.labels.join(', ')}) pending ${Date.now() - c.started} ms`)
+      fail(`${pending.size} calls in flight, some for more than ${HANG_MS} ms (a hang):\n${stuck.join('\n')}`)
+    }
+  }
 }
 
 /** Resolves `promise`'s outcome, or 'timeout' after `ms`. */
@@ -1200,12 +1196,20 @@ test(`${CALLS} random API calls: only documented outcomes, no unhandled errors, 
   const onException = (err) => unhandled.push(`uncaughtException: ${safeString(err)}`)
   realProcess.on('unhandledRejection', onRejection)
   realProcess.on('uncaughtException', onException)
+  // The oldest call in flight is the first of `pending`.
+  const watchdog = setInterval(() => {
+    const oldest = pending.values().next().value
+    if (oldest !== undefined && Date.now() - oldest.started > HANG_MS) {
+      hang = true
+      wake?.()
+    }
+  }, 1000)
   try {
     for (let n = 0; n < 3; n++) deadUrls.push(`redis://127.0.0.1:${await freePort()}`)
     const active = { main: [makeLocker('main'), makeLocker('main'), makeLocker('main')], dead: makeLocker('dead'), redlock: makeLocker('redlock') }
 
     for (let i = 0; i < CALLS; i++) {
-      if (inflight >= WINDOW) await new Promise((resolve) => (wake = resolve))
+      await waitBelow(WINDOW - 1)
       const what = weighted([
         [20, 'snatchTask'], [15, 'withLock'], [14, 'tryLock'], [12, 'lock'], [7, 'schedule'], [17, 'lockOp'],
         [8, 'createLocker'], [2, 'module snatchTask'], [0.4, 'close'], [1, 'stop'],
@@ -1267,16 +1271,7 @@ test(`${CALLS} random API calls: only documented outcomes, no unhandled errors, 
     }
 
     // Every call not waiting on a never-settling task settles.
-    const settledAll = await within(
-      (async () => {
-        while (pending.size > 0) await new Promise((resolve) => (wake = resolve))
-      })(),
-      HANG_MS,
-    )
-    if (settledAll === 'timeout') {
-      const stuck = [...pending.values()].slice(0, 10).map((c) => `#${c.i} ${c.method}(${c.labels.join(', ')}) pending ${Date.now() - c.started} ms`)
-      fail(`${pending.size} calls did not settle within ${HANG_MS} ms:\n${stuck.join('\n')}`)
-    }
+    await waitBelow(0)
 
     // The leak check can see a held lock: one taken now is found.
     const probe = makeLocker('main')
@@ -1319,10 +1314,7 @@ test(`${CALLS} random API calls: only documented outcomes, no unhandled errors, 
     // Schedule claims are kept one period (1 s at most here) after their run, minHold 100 ms at most: then nothing
     // but fence counters (with a ttl) may be left.
     await sleep(1200)
-    // Locks whose lease was declared lost but which Redis may have extended (the bug of the test.failing below):
-    // their keys are reported apart, unless FUZZ_SHOW_BUGS is set.
-    const lostTokens = process.env.FUZZ_SHOW_BUGS ? [] : [...allLocks.values()].filter((l) => l.lock.signal.reason instanceof LockLostError).map((l) => l.lock.token)
-    const after = await leftovers(lostTokens)
+    const after = await leftovers()
 
     // Let stray rejections surface before the listeners go.
     await sleep(50)
@@ -1334,7 +1326,7 @@ test(`${CALLS} random API calls: only documented outcomes, no unhandled errors, 
       `api fuzz: seed ${SEED}, ${CALLS} random calls + ${total - CALLS} follow-ups (closes of created lockers, ` +
         `housekeeping releases, final closes), ${elapsed} ms; ${lockers.length} lockers, ${hungCount} never-settling tasks, ` +
         `${after.fences} fence counters left, all with a ttl: ${after.noTtl.length === 0}; ` +
-        `${after.known.length} lock keys of lost Locks left extended (known bug, deleted)${after.known.map((k) => ` ${k.name} (pttl ${k.pttl})`).join(',')}; schedule events: ` +
+        `schedule events: ` +
         `${[...events].map(([e, n]) => `${e} ${n}`).join(', ') || 'none'}\n` +
         `by outcome:\n${byCategory.join('\n')}\nby method and outcome:\n${byMethod.join('\n')}`,
     )
@@ -1354,17 +1346,19 @@ test(`${CALLS} random API calls: only documented outcomes, no unhandled errors, 
     if (after.noTtl.length > 0) problems.push(`fence counters without a ttl:\n${after.noTtl.slice(0, 10).join('\n')}`)
     if (problems.length > 0) fail(problems.join('\n\n'))
     expect(categories.get('UNEXPECTED')).toBeUndefined()
+  } catch (err) {
+    // Every failure names the seed, also those of an expect().
+    if (err instanceof Error && !err.message.startsWith('FUZZ_SEED=')) err.message = `FUZZ_SEED=${SEED} (replay: FUZZ_SEED=${SEED} npx jest __test__/api-fuzz.test.js)\n${err.message}`
+    throw err
   } finally {
+    clearInterval(watchdog)
     realProcess.off('unhandledRejection', onRejection)
     realProcess.off('uncaughtException', onException)
   }
 }, 240_000)
 
 // ---------------------------------------------------------------------------------------------------------------
-// Bugs the fuzz found: minimal reproductions, marked failing (they pass while the bug is there).
-
-// FUZZ_SHOW_BUGS=1 runs them as ordinary tests, to see each one fail on its bug.
-const failing = process.env.FUZZ_SHOW_BUGS ? test : test.failing
+// Bugs the fuzz found: a minimal reproduction of each, which failed before its fix.
 
 describe('found by the fuzz', () => {
   let locker
@@ -1373,38 +1367,32 @@ describe('found by the fuzz', () => {
   })
   afterAll(() => locker.close())
 
-  // BUG: options are read twice, once by the JS type check and once to build what goes to the native side; a getter
-  // (or Proxy) that answers a number first and a string next gets past the check, and napi-rs's conversion then
-  // throws a plain Error whose code is 'NumberExpected'/'StringExpected' (not ERR_SNATCH_INVALID_ARG, not a
-  // TypeError). snatchTask/withLock do not have it (their native entry turns a wrong type into a TypeError).
+  // Options were read twice, once by the JS type check and once to build what goes to the native side: a getter
+  // (or Proxy) that answered a number first and a string next got past the check, and napi-rs's conversion then
+  // threw a plain Error with code 'NumberExpected'/'StringExpected'. Each option is now read once.
   const flipping = (first, then) => {
     let reads = 0
-    return () => (reads++ === 0 ? first : then)
+    const read = () => (reads++ === 0 ? first : then)
+    read.count = () => reads
+    return read
   }
-  failing.each([
-    ['tryLock', (l) => l.tryLock('flip', { get ttl() { return this.read() }, read: flipping(1000, 'x') })],
-    ['lock', (l) => l.lock('flip', { get wait() { return this.read() }, read: flipping(0, 'x') })],
-    ['createLocker', () => createLocker({ url: url(), get prefix() { return this.read() }, read: flipping(`${RUN}:p:`, 5) })],
-    ['schedule', (l) => l.schedule('flip', '@yearly', () => {}, { get timezone() { return this.read() }, read: flipping('UTC', 5) })],
-  ])('%s: an option whose value changes type between reads gives ERR_SNATCH_INVALID_ARG', async (_name, call) => {
-    let err
-    try {
-      const result = await call(locker)
-      if (result instanceof Locker) await result.close()
-      else if (typeof result?.stop === 'function') await result.stop()
-      else await result?.release?.()
-    } catch (e) {
-      err = e
-    }
-    expect(err).toBeInstanceOf(TypeError)
-    expect(err.code).toBe(INVALID)
+  test.each([
+    ['tryLock', (l, read) => l.tryLock('flip', { get ttl() { return read() } }), flipping(1000, 'x')],
+    ['lock', (l, read) => l.lock('flip', { get wait() { return read() } }), flipping(0, 'x')],
+    ['createLocker', (_l, read) => createLocker({ url: url(), get prefix() { return read() } }), flipping(`${RUN}:p:`, 5)],
+    ['schedule', (l, read) => l.schedule('flip', '@yearly', () => {}, { get timezone() { return read() } }), flipping('UTC', 5)],
+  ])('%s: an option is read once, so a value that changes type between reads is no error', async (_name, call, read) => {
+    const result = await call(locker, read)
+    if (result instanceof Locker) await result.close()
+    else if (typeof result?.stop === 'function') await result.stop()
+    else await result?.release?.()
+    expect(read.count()).toBe(1)
   })
 
-  // BUG (hang): close() does not end calls that wait for a lock: it waits until each one's `wait` runs out. With a
-  // lock the same locker holds, close() cannot release it first, so it waits the whole `wait` (with wait: 2 ** 31 - 1,
-  // 24.8 days) and the waiter then rejects ERR_SNATCH_TIMEOUT. Expected: the waiter rejects ClosedError at once and
-  // close() resolves promptly.
-  failing('close() ends a lock() that waits for a lock the same locker holds', async () => {
+  // close() did not end calls that wait for a lock: it waited until each one's `wait` ran out (with a lock the same
+  // locker holds and wait: 2 ** 31 - 1, 24.8 days), and the waiter then rejected ERR_SNATCH_TIMEOUT. Now a waiter
+  // rejects ClosedError at once and close() resolves promptly.
+  test('close() ends a lock() that waits for a lock the same locker holds', async () => {
     const closing = createLocker({ url: url(), prefix: `${RUN}:repro-close:` })
     const key = uniqueKey('close-waiter')
     expect(await closing.tryLock(key)).toBeInstanceOf(Lock)
@@ -1418,10 +1406,10 @@ describe('found by the fuzz', () => {
     expect(took).toBeLessThan(1000)
   })
 
-  // BUG (error without code): schedule() checks `cron` with the optional-option check, which lets undefined through;
-  // the native side then throws a plain Error "Failed to convert JavaScript value `Undefined` into rust type
-  // `String`" without a code. Expected: TypeError ERR_SNATCH_INVALID_ARG, as for any other non-string cron.
-  failing('schedule() with cron undefined throws ERR_SNATCH_INVALID_ARG', () => {
+  // schedule() checked `cron` with the optional-option check, which let undefined through; the native side then threw
+  // a plain Error "Failed to convert JavaScript value `Undefined` into rust type `String`" without a code. Now it is
+  // TypeError ERR_SNATCH_INVALID_ARG, as for any other non-string cron.
+  test('schedule() with cron undefined throws ERR_SNATCH_INVALID_ARG', () => {
     let err
     try {
       locker.schedule('no-cron', undefined, () => {}).stop()
@@ -1432,12 +1420,11 @@ describe('found by the fuzz', () => {
     expect(err.code).toBe(INVALID)
   })
 
-  // BUG (leaked lock): closing a Redlock locker while an acquisition fails (no majority: two of three nodes down)
-  // can leave that acquisition's key on the node that granted it, until its ttl (10 minutes here; up to 24.8 days
-  // with ttl 2 ** 31 - 1): the failed round removes our token in a background task (crates/core/src/quorum.rs,
-  // `acquire`), which close() does not wait for; it closes the connections under it. Seen in about 1 of 10 tries;
-  // once the call has rejected, a close() no longer loses the cleanup. Expected: no key left once close() resolved.
-  failing('closing a Redlock locker while a failed acquisition cleans up leaves no lock key', async () => {
+  // Closing a Redlock locker while an acquisition failed (no majority: two of three nodes down) could leave that
+  // acquisition's key on the node that granted it, until its ttl (10 minutes here; up to 24.8 days with
+  // ttl 2 ** 31 - 1): the failed round removed our token in a background task that close() did not wait for (seen in
+  // about 1 of 10 tries). Background releases are now tracked (crates/core/src/cleanup.rs) and close() waits for them.
+  test('closing a Redlock locker while a failed acquisition cleans up leaves no lock key', async () => {
     const dead = [`redis://127.0.0.1:${await freePort()}`, `redis://127.0.0.1:${await freePort()}`]
     const left = []
     for (let n = 0; n < 60 && left.length === 0; n++) {
@@ -1456,12 +1443,11 @@ describe('found by the fuzz', () => {
     expect(left).toEqual([])
   })
 
-  // BUG (leaked lock): on a single Redis, a one-attempt acquisition (tryLock, snatchTask, withLock without wait: the
-  // direct connection) whose reply comes after commandTimeout rejects ERR_SNATCH_REDIS, but the server still applies
-  // it: the key stays locked for the whole ttl (60 s here), by a token nobody has, and close() does not release it.
-  // A waiting acquisition (lock with wait) and Redlock clean up after a timeout. Expected: the timed-out acquisition
-  // is undone (owner-checked release of its token) once the server answers, or at close().
-  failing('a one-attempt acquisition that times out leaves no lock key', async () => {
+  // On a single Redis, a one-attempt acquisition (tryLock, snatchTask, withLock without wait: the direct connection)
+  // whose reply came after commandTimeout rejected ERR_SNATCH_REDIS, but the server still applied it: the key stayed
+  // locked for the whole ttl (60 s here) by a token nobody had. Now a timed-out acquisition is undone by an
+  // owner-checked release of its token, and close() waits for that release.
+  test('a one-attempt acquisition that times out leaves no lock key', async () => {
     const server = await startRedis()
     const slow = createLocker({ url: server.url, prefix: 'timedout:', commandTimeout: 100 })
     try {
@@ -1482,15 +1468,13 @@ describe('found by the fuzz', () => {
     }
   })
 
-  // BUG (leaked lock): an extension that Redis applies after the client declared the lease lost is kept: the Lock
-  // reports false (extend()) or aborts its signal (renewal), release() answers false without a round trip and close()
-  // does not release it, so the key stays locked for the new ttl by a token nobody holds (the fuzz saw keys left
-  // with extend(2 ** 31 - 1): 24.8 days). crates/core/src/lease.rs `extend`: a Renewed reply after the lease turned
-  // Lost (or whose validity has passed) marks it lost and returns false; the renewal in supervisor.rs drops its
-  // extend at the loss deadline, but the command is still applied. Reproduced by pausing Redis across the loss
-  // deadline (ttl 1000: lost at about 890 ms, key expiry at 1000 ms). Expected: the key is released (owner-checked)
-  // when an extension succeeds too late, or at the latest by release()/close().
-  failing.each([
+  // An extension that Redis applied after the client had declared the lease lost was kept: the Lock reported false
+  // (extend()) or aborted its signal (renewal), release() answered false without a round trip, so the key stayed
+  // locked for the new ttl by a token nobody held (the fuzz saw keys left with extend(2 ** 31 - 1): 24.8 days). Now
+  // an extension that succeeds too late is released at once (owner-checked), and one that got no answer is released
+  // when its lease would have run out. Reproduced by pausing Redis across the loss deadline (ttl 1000: lost at about
+  // 890 ms, key expiry at 1000 ms).
+  test.each([
     ['extend()', (lock) => lock.extend(60_000), { autoExtend: false }],
     ['the automatic renewal', () => sleep(0), { autoExtend: true }],
   ])('%s that Redis applies after the lease was declared lost leaves no lock key', async (_name, extend, options) => {
@@ -1499,8 +1483,8 @@ describe('found by the fuzz', () => {
     try {
       const lock = await late.tryLock('k', { ttl: 1000, ...options })
       const acquired = Date.now()
-      // The renewal is due at ttl/3; pause before it, and resume after the loss deadline but before the key expires.
-      await sleep((options.autoExtend ? 300 : 790) - (Date.now() - acquired))
+      // The renewal is due at ttl/3 (333 ms); pause well before it, and resume after the loss deadline (about 890 ms).
+      await sleep((options.autoExtend ? 150 : 700) - (Date.now() - acquired))
       server.pause()
       const extended = extend(lock)
       await sleep(940 - (Date.now() - acquired))
@@ -1517,45 +1501,29 @@ describe('found by the fuzz', () => {
     }
   })
 
-  // FINDING (inconsistent input check): extend() range-checks its ttl only while the lock is held: extend(0),
-  // extend(2 ** 31) or extend(2 ** 53) of a released lock resolves false, where the same call on a held lock (and
-  // extend(-1) or extend(1.5) in any state) rejects RangeError ERR_SNATCH_INVALID_ARG.
-  failing('extend(0) of a released lock rejects RangeError, as it does while held', async () => {
+  // extend() range-checked its ttl only while the lock was held: extend(0), extend(2 ** 31) or extend(2 ** 53) of a
+  // released lock resolved false, where the same call on a held lock rejected RangeError ERR_SNATCH_INVALID_ARG.
+  test('extend(0) of a released lock rejects RangeError, as it does while held', async () => {
     const lock = await locker.tryLock(uniqueKey('extend0'))
     await expect(lock.extend(0)).rejects.toMatchObject({ code: INVALID })
     await lock.release()
     await expect(lock.extend(0)).rejects.toMatchObject({ code: INVALID })
   })
 
-  // FINDING: keys are converted to UTF-8 with lone surrogates replaced by U+FFFD, so distinct JS keys are one lock:
-  // 'x\uD800', 'x\uDC00' and 'x\uFFFD' exclude each other (lock.key still reports the JS string). Expected: either
-  // distinct locks, or ERR_SNATCH_INVALID_ARG for a key that is not well-formed UTF-16.
-  failing('keys that differ only in lone surrogates are different locks (or rejected)', async () => {
-    const first = await locker.tryLock('x\uD800')
-    let second
-    try {
-      second = await locker.tryLock('x\uDC00')
-    } catch (e) {
-      second = e
-    }
-    try {
-      if (second instanceof Error) expect(second.code).toBe(INVALID)
-      else expect(second).toBeInstanceOf(Lock)
-    } finally {
-      await first?.release()
-      if (second instanceof Lock) await second.release()
-    }
+  // Keys were converted to UTF-8 with lone surrogates replaced by U+FFFD, so distinct JS keys were one lock:
+  // 'x\uD800', 'x\uDC00' and 'x\uFFFD' excluded each other. A key that is not well-formed UTF-16 is now an error.
+  test.each(['x\uD800', 'x\uDC00', '\uDC00\uD800'])('a key with a lone surrogate (%j) is ERR_SNATCH_INVALID_ARG', async (key) => {
+    await expect(locker.tryLock(key)).rejects.toMatchObject({ name: 'TypeError', code: INVALID })
+    await expect(locker.snatchTask(key, () => 1)).rejects.toMatchObject({ name: 'TypeError', code: INVALID })
   })
 
-  // FINDING: a ttl of 1 or 2 ms is accepted (ttl >= 1), but every acquisition then fails with RedisError "the
-  // validity window elapsed before a majority answered" on a single healthy Redis (validity = ttl - elapsed -
-  // (ttl * driftFactor + 2 ms) is never positive). Expected: an input error (RangeError ERR_SNATCH_INVALID_ARG) for
-  // a ttl no acquisition can satisfy, or an acquisition; not an error blaming Redis.
-  failing('a ttl of 2 ms does not fail as a Redis error', async () => {
-    const err = await locker.tryLock(uniqueKey('ttl2'), { ttl: 2 }).then(
-      (lock) => lock?.release(),
-      (e) => e,
-    )
-    expect(err?.code).not.toBe('ERR_SNATCH_REDIS')
+  // A ttl of 1 or 2 ms was accepted (ttl >= 1), but every acquisition then failed with RedisError "the validity
+  // window elapsed before a majority answered" on a single healthy Redis (validity = ttl - elapsed -
+  // (ttl * driftFactor + 2 ms) is never positive). The least ttl is now 5 ms; below it is an input error.
+  test.each([1, 2, 4])('a ttl of %d ms is RangeError ERR_SNATCH_INVALID_ARG', async (ttl) => {
+    await expect(locker.tryLock(uniqueKey('ttl'), { ttl })).rejects.toMatchObject({ name: 'RangeError', code: INVALID })
+    await expect(() => createLocker({ url: url(), ttl })).toThrow(expect.objectContaining({ name: 'RangeError', code: INVALID }))
+    const lock = await locker.tryLock(uniqueKey('ttl5'), { ttl: 5 })
+    await lock?.release()
   })
 })

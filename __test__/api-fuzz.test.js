@@ -1423,7 +1423,7 @@ describe('found by the fuzz', () => {
   // Closing a Redlock locker while an acquisition failed (no majority: two of three nodes down) could leave that
   // acquisition's key on the node that granted it, until its ttl (10 minutes here; up to 24.8 days with
   // ttl 2 ** 31 - 1): the failed round removed our token in a background task that close() did not wait for (seen in
-  // about 1 of 10 tries). Background releases are now tracked (crates/core/src/cleanup.rs) and close() waits for them.
+  // about 1 of 10 tries). Background releases are now tracked (crates/core/src/lock/cleanup.rs) and close() waits for them.
   test('closing a Redlock locker while a failed acquisition cleans up leaves no lock key', async () => {
     const dead = [`redis://127.0.0.1:${await freePort()}`, `redis://127.0.0.1:${await freePort()}`]
     const left = []

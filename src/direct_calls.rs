@@ -6,7 +6,7 @@
 
 use crate::completions::{Completion, Completions};
 use crate::direct_sockets::DirectSockets;
-use crate::locker::{acquired, keep_lock, ran_completion, task_under, Leases, Settling};
+use crate::outcomes::{acquired, keep_lock, ran_completion, task_under, Leases, Settling};
 use crate::loop_socket::{Handler, LoopSocket, Outcome};
 use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, Either, FunctionRef, ToNapiValue};
 use napi::{sys, Env, JsValue};

@@ -9,6 +9,7 @@ mod locker;
 #[cfg_attr(any(not(unix), feature = "unsupported-loop-socket"), path = "loop_socket_unsupported.rs")]
 mod loop_socket;
 mod options;
+mod outcomes;
 mod run_calls;
 mod schedule;
 

@@ -6,8 +6,8 @@
 use crate::completions::Completion;
 use crate::direct_calls::DirectCalls;
 use crate::errors::reason;
-use crate::locker::{ran_completion, start_op, task_under};
 use crate::options::{lock_options, LockInit};
+use crate::outcomes::{ran_completion, start_op, task_under};
 use napi::sys;
 use snatch_core::SnatchError;
 use std::ffi::{c_char, c_void, CStr, CString};

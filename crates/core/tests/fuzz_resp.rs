@@ -1,14 +1,18 @@
-//! Property tests of the direct connection's RESP code (resp.rs) and of the pairing of its replies with calls
-//! (awaited.rs), run with many cases in place of a fuzzer (cargo-fuzz needs a nightly toolchain): the parser on
-//! arbitrary and hostile bytes, on valid replies however they are split, the writer against the redis crate's
-//! parser, and the pairing on arbitrary registrations and replies. Each property runs the cases [`config`] gives it,
-//! or `PROPTEST_CASES`; `npm run fuzz` (scripts/fuzz.js) runs them for a given time. The two modules are compiled
-//! into this test from their sources, as the crate keeps their writer and registrations to itself.
+//! Property tests of the direct connection's RESP code (protocol/resp.rs) and of the pairing of its replies with calls
+//! (direct/awaited.rs), run with many cases in place of a fuzzer (cargo-fuzz needs a nightly toolchain): the parser on
+//! arbitrary and hostile bytes, on valid replies however they are split, the writer against the redis crate's parser,
+//! and the pairing on arbitrary registrations and replies. Each property runs the cases [`config`] gives it, or
+//! `PROPTEST_CASES`; `npm run fuzz` (scripts/fuzz.js) runs them for a given time. The two modules are compiled into
+//! this test from their sources, as the crate keeps their writer and registrations to itself.
 
-#[path = "../src/awaited.rs"]
+#[path = "../src/direct/awaited.rs"]
 mod awaited;
-#[path = "../src/resp.rs"]
+#[path = "../src/protocol/resp.rs"]
 mod resp;
+/// The crate's `protocol` module, as awaited.rs names it.
+mod protocol {
+    pub(crate) use super::resp;
+}
 
 use awaited::AwaitedReplies;
 use proptest::prelude::*;

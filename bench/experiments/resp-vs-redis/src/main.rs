@@ -1,5 +1,5 @@
-//! Our RESP code (crates/core/src/resp.rs) against the redis crate's, on what a withfn c=50 batch of the direct
-//! connection writes and reads: 12 acquisitions as one transaction (SET NX PX GET, INCR, PEXPIRE each) and the
+//! Our RESP code (crates/core/src/protocol/resp.rs) against the redis crate's, on what a withfn c=50 batch of the
+//! direct connection writes and reads: 12 acquisitions as one transaction (SET NX PX GET, INCR, PEXPIRE each) and the
 //! replies of those and of a release script call for 12 locks. Prints nanoseconds per batch.
 
 use std::time::Instant;

@@ -3,8 +3,8 @@
 //! server the sentinels name master by then); a cluster connection follows redirections, slot moves and failovers
 //! by itself. `close` drops it for good.
 
-use crate::endpoint::{Access, Endpoint};
-use crate::sentinel::Sentinels;
+use crate::server::endpoint::{Access, Endpoint};
+use crate::server::sentinel::Sentinels;
 use crate::SnatchError;
 use futures_util::future::join_all;
 use redis::aio::{AsyncPushSender, ConnectionLike, MultiplexedConnection};

@@ -3,7 +3,7 @@
 //! and leaves the table under a mutex, waking that task only when it is due sooner than the task would look, so
 //! holding a lock costs neither a task nor a thread wake-up of its own (measured: bench/README.md).
 
-use crate::lease::{Lease, LeaseState};
+use crate::lock::lease::{Lease, LeaseState};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, Weak};

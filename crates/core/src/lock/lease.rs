@@ -1,7 +1,7 @@
 //! A held lock: its identity and the state of its lease (supervised by the locker's supervisor.rs).
 
-use crate::keys::LockKeys;
-use crate::quorum::{Extend, Grant, Nodes};
+use crate::lock::keys::LockKeys;
+use crate::redlock::quorum::{Extend, Grant, Nodes};
 use crate::SnatchError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

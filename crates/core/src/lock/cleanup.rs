@@ -1,10 +1,9 @@
 //! Owner-checked releases made in the background, for tokens that may be left in Redis by a call whose outcome
 //! came too late to use or never came: an acquisition that failed or timed out, an extension applied after its
-//! lease was declared lost or whose reply never came. `close` waits for them, so that a closed locker leaves no such key behind.
+//! lease was declared lost or whose reply never came. `close` waits for them, so that a closed locker leaves no
+//! such key behind.
 
-use crate::keys::LockKeys;
-use crate::quorum::Nodes;
-use std::sync::Arc;
+use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -23,18 +22,22 @@ pub(crate) struct Cleanups {
 }
 
 impl Cleanups {
-    /// Removes `token` from the lock of `keys` on every node, in the background, once `at` has come (at once when
-    /// closing). With `again`, when that did not find the token, once more after [`AGAIN_AFTER`] (at once when
-    /// closing). Must be called within the Tokio runtime.
-    pub(crate) fn release(&self, nodes: Arc<Nodes>, keys: LockKeys, token: String, at: Instant, again: bool) {
+    /// Runs `release` (an owner-checked release answering whether it found the token) in the background once `at`
+    /// has come (at once when closing). With `again`, when that did not find the token, once more after
+    /// [`AGAIN_AFTER`] (at once when closing). Must be called within the Tokio runtime.
+    pub(crate) fn release<F, R>(&self, at: Instant, again: bool, release: F)
+    where
+        F: Fn() -> R + Send + 'static,
+        R: Future<Output = bool> + Send,
+    {
         let closing = self.closing.clone();
         self.tasks.spawn(async move {
             wait_until(at, &closing).await;
-            if nodes.release(&keys, &token).await || !again {
+            if release().await || !again {
                 return;
             }
             wait_until(Instant::now() + AGAIN_AFTER, &closing).await;
-            nodes.release(&keys, &token).await;
+            release().await;
         });
     }
 

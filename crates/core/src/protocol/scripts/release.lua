@@ -8,7 +8,7 @@ local function one(n)
     redis.call('DEL', lock)
     return 1
   end
-  -- Waited for (see acquire.lua): wake the waiters, on the lock's channel (keys.rs).
+  -- Waited for (see acquire.lua): wake the waiters, on the lock's channel (lock/keys.rs).
   if held == token .. '*' then
     redis.call('DEL', lock)
     redis.call('PUBLISH', '{' .. lock .. '}:released', '')

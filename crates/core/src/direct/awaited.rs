@@ -1,9 +1,9 @@
-//! The replies a socket of direct calls awaits (see direct.rs), in the order its commands were written, and which
+//! The replies a socket of direct calls awaits (see calls.rs), in the order its commands were written, and which
 //! calls each answers: a release script called for several locks answers them all with one reply; a transaction of
 //! acquisitions answers with `MULTI`'s reply, one per queued command (three per acquisition: `SET`, `INCR`,
 //! `PEXPIRE`) and `EXEC`'s, which come to one per acquisition.
 
-use crate::resp::{ProtocolError, Reply};
+use crate::protocol::resp::{ProtocolError, Reply};
 use std::collections::VecDeque;
 
 /// A command written for direct calls, or a transaction of them.

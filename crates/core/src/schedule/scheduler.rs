@@ -7,10 +7,11 @@
 //! overlap, on every replica. The timer never drifts: each next occurrence comes from the cron schedule.
 
 use crate::config::LockOptions;
-use crate::cron::CronSchedule;
-use crate::keys::LockKeys;
-use crate::lease::Lease;
-use crate::locker::Locker;
+use crate::lock::job::Job;
+use crate::lock::keys::LockKeys;
+use crate::lock::lease::Lease;
+use crate::lock::locker::Locker;
+use crate::schedule::cron::CronSchedule;
 use crate::SnatchError;
 use chrono::{DateTime, Utc};
 use std::future::Future;
@@ -63,17 +64,12 @@ pub struct ScheduleOptions {
 
 /// A running schedule.
 #[derive(Clone)]
-pub struct Schedule {
-    stop: watch::Sender<bool>,
-    done: watch::Sender<bool>,
-}
+pub struct Schedule(Job);
 
 impl Schedule {
     /// Stops taking occurrences and waits for a running task to settle. Idempotent.
     pub async fn stop(&self) {
-        self.stop.send_replace(true);
-        let mut done = self.done.subscribe();
-        let _ = done.wait_for(|d| *d).await;
+        self.0.stop().await;
     }
 }
 
@@ -91,16 +87,16 @@ impl Locker {
         let lock = LockOptions { ttl: options.ttl, auto_extend: true, ..LockOptions::default() };
         lock.validate()?;
         let guard = self.enter()?;
-        let schedule = Schedule { stop: watch::Sender::new(false), done: watch::Sender::new(false) };
+        let job = Job::new();
         let driver = Driver { locker: self.clone(), run_keys, cron, lock, offset: options.clock_offset_ms, handler };
-        let handle = schedule.clone();
+        let handle = job.clone();
         tokio::spawn(async move {
-            driver.drive(handle.stop.subscribe()).await;
-            handle.done.send_replace(true);
+            driver.drive(handle.stop_requests()).await;
+            handle.ended();
             drop(guard);
         });
-        self.register_schedule(schedule.clone());
-        Ok(schedule)
+        self.register_job(job.clone());
+        Ok(Schedule(job))
     }
 }
 

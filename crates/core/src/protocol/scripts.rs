@@ -34,15 +34,15 @@ impl Lua {
 /// its fence), else `-2 - pttl` of the holder (< 0; pttl is -1 for a key without expiry), or when named
 /// `{-2 - pttl, holder's token}`. One integer unless the holder is named (a table reply costs Redis about a tenth
 /// more per call, and only Redlock needs the name). Either way the counter is kept for its ttl from now; one below
-/// [`crate::keys::CLOCK_FLOOR`] (new, or from before counters expired) is first raised to the server clock's
+/// [`crate::lock::keys::CLOCK_FLOOR`] (new, or from before counters expired) is first raised to the server clock's
 /// microseconds, so fences keep rising across its expiry. Direct acquisitions do the rest in a transaction instead
-/// (direct.rs), and have this script raise a counter they find below the floor.
+/// (direct/calls.rs), and have this script raise a counter they find below the floor.
 ///
 /// A waited-for lock holds its token followed by `*`, which has [`RELEASE`] wake the waiters: a release that no one
 /// waits for publishes nothing (bench/README.md, profile step 24).
 pub(crate) static ACQUIRE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("scripts/acquire.lua")));
 
-/// Raise a fence counter to a fence a Redlock majority gave (see quorum.rs).
+/// Raise a fence counter to a fence a Redlock majority gave (see redlock/quorum.rs).
 ///
 /// KEYS: fence key. ARGV: the fence, the counter's ttl in ms. A counter below the fence is set to it; returns 1.
 pub(crate) static RAISE_FENCE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("scripts/raise_fence.lua")));
@@ -55,7 +55,7 @@ pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!
 /// Delete locks we own (compare-and-delete) and wake their waiters, if any (see [`ACQUIRE`]).
 ///
 /// KEYS: lock key, for each lock. ARGV: token, for each lock (the channel to wake waiters on is derived from the
-/// key, as [`crate::keys::LockKeys::channel`]). For each lock 1 when the key was ours, else 0: one integer for one
+/// key, as [`crate::lock::keys::LockKeys::channel`]). For each lock 1 when the key was ours, else 0: one integer for one
 /// lock, an array of them for several, where a lock whose work failed has its error. One call for several locks
 /// costs Redis less per lock than a call each (bench/README.md, profile step 19).
 pub(crate) static RELEASE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("scripts/release.lua")));
@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn the_acquire_script_raises_counters_below_the_same_floor() {
-        let literal = format!("if f < {} then", crate::keys::CLOCK_FLOOR);
+        let literal = format!("if f < {} then", crate::lock::keys::CLOCK_FLOOR);
         assert!(ACQUIRE.source().contains(&literal), "acquire.lua has `{literal}`");
     }
 

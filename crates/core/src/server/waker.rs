@@ -4,7 +4,7 @@
 //! waiter also retries after a jittered delay, which covers expiries, lost messages and a subscriber connection
 //! that cannot be opened.
 
-use crate::connection::{Connection, Link};
+use crate::server::connection::{Connection, Link};
 use redis::{PushInfo, PushKind, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -6,16 +6,16 @@
 //! release made again with its token is safe: the acquire script finds the key ours and keeps it); one that timed out
 //! fails, as it would on the locker's connection.
 
-use crate::awaited::AwaitedReplies;
 use crate::config::LockOptions;
-use crate::direct_stream::DirectStream;
-use crate::keys::LockKeys;
-use crate::lease::Lease;
-use crate::locker::Locker;
-use crate::node::Node;
-use crate::quorum::{Grant, Nodes};
-use crate::resp::{self, Reply};
-use crate::scripts;
+use crate::direct::awaited::AwaitedReplies;
+use crate::direct::stream::DirectStream;
+use crate::lock::keys::LockKeys;
+use crate::lock::lease::Lease;
+use crate::lock::locker::Locker;
+use crate::protocol::resp::{self, Reply};
+use crate::protocol::scripts;
+use crate::redlock::quorum::{Grant, Nodes};
+use crate::server::node::Node;
 use crate::SnatchError;
 use redis::ConnectionAddr;
 use std::sync::Arc;
@@ -51,7 +51,7 @@ impl ClusterMap {
 
     /// The map of a `CLUSTER SLOTS` reply: `[start, end, [host, port, …], replicas…]` for each range.
     fn new(reply: &redis::Value) -> Self {
-        let mut map = Self { masters: Vec::new(), owners: vec![Self::UNSERVED; usize::from(crate::keys::SLOTS)] };
+        let mut map = Self { masters: Vec::new(), owners: vec![Self::UNSERVED; usize::from(crate::lock::keys::SLOTS)] };
         let redis::Value::Array(ranges) = reply else { return map };
         for range in ranges {
             let redis::Value::Array(fields) = range else { continue };
@@ -176,7 +176,8 @@ impl Locker {
         let probe_key = match target {
             DirectTarget::Server => [self.config().prefix.as_str(), "redis-snatch-probe"].concat(),
             DirectTarget::Master { slot, .. } => {
-                let tag = (0u32..).map(|n| n.to_string()).find(|tag| crate::keys::slot(tag) == *slot).expect("a tag");
+                let tag =
+                    (0u32..).map(|n| n.to_string()).find(|tag| crate::lock::keys::slot(tag) == *slot).expect("a tag");
                 [self.config().prefix.as_str(), "redis-snatch-probe{", &tag, "}"].concat()
             }
         };
@@ -259,7 +260,7 @@ impl DirectAcquire {
         if fence < 0 {
             return Settled::Done(Ok(None));
         }
-        if fence < crate::keys::CLOCK_FLOOR {
+        if fence < crate::lock::keys::CLOCK_FLOOR {
             // Ours, but the counter was new (or from before counters expired): the acquire script, asked again with
             // our token, raises it to the server's clock and gives that as the fence.
             return Settled::Fallback(self);
@@ -282,7 +283,7 @@ impl DirectAcquire {
 
     /// The cluster slot of the lock (which master of a cluster the call goes to).
     pub fn slot(&self) -> u16 {
-        crate::keys::slot(&self.keys.lock)
+        crate::lock::keys::slot(&self.keys.lock)
     }
 
     /// Makes the attempt on the locker's own connection, with the same token.
@@ -294,7 +295,7 @@ impl DirectAcquire {
 impl Lease {
     /// The cluster slot of the lock (which master of a cluster its release goes to).
     pub fn slot(&self) -> u16 {
-        crate::keys::slot(&self.keys().lock)
+        crate::lock::keys::slot(&self.keys().lock)
     }
 
     /// Starts the release of this lease with a command the caller sends; the lease counts as released from now on.
@@ -379,7 +380,7 @@ pub fn write_commands<'a, C: DirectCall + 'a>(
 /// then `EXEC`: as atomic as the acquire script, for a fraction of Redis's work (no Lua; bench/README.md, profile
 /// step 22). Each `INCR` is done whether its `SET` took the key or not, so an attempt that finds the key held uses
 /// up a fence (and keeps the counter `fenceTtl` more); fences still only increase. A counter the `INCR` finds new
-/// (below [`crate::keys::CLOCK_FLOOR`]) needs the acquire script to raise it: see [`DirectAcquire::settle`]. The
+/// (below [`crate::lock::keys::CLOCK_FLOOR`]) needs the acquire script to raise it: see [`DirectAcquire::settle`]. The
 /// acquisitions' time counts from now.
 fn write_acquisitions(run: &mut [&mut DirectAcquire], buf: &mut Vec<u8>) {
     let started = Instant::now();

@@ -2,7 +2,7 @@
 //! whenever the connection to it has to be opened anew (after it dropped, or the server turned replica), so the
 //! locker follows failovers without a restart.
 
-use crate::endpoint::{Access, Endpoint};
+use crate::server::endpoint::{Access, Endpoint};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use redis::aio::MultiplexedConnection;
 use redis::Value;

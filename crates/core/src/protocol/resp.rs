@@ -1,5 +1,5 @@
 //! The few pieces of the Redis protocol (RESP2) a caller needs to carry our commands on a socket of its own (see
-//! direct.rs): commands written out, and replies read back.
+//! direct/calls.rs): commands written out, and replies read back.
 //!
 //! Ours rather than the redis crate's (`Cmd` packing, `ValueCodec`), which allocate per command and per reply value:
 //! on what a withfn c=50 batch writes and reads (12 acquisitions in a transaction, their replies and a release

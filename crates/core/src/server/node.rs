@@ -1,13 +1,13 @@
 //! One Redis deployment a lock is written to (a server, a Sentinel master, or a whole Redis Cluster): its command
 //! connection (calls batched, see batcher.rs), its release notifications, and the lock scripts run on it.
 
-use crate::batcher::{call_alone, Batcher};
 use crate::config::LockerConfig;
-use crate::connection::{Cluster, Connection, Target};
-use crate::endpoint::Endpoint;
-use crate::keys::LockKeys;
-use crate::scripts::{self, ScriptCall};
-use crate::waker::{Waker, Watch};
+use crate::lock::keys::LockKeys;
+use crate::protocol::scripts::{self, ScriptCall};
+use crate::server::batcher::{call_alone, Batcher};
+use crate::server::connection::{Cluster, Connection, Target};
+use crate::server::endpoint::Endpoint;
+use crate::server::waker::{Waker, Watch};
 use crate::SnatchError;
 use redis::{FromRedisValue, Value};
 use std::sync::Arc;

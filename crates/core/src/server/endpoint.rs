@@ -3,6 +3,7 @@
 //! password ([`redact`]).
 
 use crate::config::{LockerConfig, TlsOptions};
+use crate::server::redact::redact;
 use crate::SnatchError;
 use base64::Engine;
 use redis::aio::{AsyncPushSender, MultiplexedConnection};
@@ -33,7 +34,7 @@ struct Tls {
     certificates: Option<TlsCertificates>,
     servername: Option<String>,
     verify: bool,
-    /// The same trust, client certificate and checks, for the direct connection's own TLS (direct.rs).
+    /// The same trust, client certificate and checks, for the direct connection's own TLS (direct/calls.rs).
     config: Arc<rustls::ClientConfig>,
 }
 
@@ -422,28 +423,9 @@ impl AsyncDNSResolver for PinnedName {
     }
 }
 
-/// `url` with any password replaced by `***`.
-pub(crate) fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let userinfo = &url[scheme_end + 3..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..])
-        }
-        _ => url.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redacts_passwords() {
-        assert_eq!(redact("redis://u:secret@h:1/0"), "redis://u:***@h:1/0");
-        assert_eq!(redact("redis://:secret@h:1"), "redis://:***@h:1");
-        assert_eq!(redact("redis://h:1"), "redis://h:1");
-    }
 
     #[test]
     fn credentials_apply_where_the_url_has_none() {

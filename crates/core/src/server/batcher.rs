@@ -4,8 +4,8 @@
 //! so that their calls join the batch; a call that finds nothing in flight goes out at once. Several batches can be
 //! in flight at once.
 
-use crate::connection::{is_dropped, is_read_only, Connection, Link};
-use crate::scripts::{as_eval, Lua, ScriptCall};
+use crate::protocol::scripts::{as_eval, Lua, ScriptCall};
+use crate::server::connection::{is_dropped, is_read_only, Connection, Link};
 use crate::SnatchError;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use redis::{Cmd, ErrorKind, Pipeline, RedisResult, ServerErrorKind, Value};

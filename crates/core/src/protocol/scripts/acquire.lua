@@ -4,7 +4,7 @@
 local lock, fence, token, ttl, fence_ttl = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
 
 -- The counter's value `f`, raised to the server clock's microseconds when it is below CLOCK_FLOOR (2^50, as
--- keys.rs has it): a counter that expired and starts again (or one from before counters expired) goes on above
+-- lock/keys.rs has it): a counter that expired and starts again (or one from before counters expired) goes on above
 -- every fence it gave before, as long as this server's clock does not step back by more than the time since. The
 -- counter is kept `fence_ttl` more from now either way.
 local function settle(f)

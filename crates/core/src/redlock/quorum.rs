@@ -6,10 +6,10 @@
 //! first request. A won acquisition's fence, the highest counter of its majority, is then recorded on a majority
 //! (a second round), so that fences rise whichever majority grants the next one.
 
-use crate::cleanup::Cleanups;
-use crate::keys::LockKeys;
-use crate::node::{Node, NodeAcquire};
-use crate::waker::Watch;
+use crate::lock::cleanup::Cleanups;
+use crate::lock::keys::LockKeys;
+use crate::server::node::{Node, NodeAcquire};
+use crate::server::waker::Watch;
 use crate::SnatchError;
 use futures_util::future::join_all;
 use std::sync::Arc;
@@ -86,7 +86,7 @@ impl Nodes {
     }
 
     /// Tries to acquire on every node, marking the lock as waited for where it is held if `waiting` (see
-    /// scripts.rs). On a failed round, our token is removed from every node again (in the background when some
+    /// protocol/scripts.rs). On a failed round, our token is removed from every node again (in the background when some
     /// node failed to answer).
     pub(crate) async fn acquire(
         self: &Arc<Self>,
@@ -222,7 +222,11 @@ impl Nodes {
     /// Redis may apply after this release (sent on another connection, or on one since reset). Must be called
     /// within the Tokio runtime.
     pub(crate) fn release_later(self: &Arc<Self>, keys: &LockKeys, token: &str, at: Instant, again: bool) {
-        self.cleanups.release(self.clone(), keys.clone(), token.to_owned(), at, again);
+        let (nodes, keys, token) = (self.clone(), keys.clone(), token.to_owned());
+        self.cleanups.release(at, again, move || {
+            let (nodes, keys, token) = (nodes.clone(), keys.clone(), token.clone());
+            async move { nodes.release(&keys, &token).await }
+        });
     }
 
     /// Waits for the background releases, then drops every connection.

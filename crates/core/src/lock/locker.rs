@@ -2,15 +2,15 @@
 //! everything it still holds.
 
 use crate::config::{LockOptions, LockerConfig, Topology};
-use crate::connection::Target;
-use crate::endpoint::Access;
-use crate::keys::LockKeys;
-use crate::lease::Lease;
-use crate::node::Node;
-use crate::quorum::{Acquire, Grant, Nodes};
-use crate::scheduler::Schedule;
-use crate::sentinel::Sentinels;
-use crate::supervisor::Supervisor;
+use crate::lock::job::Job;
+use crate::lock::keys::LockKeys;
+use crate::lock::lease::Lease;
+use crate::lock::supervisor::Supervisor;
+use crate::redlock::quorum::{Acquire, Grant, Nodes};
+use crate::server::connection::Target;
+use crate::server::endpoint::Access;
+use crate::server::node::Node;
+use crate::server::sentinel::Sentinels;
 use crate::SnatchError;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -61,8 +61,8 @@ struct Shared {
     /// Woken when `busy` drops to zero once closing.
     idle: Notify,
     close_done: OnceCell<()>,
-    /// Schedules started on this locker, stopped by `close`.
-    schedules: Mutex<Vec<Schedule>>,
+    /// Background work (schedules) started on this locker, stopped by `close`.
+    jobs: Mutex<Vec<Job>>,
 }
 
 /// Counts one call under way for as long as it lives (see [`Locker::enter`]).
@@ -92,7 +92,7 @@ impl Locker {
                 busy: AtomicUsize::new(0),
                 idle: Notify::new(),
                 close_done: OnceCell::new(),
-                schedules: Mutex::new(Vec::new()),
+                jobs: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -138,8 +138,8 @@ impl Locker {
         shared
             .close_done
             .get_or_init(|| async {
-                let schedules = std::mem::take(&mut *shared.schedules.lock().expect("schedules poisoned"));
-                futures_util::future::join_all(schedules.iter().map(Schedule::stop)).await;
+                let jobs = std::mem::take(&mut *shared.jobs.lock().expect("jobs poisoned"));
+                futures_util::future::join_all(jobs.iter().map(Job::stop)).await;
                 loop {
                     let idle = shared.idle.notified();
                     tokio::pin!(idle);
@@ -301,9 +301,9 @@ impl Locker {
         }
     }
 
-    /// Registers `schedule` for `close`.
-    pub(crate) fn register_schedule(&self, schedule: Schedule) {
-        self.shared.schedules.lock().expect("schedules poisoned").push(schedule);
+    /// Registers background work for `close` to stop.
+    pub(crate) fn register_job(&self, job: Job) {
+        self.shared.jobs.lock().expect("jobs poisoned").push(job);
     }
 }
 
@@ -312,7 +312,7 @@ impl Locker {
 fn nodes_of(config: &LockerConfig) -> Result<Vec<Node>, SnatchError> {
     let access = Access::new(config)?;
     let timeout = config.command_timeout;
-    let labels = || config.urls.iter().map(|u| crate::endpoint::redact(u)).collect::<Vec<_>>().join(", ");
+    let labels = || config.urls.iter().map(|u| crate::server::redact::redact(u)).collect::<Vec<_>>().join(", ");
     Ok(match &config.topology {
         Topology::Servers => config
             .urls

@@ -1,0 +1,10 @@
+//! Reaching one Redis deployment (a server, a Sentinel master or a Redis Cluster): URLs, credentials and TLS, the
+//! command connection, batched script calls, and the release notifications that wake waiters.
+
+pub(crate) mod batcher;
+pub(crate) mod connection;
+pub(crate) mod endpoint;
+pub(crate) mod node;
+pub(crate) mod redact;
+pub(crate) mod sentinel;
+pub(crate) mod waker;

@@ -73,6 +73,21 @@ export interface Completion {
 }
 
 /**
+ * The `kind` of `deliverEvent(kind, id, fence, extra)`: the facade reads the same values from the binding
+ * (`EventKind` of binding.js), so that both sides share one definition.
+ */
+export declare const enum EventKind {
+  /** Call the task of run `id` under `fence`. */
+  Task = 0,
+  /** Run `id` ended (`extra`: its lease lapsed), or a run or tryLock without the lock (no fence). */
+  End = 1,
+  /** tryLock `id` got the lock (`extra`: the token). */
+  Locked = 2,
+  /** Release `id` ended (`extra`: the key was still ours). */
+  Released = 3,
+}
+
+/**
  * Options of a locker (`url`, `cluster` or `sentinel.urls` folded into `urls`, with `sentinel.name` as
  * `sentinelName`; `REDIS_URL` applied by the facade).
  */

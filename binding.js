@@ -837,3 +837,4 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.NativeLocker = nativeBinding.NativeLocker
 module.exports.NativeSchedule = nativeBinding.NativeSchedule
+module.exports.EventKind = nativeBinding.EventKind

@@ -1,6 +1,6 @@
 'use strict'
 
-const { NativeLocker } = require('../binding')
+const { NativeLocker, EventKind } = require('../binding')
 const { fromNative, fromReason } = require('./errors')
 const { KeepAlive } = require('./keep-alive')
 const { Lock } = require('./lock')
@@ -8,26 +8,17 @@ const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkString } = r
 const { Run } = require('./run')
 const { ScheduledTask } = require('./schedule')
 
-/** The kinds of `event` (the binding's `Event` in src/direct_calls.rs): what `extra` is for each. */
-const EVENT = {
-  /** Call the task of run `id` under `fence`. */
-  TASK: 0,
-  /** Run `id` ended (`extra`: its lease lapsed), or a run or tryLock without the lock (no fence). */
-  END: 1,
-  /** tryLock `id` got the lock (`extra`: the token). */
-  LOCKED: 2,
-  /** Release `id` ended (`extra`: the key was still ours). */
-  RELEASED: 3,
-}
+/** The kinds of `event`, defined once in the binding (src/direct_calls.rs). */
+const { Task: TASK, End: END, Locked: LOCKED } = EventKind
 
 /** The completion an `event` stands for. */
 function completionOf(kind, id, fence, extra) {
   switch (kind) {
-    case EVENT.TASK:
+    case TASK:
       return { id, task: true, fence }
-    case EVENT.END:
+    case END:
       return { id, fence, lost: extra }
-    case EVENT.LOCKED:
+    case LOCKED:
       return { id, fence, token: extra }
     default:
       return { id, ok: extra }
@@ -37,9 +28,9 @@ function completionOf(kind, id, fence, extra) {
 /**
  * The native side's delivery callbacks: `batch(completions)` settles operations, calls run tasks, reports lost
  * leases; `event(kind, id, fence, extra)` takes the frequent events of the direct socket as plain values, cheaper
- * than completion objects made natively (kinds: `EVENT`). Made outside the Locker so that they do not hold the Locker
- * (the native side keeps them for as long as the locker lives, and closures made in one function share their
- * captured variables): an unreachable Locker is collected, and then closed.
+ * than completion objects made natively (kinds: the binding's `EventKind`). Made outside the Locker so that they do
+ * not hold the Locker (the native side keeps them for as long as the locker lives, and closures made in one function
+ * share their captured variables): an unreachable Locker is collected, and then closed.
  */
 function deliverTo(pending, runs, locks, keepAlive) {
   const one = (c) => {

@@ -6,10 +6,11 @@
 
 use crate::completions::{Completion, Completions};
 use crate::direct_sockets::DirectSockets;
-use crate::outcomes::{acquired, keep_lock, ran_completion, task_under, Leases, Settling};
 use crate::loop_socket::{Handler, LoopSocket, Outcome};
+use crate::outcomes::{acquired, keep_lock, ran_completion, task_under, Leases, Settling};
 use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, Either, FunctionRef, ToNapiValue};
 use napi::{sys, Env, JsValue};
+use napi_derive::napi;
 use rustc_hash::FxHashMap;
 use snatch_core::{
     run_under, Busy, DirectAcquire, DirectCall, DirectCommand, DirectRelease, Lease, LockOptions, Locker, NoReply,
@@ -290,18 +291,32 @@ fn released(id: u32, result: Result<bool, snatch_core::SnatchError>) -> Completi
     }
 }
 
-/// What a reply tells the facade. All but `Other` go to `deliverEvent(kind, id, fence, extra)`, `kind` being the
-/// number given with each (the facade's `EVENT`).
+/// The `kind` of `deliverEvent(kind, id, fence, extra)`: the facade reads the same values from the binding
+/// (`EventKind` of binding.js), so that both sides share one definition.
+#[napi]
+pub enum EventKind {
+    /// Call the task of run `id` under `fence`.
+    Task = 0,
+    /// Run `id` ended (`extra`: its lease lapsed), or a run or tryLock without the lock (no fence).
+    End = 1,
+    /// tryLock `id` got the lock (`extra`: the token).
+    Locked = 2,
+    /// Release `id` ended (`extra`: the key was still ours).
+    Released = 3,
+}
+
+/// What a reply tells the facade. All but `Other` go to `deliverEvent(kind, id, fence, extra)`, with the
+/// [`EventKind`] named at each.
 enum Event {
-    /// 0: call the task of run `.0` under the lease with fence `.1`.
+    /// `Task`: call the task of run `.0` under the lease with fence `.1`.
     Task(u32, i64),
-    /// 1: run `.0` ended after its task ran under fence `.1`; `.2` (extra): the lease lapsed meanwhile.
+    /// `End`: run `.0` ended after its task ran under fence `.1`; `.2` (extra): the lease lapsed meanwhile.
     Ran(u32, i64, bool),
-    /// 1, without fence and extra: run or tryLock `.0` ended without the lock.
+    /// `End`, without fence and extra: run or tryLock `.0` ended without the lock.
     NotAcquired(u32),
-    /// 2: tryLock `.0` got the lock with fence `.1` and token `.2` (extra).
+    /// `Locked`: tryLock `.0` got the lock with fence `.1` and token `.2` (extra).
     Locked(u32, i64, String),
-    /// 3: release `.0` ended; `.1` (extra): the key was still ours.
+    /// `Released`: release `.0` ended; `.1` (extra): the key was still ours.
     Released(u32, bool),
     /// Anything else, as a completion, to `deliver(completions)`.
     Other(Completion),
@@ -373,23 +388,26 @@ impl Delivery {
             for event in events {
                 let mut args = [receiver; 4];
                 let (kind, id, fence, extra_made) = match event {
-                    Event::Task(id, fence) => (0, id, Some(fence), true),
+                    Event::Task(id, fence) => (EventKind::Task, id, Some(fence), true),
                     Event::Ran(id, fence, lost) => {
-                        (1, id, Some(fence), ok(sys::napi_get_boolean(env, lost, &mut args[3])))
+                        (EventKind::End, id, Some(fence), ok(sys::napi_get_boolean(env, lost, &mut args[3])))
                     }
-                    Event::NotAcquired(id) => (1, id, None, true),
+                    Event::NotAcquired(id) => (EventKind::End, id, None, true),
                     Event::Locked(id, fence, token) => {
                         let (text, len) = (token.as_ptr().cast(), token.len() as isize);
-                        (2, id, Some(fence), ok(sys::napi_create_string_utf8(env, text, len, &mut args[3])))
+                        let made = ok(sys::napi_create_string_utf8(env, text, len, &mut args[3]));
+                        (EventKind::Locked, id, Some(fence), made)
                     }
-                    Event::Released(id, still) => (3, id, None, ok(sys::napi_get_boolean(env, still, &mut args[3]))),
+                    Event::Released(id, still) => {
+                        (EventKind::Released, id, None, ok(sys::napi_get_boolean(env, still, &mut args[3])))
+                    }
                     Event::Other(completion) => {
                         others.push(completion);
                         continue;
                     }
                 };
                 if extra_made
-                    && ok(sys::napi_create_uint32(env, kind, &mut args[0]))
+                    && ok(sys::napi_create_uint32(env, kind as u32, &mut args[0]))
                     && ok(sys::napi_create_uint32(env, id, &mut args[1]))
                     && fence.is_none_or(|fence| ok(sys::napi_create_bigint_int64(env, fence, &mut args[2])))
                 {

@@ -6,7 +6,7 @@
 
 use crate::completions::{Completion, Completions};
 use crate::direct_sockets::DirectSockets;
-use crate::loop_socket::{Handler, LoopSocket, Outcome};
+use crate::loop_socket::{Handler, LoopSocket};
 use crate::outcomes::{acquired, keep_lock, ran_completion, task_under, Leases, Settling};
 use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, Either, FunctionRef, ToNapiValue};
 use napi::{sys, Env, JsValue};
@@ -14,7 +14,7 @@ use napi_derive::napi;
 use rustc_hash::FxHashMap;
 use snatch_core::{
     run_under, Busy, DirectAcquire, DirectCall, DirectCommand, DirectRelease, Lease, LockOptions, Locker, NoReply,
-    Settled,
+    Outcome, Settled,
 };
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -4,10 +4,10 @@
 //! master failed over, a node is new. Until a map is in, and for slots without an open socket, calls take the
 //! locker's own connection.
 
-use crate::loop_socket::{Handler, LoopSocket, Outcome};
+use crate::loop_socket::{Handler, LoopSocket};
 use napi::bindgen_prelude::spawn;
 use napi::sys;
-use snatch_core::{ClusterMap, DirectCall, DirectTarget, Locker, SnatchError, Topology};
+use snatch_core::{ClusterMap, DirectCall, DirectTarget, Locker, Outcome, SnatchError, Topology};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,10 +2,12 @@
 //! (snatch_core::DirectAcquire): commands are written from the JS thread and the replies are read and handed to JS in
 //! the loop's callback, with no thread hand-off either way. One per server (per master on a cluster). Opened on the
 //! runtime (`Locker::direct_socket`), then handed to the loop; not ready while opening, and again for a second after
-//! a failure, when callers use the locker's own connection. Every call has the command timeout as deadline; when one passes, or the socket fails, the
-//! socket is closed and every call in flight goes to the handler without a reply (`NoReply`, which says what becomes
-//! of it). Unix only; the handles are unreferenced (the facade keeps the process alive while calls are pending) and
-//! closed with the socket, or when the JS environment is torn down.
+//! a failure, when callers use the locker's own connection. This file only moves bytes and time between libuv and
+//! the core's `DirectSession`, which holds the protocol: which calls are written together, replies paired with
+//! calls, deadlines (when one passes, or the socket fails, the socket is closed and every call in flight goes to the
+//! handler without a reply: `NoReply` says what becomes of it). Unix only; the handles are unreferenced (the facade
+//! keeps the process alive while calls are pending) and closed with the socket, or when the JS environment is torn
+//! down.
 //!
 //! The libuv functions and constants used here are declared below, from libuv 1.x's `uv.h`, and resolved from node
 //! at load time: napi's `sys` declares only `uv_loop_s` (opaque) and `uv_run`; `libuv-sys2` builds and links a libuv
@@ -17,11 +19,9 @@
 use napi::bindgen_prelude::spawn;
 use napi::sys;
 use snatch_core::{
-    parse_reply, write_commands, AwaitedReplies, DirectCall, DirectStream, DirectTarget, Locker, NoReply, Reply,
-    SnatchError,
+    Deadline, DirectCall, DirectSession, DirectStream, DirectTarget, Locker, NoReply, Outcome, SnatchError,
 };
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::io::{ErrorKind, Write};
 use std::os::fd::AsRawFd;
@@ -65,21 +65,8 @@ const UV_TIMER: c_int = 13;
 const UV_READABLE: c_int = 1;
 const UV_WRITABLE: c_int = 2;
 
-/// While replies are handed out, the calls they lead to are written this many at a time rather than all at the
-/// end, so that Redis works on the first ones while JS makes the rest: at 50 concurrent runs, about 3× the
-/// throughput of writing them all at once, which has node and Redis take turns (bench/README.md, profile step 15;
-/// 12 rather than 16 since step 26). Consecutive calls of one kind among them go as one command (`write_commands`,
-/// profile step 19).
-const WRITE_EVERY: usize = 12;
-
-/// Bytes of room for reads from the socket, to start with (more when one reply is longer).
-const READ_ROOM: usize = 16 * 1024;
-
 /// How long after a failure the socket is not opened again.
 const REOPEN_AFTER: Duration = Duration::from_secs(1);
-
-/// A call's reply, or its failure.
-pub(crate) type Outcome = Result<Reply, NoReply>;
 
 /// Receives replies on the JS thread, inside a handle scope. Calls made meanwhile are sent
 /// together when it returns.
@@ -99,9 +86,6 @@ struct State<C: 'static> {
     group: bool,
     timeout: Duration,
     handler: Rc<Handler<C>>,
-    /// Replies are being handed out: calls made meanwhile are written [`WRITE_EVERY`] at a time, the rest when that
-    /// ends.
-    dispatching: bool,
     /// No more calls: the socket closes once the last reply is in, and is not opened again.
     closing: bool,
 }
@@ -126,17 +110,9 @@ struct Open<C> {
     stream: DirectStream,
     poll: *mut UvHandle,
     timer: *mut UvHandle,
-    /// Calls sent, in the order of their replies, with their deadlines; the last `unwritten` are not written yet,
-    /// and get their deadline when they are (one clock read for the calls written together).
-    pending: VecDeque<(Option<Instant>, C)>,
-    /// Calls not written yet, at the end of `pending`.
-    unwritten: usize,
-    /// The replies of the commands written, and how many calls of `pending` each answers.
-    awaited: AwaitedReplies,
-    /// What was read and not yet parsed.
-    received: Received,
-    write: Vec<u8>,
-    /// Waiting for the socket to take the rest of `write`.
+    /// The calls in flight on this socket, and the bytes on their way.
+    session: DirectSession<C>,
+    /// Waiting for the socket to take the rest of the session's bytes.
     writable_wanted: bool,
     /// The registration that closes the handles when the JS environment is torn down, and its count of the state.
     cleanup: sys::napi_async_cleanup_hook_handle,
@@ -149,7 +125,7 @@ impl<C: DirectCall + 'static> LoopSocket<C> {
         let phase = Phase::Closed { reopen_at: None };
         let group = target == DirectTarget::Server;
         let handler = Rc::new(handler);
-        let state = State { env, phase, target, group, timeout, handler, dispatching: false, closing: false };
+        let state = State { env, phase, target, group, timeout, handler, closing: false };
         Self { state: Rc::new(RefCell::new(state)) }
     }
 
@@ -178,7 +154,7 @@ impl<C: DirectCall + 'static> LoopSocket<C> {
             Phase::Opening(opened) => {
                 let Some(socket) = opened.lock().expect("opened socket poisoned").take() else { return false };
                 state.phase = match socket {
-                    Ok(Some(stream)) => match install(&self.state, state.env, stream) {
+                    Ok(Some(stream)) => match install(&self.state, state.env, stream, state.timeout, state.group) {
                         Some(open) => Phase::Open(open),
                         None => Phase::Unavailable,
                     },
@@ -195,18 +171,16 @@ impl<C: DirectCall + 'static> LoopSocket<C> {
     /// as failed, with the others in flight.
     pub(crate) fn send(&self, call: C) -> Result<(), C> {
         let mut state = self.state.borrow_mut();
-        let (timeout, dispatching, group) = (state.timeout, state.dispatching, state.group);
         let Phase::Open(open) = &mut state.phase else { return Err(call) };
+        let timeout = millis(open.session.timeout());
         // SAFETY: on the loop's thread (the JS thread, which owns the state); the timer is open while the socket is
         // (`shut` closes both) and its data is the state's, which `on_deadline` expects.
-        if open.pending.is_empty() && unsafe { uv_timer_start(open.timer, on_deadline::<C>, millis(timeout), 0) } != 0 {
+        if open.session.is_idle() && unsafe { uv_timer_start(open.timer, on_deadline::<C>, timeout, 0) } != 0 {
             drop(state);
             fail(&self.state, NoReply::Dropped);
             return Err(call);
         }
-        open.pending.push_back((None, call));
-        open.unwritten += 1;
-        if (!dispatching || open.unwritten >= WRITE_EVERY) && flush(open, timeout, group).is_err() {
+        if open.session.push(call) && flush(open).is_err() {
             drop(state);
             fail(&self.state, NoReply::Dropped);
         }
@@ -218,7 +192,7 @@ impl<C: DirectCall + 'static> LoopSocket<C> {
         let mut state = self.state.borrow_mut();
         state.closing = true;
         let idle = match &state.phase {
-            Phase::Open(open) => open.pending.is_empty(),
+            Phase::Open(open) => open.session.is_idle(),
             _ => true,
         };
         drop(state);
@@ -300,12 +274,15 @@ extern "C" fn on_abandoned(handle: *mut UvHandle) {
 }
 
 /// Hands `stream` to the loop of `env`: a poll handle for it, a timer for the deadlines, and the cleanup hook that
-/// closes them if the environment is torn down first. `None` if libuv or N-API refuses any of it, or libuv is not
-/// the one declared above ([`libuv_matches`]); nothing is left registered then.
+/// closes them if the environment is torn down first; its calls have `timeout` each, grouped as `group` says
+/// ([`DirectSession::new`]). `None` if libuv or N-API refuses any of it, or libuv is not the one declared above
+/// ([`libuv_matches`]); nothing is left registered then.
 fn install<C: DirectCall + 'static>(
     state: &Rc<RefCell<State<C>>>,
     env: sys::napi_env,
     stream: DirectStream,
+    timeout: Duration,
+    group: bool,
 ) -> Option<Open<C>> {
     if !libuv_matches() {
         return None;
@@ -356,11 +333,7 @@ fn install<C: DirectCall + 'static>(
             stream,
             poll,
             timer,
-            pending: VecDeque::new(),
-            unwritten: 0,
-            awaited: AwaitedReplies::default(),
-            received: Received::new(),
-            write: Vec::new(),
+            session: DirectSession::new(timeout, group),
             writable_wanted: false,
             cleanup,
             cleanup_arg: arg,
@@ -380,30 +353,21 @@ unsafe fn state_of<C: 'static>(handle: *mut UvHandle) -> Rc<RefCell<State<C>>> {
     }
 }
 
-/// Adds the commands of the calls not written yet to `open.write`, their deadline `timeout` from now, and writes
-/// what the socket takes of it, polling for writability while some is left.
-fn flush<C: DirectCall + 'static>(open: &mut Open<C>, timeout: Duration, group: bool) -> std::io::Result<()> {
-    if open.unwritten > 0 {
-        let first = open.pending.len() - open.unwritten;
-        let deadline = Instant::now() + timeout;
-        let calls = open.pending.range_mut(first..).map(|(at, call)| {
-            *at = Some(deadline);
-            call
-        });
-        write_commands(calls, &mut open.write, &mut open.awaited, group);
-        open.unwritten = 0;
-    }
-    while !open.write.is_empty() {
-        match open.stream.write(&open.write) {
+/// Encodes the calls not written yet and writes what the socket takes of the session's bytes, polling for
+/// writability while some are left.
+fn flush<C: DirectCall + 'static>(open: &mut Open<C>) -> std::io::Result<()> {
+    open.session.encode(Instant::now);
+    while !open.session.unsent().is_empty() {
+        match open.stream.write(open.session.unsent()) {
             Ok(0) => return Err(ErrorKind::WriteZero.into()),
-            Ok(n) => drop(open.write.drain(..n)),
+            Ok(n) => open.session.sent(n),
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
     open.stream.send_pending()?;
-    let wanted = !open.write.is_empty() || open.stream.wants_write();
+    let wanted = !open.session.unsent().is_empty() || open.stream.wants_write();
     if wanted != open.writable_wanted {
         let events = if wanted { UV_READABLE | UV_WRITABLE } else { UV_READABLE };
         // SAFETY: on the loop's thread; the poll handle is open while the socket is (`shut` closes both), its data
@@ -426,13 +390,12 @@ extern "C" fn on_poll<C: DirectCall + 'static>(handle: *mut UvHandle, status: c_
     let mut replies = Vec::new();
     let healthy = {
         let mut guard = state.borrow_mut();
-        let (timeout, group) = (guard.timeout, guard.group);
         let Phase::Open(open) = &mut guard.phase else { return };
         // A read can leave TLS with something to send (its own messages): flushed with the rest.
         status >= 0
-            && (events & UV_WRITABLE == 0 || flush(open, timeout, group).is_ok())
+            && (events & UV_WRITABLE == 0 || flush(open).is_ok())
             && (events & UV_READABLE == 0 || read(open, &mut replies))
-            && (!open.stream.wants_write() || flush(open, timeout, group).is_ok())
+            && (!open.stream.wants_write() || flush(open).is_ok())
     };
     if !replies.is_empty() {
         dispatch(&state, replies);
@@ -442,16 +405,16 @@ extern "C" fn on_poll<C: DirectCall + 'static>(handle: *mut UvHandle, status: c_
     }
 }
 
-/// Reads everything available and takes the calls whose replies are complete off the front of `open.pending`. False
-/// when the stream ended or failed, or a reply made no sense (what was complete before is still taken).
-fn read<C>(open: &mut Open<C>, replies: &mut Vec<(C, Outcome)>) -> bool {
-    let mut healthy = loop {
-        let room = open.received.room();
+/// Reads everything available and takes the calls whose replies are complete. False when the stream ended or
+/// failed, or a reply made no sense (the calls whose replies were complete before are still taken).
+fn read<C: DirectCall>(open: &mut Open<C>, replies: &mut Vec<(C, Outcome)>) -> bool {
+    let healthy = loop {
+        let room = open.session.read_room();
         let space = room.len();
         match open.stream.read(room) {
             Ok(0) => break false,
             Ok(n) => {
-                open.received.end += n;
+                open.session.received(n);
                 if n < space {
                     // All there is for now: the loop polls the socket again (level-triggered) if more comes.
                     break true;
@@ -462,68 +425,7 @@ fn read<C>(open: &mut Open<C>, replies: &mut Vec<(C, Outcome)>) -> bool {
             Err(_) => break false,
         }
     };
-    let mut at = 0;
-    loop {
-        match parse_reply(&open.received.unparsed()[at..]) {
-            Ok(Some((reply, len))) => {
-                let Some(answers) = open.awaited.take(reply).ok().filter(|a| a.len() <= open.pending.len()) else {
-                    healthy = false;
-                    break;
-                };
-                at += len;
-                let calls = open.pending.drain(..answers.len()).map(|(_, call)| call);
-                replies.extend(calls.zip(answers.into_iter().map(Ok)));
-            }
-            Ok(None) => break,
-            Err(_) => {
-                healthy = false;
-                break;
-            }
-        }
-    }
-    open.received.consume(at);
-    healthy
-}
-
-/// What was read from the socket and not parsed yet, `bytes[start..end]`; reads land after it, in room zeroed once
-/// (when allocated or grown) rather than for every read, without a copy.
-struct Received {
-    bytes: Vec<u8>,
-    start: usize,
-    end: usize,
-}
-
-impl Received {
-    fn new() -> Self {
-        Self { bytes: vec![0; READ_ROOM], start: 0, end: 0 }
-    }
-
-    /// Room for the next read: what is left after `end`, made by moving what is unparsed to the front when there is
-    /// none, or by growing when that is all of it.
-    fn room(&mut self) -> &mut [u8] {
-        if self.end == self.bytes.len() {
-            if self.start > 0 {
-                self.bytes.copy_within(self.start..self.end, 0);
-                self.end -= self.start;
-                self.start = 0;
-            } else {
-                self.bytes.resize(self.bytes.len() * 2, 0);
-            }
-        }
-        &mut self.bytes[self.end..]
-    }
-
-    fn unparsed(&self) -> &[u8] {
-        &self.bytes[self.start..self.end]
-    }
-
-    /// The first `n` unparsed bytes were parsed.
-    fn consume(&mut self, n: usize) {
-        self.start += n;
-        if self.start == self.end {
-            (self.start, self.end) = (0, 0);
-        }
-    }
+    open.session.take_replies(replies).is_ok() && healthy
 }
 
 /// The timer found the oldest call's deadline: fails the socket if it has passed, else waits for it (or fails the
@@ -535,18 +437,13 @@ extern "C" fn on_deadline<C: DirectCall + 'static>(handle: *mut UvHandle) {
     let failed = {
         let guard = state.borrow();
         let Phase::Open(open) = &guard.phase else { return };
-        match open.pending.front() {
-            None => None,
-            Some((deadline, _)) => {
-                // A call not written yet (which only lasts within our callbacks) has the whole timeout ahead.
-                let left = deadline.map_or(guard.timeout, |at| at.saturating_duration_since(Instant::now()));
-                if left.is_zero() {
-                    Some(NoReply::TimedOut)
-                } else {
-                    // SAFETY: as above; this is that timer, open, its data the state's.
-                    let status = unsafe { uv_timer_start(open.timer, on_deadline::<C>, millis(left) + 1, 0) };
-                    (status != 0).then_some(NoReply::Dropped)
-                }
+        match open.session.deadline(Instant::now()) {
+            Deadline::Idle => None,
+            Deadline::Passed => Some(NoReply::TimedOut),
+            Deadline::In(left) => {
+                // SAFETY: as above; this is that timer, open, its data the state's.
+                let status = unsafe { uv_timer_start(open.timer, on_deadline::<C>, millis(left) + 1, 0) };
+                (status != 0).then_some(NoReply::Dropped)
             }
         }
     };
@@ -565,7 +462,9 @@ fn millis(duration: Duration) -> u64 {
 fn dispatch<C: DirectCall + 'static>(state: &Rc<RefCell<State<C>>>, replies: Vec<(C, Outcome)>) {
     let (env, handler) = {
         let mut guard = state.borrow_mut();
-        guard.dispatching = true;
+        if let Phase::Open(open) = &mut guard.phase {
+            open.session.set_dispatching(true);
+        }
         (guard.env, guard.handler.clone())
     };
     let mut scope = ptr::null_mut();
@@ -579,10 +478,10 @@ fn dispatch<C: DirectCall + 'static>(state: &Rc<RefCell<State<C>>>, replies: Vec
     // Otherwise no JS value can be made here, so nothing can hear of the replies: they are dropped, as in
     // `on_teardown`.
     let mut guard = state.borrow_mut();
-    guard.dispatching = false;
-    let (closing, timeout, group) = (guard.closing, guard.timeout, guard.group);
+    let closing = guard.closing;
     let Phase::Open(open) = &mut guard.phase else { return };
-    let (flushed, idle) = (flush(open, timeout, group).is_ok(), open.pending.is_empty());
+    open.session.set_dispatching(false);
+    let (flushed, idle) = (flush(open).is_ok(), open.session.is_idle());
     drop(guard);
     if !flushed {
         fail(state, NoReply::Dropped);
@@ -594,18 +493,19 @@ fn dispatch<C: DirectCall + 'static>(state: &Rc<RefCell<State<C>>>, replies: Vec
 /// The socket failed, or a deadline passed (`why`): closes it and hands every call in flight to the handler without a
 /// reply. It may be opened again after [`REOPEN_AFTER`].
 fn fail<C: DirectCall + 'static>(state: &Rc<RefCell<State<C>>>, why: NoReply) {
-    let Some(pending) = shut(state) else { return };
+    let Some(session) = shut(state) else { return };
     if let Phase::Closed { reopen_at } = &mut state.borrow_mut().phase {
         *reopen_at = Some(Instant::now() + REOPEN_AFTER);
     }
-    if !pending.is_empty() {
-        dispatch(state, pending.into_iter().map(|(_, call)| (call, Err(why))).collect());
+    let failed = session.fail(why);
+    if !failed.is_empty() {
+        dispatch(state, failed);
     }
 }
 
-/// Closes the socket and its handles if it is open (not to be opened again when closing), returning the calls
-/// that were in flight.
-fn shut<C: 'static>(state: &Rc<RefCell<State<C>>>) -> Option<VecDeque<(Option<Instant>, C)>> {
+/// Closes the socket and its handles if it is open (not to be opened again when closing), returning its session
+/// with the calls that were in flight.
+fn shut<C: 'static>(state: &Rc<RefCell<State<C>>>) -> Option<DirectSession<C>> {
     let mut guard = state.borrow_mut();
     if !matches!(guard.phase, Phase::Open(_)) {
         if guard.closing {
@@ -627,7 +527,7 @@ fn shut<C: 'static>(state: &Rc<RefCell<State<C>>>) -> Option<VecDeque<(Option<In
             uv_close(handle, on_closed::<C>);
         }
     }
-    Some(open.pending)
+    Some(open.session)
 }
 
 /// The handles of a socket being closed, and its cleanup hook, removed once both are closed.

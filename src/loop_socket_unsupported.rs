@@ -2,12 +2,9 @@
 //! over the locker's own connection. Same interface as loop_socket.rs.
 
 use napi::sys;
-use snatch_core::{DirectTarget, Locker, NoReply, Reply};
+use snatch_core::{DirectTarget, Locker, Outcome};
 use std::marker::PhantomData;
 use std::time::Duration;
-
-/// A call's reply, or its failure.
-pub(crate) type Outcome = Result<Reply, NoReply>;
 
 /// Receives replies on the JS thread.
 pub(crate) type Handler<C> = Box<dyn Fn(Vec<(C, Outcome)>)>;

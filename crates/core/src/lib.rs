@@ -20,6 +20,7 @@ pub use direct::calls::{
     write_commands, ClusterMap, DirectAcquire, DirectCall, DirectCommand, DirectRelease, DirectTarget, NoReply,
     Settled, DIRECT_CLIENT_NAME,
 };
+pub use direct::session::{Deadline, DirectSession, Outcome};
 pub use direct::stream::DirectStream;
 pub use error::{ArgKind, SnatchError};
 pub use lock::keys::{slot, validate_key, LockKeys, CLOCK_FLOOR, MAX_KEY_BYTES};

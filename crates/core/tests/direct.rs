@@ -4,12 +4,12 @@ mod support;
 
 use redis::Commands;
 use snatch_core::{
-    parse_reply, write_commands, AwaitedReplies, DirectAcquire, DirectCall, DirectCommand, DirectRelease, DirectStream,
-    DirectTarget, Lease, LeaseState, LockOptions, Locker, LockerConfig, NoReply, Reply, Settled, DIRECT_CLIENT_NAME,
+    Deadline, DirectAcquire, DirectCall, DirectCommand, DirectRelease, DirectSession, DirectStream, DirectTarget,
+    Lease, LeaseState, LockOptions, Locker, LockerConfig, NoReply, Reply, Settled, DIRECT_CLIENT_NAME,
 };
 use std::io::ErrorKind;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use support::{inspect, redis_url, unique_key, RedisServer};
 
 fn locker(urls: &[&str]) -> Locker {
@@ -32,40 +32,46 @@ impl DirectCall for Call {
     }
 }
 
-/// Writes the commands of `calls` on `socket` (non-blocking, as the binding has it) and reads their replies, as the
-/// caller of direct calls would: each call with its reply, and what the commands were (see [`commands`]).
-fn exchange(socket: &mut DirectStream, mut calls: Vec<Call>) -> (Vec<(Call, Reply)>, Vec<&'static str>) {
-    let (mut command, mut awaited) = (Vec::new(), AwaitedReplies::default());
-    write_commands(calls.iter_mut(), &mut command, &mut awaited, true);
-    let mut written = 0;
-    while written < command.len() || socket.wants_write() {
-        match socket.write(&command[written..]) {
-            Ok(n) => written += n,
+/// Sends `calls` on `socket` (non-blocking, as the binding has it) through a [`DirectSession`], as the caller of
+/// direct calls does: each call with its reply, and what the commands were (see [`commands`]).
+fn exchange(socket: &mut DirectStream, calls: Vec<Call>) -> (Vec<(Call, Reply)>, Vec<&'static str>) {
+    exchange_in(socket, calls, usize::MAX)
+}
+
+/// [`exchange`], reading at most `chunk` bytes at a time.
+fn exchange_in(socket: &mut DirectStream, calls: Vec<Call>, chunk: usize) -> (Vec<(Call, Reply)>, Vec<&'static str>) {
+    let count = calls.len();
+    let mut session = DirectSession::new(Duration::from_secs(5), true);
+    for call in calls {
+        assert!(session.push(call), "written at once while no replies are handed out");
+    }
+    session.encode(Instant::now);
+    let written = commands(session.unsent());
+    while !session.unsent().is_empty() || socket.wants_write() {
+        match socket.write(session.unsent()) {
+            Ok(n) => session.sent(n),
             Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
             Err(e) => panic!("write failed: {e}"),
         }
         socket.send_pending().unwrap();
     }
-    let (mut buf, mut replies) = (Vec::new(), Vec::new());
-    while replies.len() < calls.len() {
-        if let Some((reply, len)) = parse_reply(&buf).unwrap() {
-            buf.drain(..len);
-            replies.extend(awaited.take(reply).unwrap());
-            continue;
-        }
-        let mut chunk = [0u8; 256];
-        match socket.read(&mut chunk) {
+    let mut replies = Vec::new();
+    while replies.len() < count {
+        let room = session.read_room();
+        let len = room.len().min(chunk);
+        match socket.read(&mut room[..len]) {
             Ok(n) => {
                 assert!(n > 0, "Redis closed the socket");
-                buf.extend_from_slice(&chunk[..n]);
+                session.received(n);
+                session.take_replies(&mut replies).unwrap();
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
             Err(e) => panic!("read failed: {e}"),
         }
     }
-    assert!(buf.is_empty(), "no reply left over");
-    assert_eq!(replies.len(), calls.len());
-    (calls.into_iter().zip(replies).collect(), commands(&command))
+    assert!(session.is_idle());
+    assert_eq!(replies.len(), count);
+    (replies.into_iter().map(|(call, reply)| (call, reply.expect("a reply"))).collect(), written)
 }
 
 /// The commands in `written` that carry calls, in order: `EXEC` for a transaction of acquisitions, `EVALSHA` for a
@@ -351,4 +357,79 @@ async fn a_missing_reply_is_made_again_when_the_socket_dropped_and_fails_when_it
     let Settled::Done(Err(e)) = attempt().settle(Err(NoReply::TimedOut)) else { panic!("expected an error") };
     assert_eq!(e.code(), "ERR_SNATCH_REDIS");
     assert!(e.to_string().contains("timed out after 1000 ms"), "{e}");
+}
+
+#[tokio::test]
+async fn replies_read_a_byte_at_a_time_are_paired_with_their_calls() {
+    let (_server, url) = redis_url();
+    let locker = locker(&[&url]);
+    let mut socket = socket(&locker).await;
+    let options = LockOptions::default();
+    let [free, wrong_type] = [0, 1].map(|n| unique_key(&format!("split{n}")));
+    let () = inspect(&url).hset(format!("snatch:{wrong_type}"), "field", "value").unwrap();
+    let attempt = |key: &str| Call::Acquire(Box::new(locker.direct_acquire(key, &options).unwrap().unwrap()));
+    // The first acquisition of a key goes through the script (a new counter): after it, the key's are direct.
+    let first = lease_of(acquire(&mut socket, locker.direct_acquire(&free, &options).unwrap().unwrap())).await;
+    let first = first.expect("acquired");
+
+    let calls =
+        vec![Call::Release(first.direct_release().unwrap()), attempt(&free), attempt(&wrong_type), attempt(&free)];
+    let (replies, commands) = exchange_in(&mut socket, calls, 1);
+    assert_eq!(commands, ["EVALSHA", "EXEC"]);
+    let [released, again, wrong, held] = <[_; 4]>::try_from(replies).ok().unwrap();
+    assert!(matches!(settle_release(released), Settled::Done(Ok(true))));
+    let Settled::Done(Ok(Some(again))) = settle_acquire(again) else { panic!("acquired after its release") };
+    assert!(again.fence() > first.fence());
+    assert!(matches!(settle_acquire(wrong), Settled::Done(Err(_))), "a key of another type fails");
+    assert!(matches!(settle_acquire(held), Settled::Done(Ok(None))), "held by the call before it");
+    locker.close().await;
+}
+
+#[tokio::test]
+async fn a_sessions_deadline_counts_from_when_its_calls_are_encoded_and_failing_hands_back_every_call() {
+    let locker = locker(&["redis://127.0.0.1:1"]);
+    let attempt = || Call::Acquire(Box::new(locker.direct_acquire("k", &LockOptions::default()).unwrap().unwrap()));
+    let timeout = Duration::from_millis(1000);
+    let mut session = DirectSession::new(timeout, true);
+    let start = Instant::now();
+    assert_eq!(session.deadline(start), Deadline::Idle);
+    assert!(session.push(attempt()));
+    assert_eq!(session.deadline(start + timeout * 2), Deadline::In(timeout), "not encoded: the whole timeout ahead");
+    session.encode(|| start);
+    assert!(session.push(attempt()));
+    assert_eq!(session.deadline(start + Duration::from_millis(400)), Deadline::In(Duration::from_millis(600)));
+    assert_eq!(session.deadline(start + timeout), Deadline::Passed, "the oldest call's deadline");
+    let failed = session.fail(NoReply::TimedOut);
+    assert_eq!(failed.len(), 2, "the encoded call and the one not encoded yet");
+    for (call, outcome) in failed {
+        assert_eq!(outcome.err(), Some(NoReply::TimedOut));
+        let Call::Acquire(attempt) = call else { panic!("not an acquisition") };
+        assert!(matches!(attempt.settle(Err(NoReply::TimedOut)), Settled::Done(Err(_))));
+    }
+}
+
+#[test]
+fn while_replies_are_handed_out_calls_are_written_twelve_at_a_time() {
+    let locker = locker(&["redis://127.0.0.1:1"]);
+    let attempt = || Call::Acquire(Box::new(locker.direct_acquire("k", &LockOptions::default()).unwrap().unwrap()));
+    let mut session = DirectSession::new(Duration::from_secs(1), true);
+    session.set_dispatching(true);
+    let writes: Vec<bool> = (0..13).map(|_| session.push(attempt())).collect();
+    assert_eq!(writes.iter().filter(|w| **w).count(), 2, "{writes:?}");
+    assert!(writes[11] && writes[12], "the twelfth and every one after until encoded: {writes:?}");
+    session.encode(Instant::now);
+    assert!(!session.push(attempt()), "counted afresh after encoding");
+    session.set_dispatching(false);
+    assert!(session.push(attempt()), "at once when no replies are handed out");
+}
+
+#[test]
+fn a_reply_no_call_awaits_fails_the_session() {
+    let mut session = DirectSession::<Call>::new(Duration::from_secs(1), true);
+    let reply = b"+OK\r\n";
+    session.read_room()[..reply.len()].copy_from_slice(reply);
+    session.received(reply.len());
+    let mut replies = Vec::new();
+    assert!(session.take_replies(&mut replies).is_err());
+    assert!(replies.is_empty());
 }

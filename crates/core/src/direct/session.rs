@@ -1,0 +1,218 @@
+//! The protocol of one socket of direct calls, without the socket (sans-IO): which calls are written together, the
+//! bytes to write, the bytes read turned into replies paired with their calls, the calls' deadlines, and the calls
+//! in flight when the socket fails. The caller moves the bytes between the session and its socket and tells the
+//! time; the Node binding does it from node's event loop (src/loop_socket.rs).
+
+use crate::direct::awaited::AwaitedReplies;
+use crate::direct::calls::{write_commands, DirectCall, NoReply};
+use crate::protocol::resp::{parse, ProtocolError, Reply};
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// While replies are handed out, the calls they lead to are written this many at a time rather than all at the
+/// end, so that Redis works on the first ones while the caller makes the rest: at 50 concurrent runs, about 3× the
+/// throughput of writing them all at once, which has node and Redis take turns (bench/README.md, profile step 15;
+/// 12 rather than 16 since step 26). Consecutive calls of one kind among them go as one command
+/// ([`write_commands`], profile step 19).
+const WRITE_EVERY: usize = 12;
+
+/// Bytes of room for reads, to start with (more when one reply is longer).
+const READ_ROOM: usize = 16 * 1024;
+
+/// A call's reply, or why it has none.
+pub type Outcome = Result<Reply, NoReply>;
+
+/// When the oldest call in flight runs out of time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deadline {
+    /// No call is in flight.
+    Idle,
+    /// It has passed: the socket must fail with [`NoReply::TimedOut`].
+    Passed,
+    /// In this long.
+    In(Duration),
+}
+
+/// The calls of one socket, from their command to their reply. `C` is what a call carries until its reply.
+pub struct DirectSession<C> {
+    /// Calls in the order of their replies, with their deadlines; the last `unwritten` are not encoded yet, and get
+    /// their deadline when they are (one clock read for the calls encoded together).
+    pending: VecDeque<(Option<Instant>, C)>,
+    /// Calls not encoded yet, at the end of `pending`.
+    unwritten: usize,
+    /// The replies of the commands encoded, and how many calls each answers.
+    awaited: AwaitedReplies,
+    /// Encoded and not yet taken by the socket.
+    unsent: Vec<u8>,
+    /// Read and not yet parsed.
+    received: Received,
+    timeout: Duration,
+    /// Whether consecutive calls of one kind share a command (not on a cluster master: see [`write_commands`]).
+    group: bool,
+    /// Replies are being handed out: calls made meanwhile are encoded [`WRITE_EVERY`] at a time.
+    dispatching: bool,
+}
+
+impl<C: DirectCall> DirectSession<C> {
+    /// A session whose calls have `timeout` each, from when they are encoded; `group` as for [`write_commands`].
+    pub fn new(timeout: Duration, group: bool) -> Self {
+        Self {
+            pending: VecDeque::new(),
+            unwritten: 0,
+            awaited: AwaitedReplies::default(),
+            unsent: Vec::new(),
+            received: Received::new(),
+            timeout,
+            group,
+            dispatching: false,
+        }
+    }
+
+    /// The timeout of each call.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// No call is in flight (none waits for a reply).
+    pub fn is_idle(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Takes `call`, to be encoded. True when the calls not encoded yet should be encoded and written now ([`encode`]):
+    /// at once, except while replies are handed out, when every [`WRITE_EVERY`] calls.
+    ///
+    /// [`encode`]: Self::encode
+    pub fn push(&mut self, call: C) -> bool {
+        self.pending.push_back((None, call));
+        self.unwritten += 1;
+        !self.dispatching || self.unwritten >= WRITE_EVERY
+    }
+
+    /// Replies are being handed out (`true`) or no longer (`false`): see [`push`](Self::push). The caller encodes
+    /// what was pushed meanwhile once this ends.
+    pub fn set_dispatching(&mut self, dispatching: bool) {
+        self.dispatching = dispatching;
+    }
+
+    /// Encodes the calls not encoded yet after the bytes not sent yet; their deadline is `timeout` after `now`,
+    /// which is asked only when there is something to encode (one clock read for the calls encoded together).
+    pub fn encode(&mut self, now: impl FnOnce() -> Instant) {
+        if self.unwritten == 0 {
+            return;
+        }
+        let first = self.pending.len() - self.unwritten;
+        let deadline = now() + self.timeout;
+        let calls = self.pending.range_mut(first..).map(|(at, call)| {
+            *at = Some(deadline);
+            call
+        });
+        write_commands(calls, &mut self.unsent, &mut self.awaited, self.group);
+        self.unwritten = 0;
+    }
+
+    /// The bytes to write to the socket.
+    pub fn unsent(&self) -> &[u8] {
+        &self.unsent
+    }
+
+    /// The socket took the first `n` bytes of [`unsent`](Self::unsent).
+    pub fn sent(&mut self, n: usize) {
+        self.unsent.drain(..n);
+    }
+
+    /// Room for the next read from the socket; [`received`](Self::received) says how much was read into it.
+    pub fn read_room(&mut self) -> &mut [u8] {
+        self.received.room()
+    }
+
+    /// `n` bytes were read into [`read_room`](Self::read_room).
+    pub fn received(&mut self, n: usize) {
+        self.received.end += n;
+    }
+
+    /// Appends to `replies` each call whose reply is complete, with its reply, in order. An error when a reply
+    /// makes no sense or answers no call: the socket must fail (the calls before it are still taken).
+    pub fn take_replies(&mut self, replies: &mut Vec<(C, Outcome)>) -> Result<(), ProtocolError> {
+        let mut at = 0;
+        let result = loop {
+            match parse(&self.received.unparsed()[at..]) {
+                Ok(Some((reply, len))) => {
+                    let answers = match self.awaited.take(reply) {
+                        Ok(answers) if answers.len() <= self.pending.len() => answers,
+                        Ok(_) => break Err(ProtocolError("a reply for more calls than are in flight".to_owned())),
+                        Err(e) => break Err(e),
+                    };
+                    at += len;
+                    let calls = self.pending.drain(..answers.len()).map(|(_, call)| call);
+                    replies.extend(calls.zip(answers.into_iter().map(Ok)));
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        self.received.consume(at);
+        result
+    }
+
+    /// When the oldest call in flight runs out of time, as of `now`. A call not encoded yet (which the caller
+    /// encodes before it returns to its loop) has the whole timeout ahead.
+    pub fn deadline(&self, now: Instant) -> Deadline {
+        match self.pending.front() {
+            None => Deadline::Idle,
+            Some((deadline, _)) => {
+                let left = deadline.map_or(self.timeout, |at| at.saturating_duration_since(now));
+                if left.is_zero() {
+                    Deadline::Passed
+                } else {
+                    Deadline::In(left)
+                }
+            }
+        }
+    }
+
+    /// The socket failed (`why`): every call in flight, without a reply, in order. A new socket gets a new session.
+    pub fn fail(self, why: NoReply) -> Vec<(C, Outcome)> {
+        self.pending.into_iter().map(|(_, call)| (call, Err(why))).collect()
+    }
+}
+
+/// What was read and not parsed yet, `bytes[start..end]`; reads land after it, in room zeroed once (when allocated
+/// or grown) rather than for every read, without a copy.
+struct Received {
+    bytes: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl Received {
+    fn new() -> Self {
+        Self { bytes: vec![0; READ_ROOM], start: 0, end: 0 }
+    }
+
+    /// Room for the next read: what is left after `end`, made by moving what is unparsed to the front when there is
+    /// none, or by growing when that is all of it.
+    fn room(&mut self) -> &mut [u8] {
+        if self.end == self.bytes.len() {
+            if self.start > 0 {
+                self.bytes.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else {
+                self.bytes.resize(self.bytes.len() * 2, 0);
+            }
+        }
+        &mut self.bytes[self.end..]
+    }
+
+    fn unparsed(&self) -> &[u8] {
+        &self.bytes[self.start..self.end]
+    }
+
+    /// The first `n` unparsed bytes were parsed.
+    fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
+        }
+    }
+}

@@ -24,6 +24,8 @@ const CLUSTER_NODE_TIMEOUT_MS = 15_000
 
 const USAGE = `usage: npm run bench -- [options]
   --seconds N        measured seconds per run (default 5)
+  --warmup N         seconds of warmup before each measured window (default: a fifth of --seconds, at most 1;
+                     0 measures every cycle from the first, startup included)
   --reps N           repetitions of each run (default 3)
   --quick            smoke run: 1 s per run, 1 repetition
   --soak N           only redis-snatch withfn at c=50 for N seconds, RSS sampled every second
@@ -42,7 +44,7 @@ process.on('SIGTERM', () => process.exit(143))
 
 /** The options from argv; exits with the usage on a bad one. */
 function parseArgs(argv) {
-  const options = { seconds: 5, reps: 3, quick: false, soak: 0, libs: null, scenarios: null }
+  const options = { seconds: 5, warmup: null, reps: 3, quick: false, soak: 0, libs: null, scenarios: null }
   const fail = (message) => {
     console.error(`${message}\n${USAGE}`)
     process.exit(2)
@@ -50,6 +52,11 @@ function parseArgs(argv) {
   const positive = (name, value) => {
     const n = Number(value)
     if (!(n > 0)) fail(`${name} needs a positive number, got ${value}`)
+    return n
+  }
+  const nonNegative = (name, value) => {
+    const n = Number(value)
+    if (!(n >= 0)) fail(`${name} needs a number of at least 0, got ${value}`)
     return n
   }
   const list = (name, value, known) => {
@@ -65,6 +72,7 @@ function parseArgs(argv) {
       process.exit(0)
     } else if (arg === '--quick') options.quick = true
     else if (arg === '--seconds') options.seconds = positive(arg, argv[++i])
+    else if (arg === '--warmup') options.warmup = nonNegative(arg, argv[++i])
     else if (arg === '--reps') options.reps = Math.round(positive(arg, argv[++i]))
     else if (arg === '--soak') options.soak = positive(arg, argv[++i])
     else if (arg === '--libs') options.libs = list(arg, argv[++i], LIBS.map((l) => l.id))
@@ -255,7 +263,7 @@ function headerLines(options, redis, title, deployments = {}) {
   return lines
 }
 
-const warmupMs = (options) => Math.min(1000, (options.seconds * 1000) / 5)
+const warmupMs = (options) => (options.warmup ?? Math.min(1, options.seconds / 5)) * 1000
 
 /** Write `text` to results/<date><suffix>.md and print it. */
 function publish(text, suffix) {

@@ -52,6 +52,7 @@ async function measure({ concurrency, warmupMs, durationMs, redisPid }, loop) {
     perSecond: cycles / seconds,
     p50: cycles ? histogram.percentile(50) / 1e6 : NaN,
     p99: cycles ? histogram.percentile(99) / 1e6 : NaN,
+    p999: cycles ? histogram.percentile(99.9) / 1e6 : NaN,
     nodeCpu: nodeCpu / seconds,
     redisCpu: (end.redis - start.redis) / seconds,
   }

@@ -38,7 +38,7 @@ function summarize(reps) {
   const failed = reps.find((r) => r.error)
   if (failed) return { error: failed.error.split('\n')[0] }
   const field = (name) => median(reps.map((r) => r[name]))
-  const fields = ['perSecond', 'ok', 'seconds', 'p50', 'p99', 'maxRss', 'nodeCpu', 'redisCpu']
+  const fields = ['perSecond', 'ok', 'seconds', 'p50', 'p99', 'p999', 'maxRss', 'nodeCpu', 'redisCpu']
   const summary = Object.fromEntries(fields.map((name) => [name, field(name)]))
   summary.okPerSecond = median(reps.map((r) => r.ok / r.seconds))
   return summary
@@ -103,7 +103,7 @@ function renderScenario(scenario, concurrency, byLib, floorRow) {
   const lines = [`## ${scenario}, c=${concurrency}`, '', DESCRIPTIONS[scenario], '']
   const head = ['library', handoff ? 'handoffs/s' : 'cycles/s']
   if (contended) head.push('won/s')
-  head.push('p50 ms', 'p99 ms', 'max RSS MiB', 'node CPU', 'node CPU µs/cycle', 'redis CPU')
+  head.push('p50 ms', 'p99 ms', 'p99.9 ms', 'max RSS MiB', 'node CPU', 'node CPU µs/cycle', 'redis CPU')
   if (!handoff) head.push('× raw ioredis')
   if (floorColumn) head.push('× floor')
   lines.push(cells(head), cells(head.map((_, i) => (i === 0 ? '---' : '---:'))))
@@ -117,7 +117,7 @@ function renderScenario(scenario, concurrency, byLib, floorRow) {
     const row = [lib.name, rate(s.perSecond)]
     if (contended) row.push(rate(s.okPerSecond))
     const cpuPerCycle = Math.round((s.nodeCpu / s.perSecond) * 1e6)
-    row.push(ms(s.p50), ms(s.p99), mib(s.maxRss), cpu(s.nodeCpu), cpuPerCycle, cpu(s.redisCpu))
+    row.push(ms(s.p50), ms(s.p99), ms(s.p999), mib(s.maxRss), cpu(s.nodeCpu), cpuPerCycle, cpu(s.redisCpu))
     if (!handoff) row.push(raw && !raw.error ? ratio(s.perSecond / raw.perSecond) : '—')
     if (floorColumn) row.push(floorRow ? ratio(s.perSecond / floorCycles(floorRow)) : '—')
     lines.push(cells(row))

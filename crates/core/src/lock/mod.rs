@@ -1,5 +1,6 @@
 //! The lock on one deployment or a Redlock majority: the locker (acquire, wait, run under a lock, close), a held
-//! lease, its renewal and loss, the Redis names derived from a key, and the background releases and jobs (schedules) `close` waits for.
+//! lease, its renewal and loss, the Redis names derived from a key, and the background releases and jobs
+//! (schedules) `close` waits for.
 
 pub(crate) mod cleanup;
 pub(crate) mod job;

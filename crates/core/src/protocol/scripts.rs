@@ -55,8 +55,8 @@ pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!
 /// Delete locks we own (compare-and-delete) and wake their waiters, if any (see [`ACQUIRE`]).
 ///
 /// KEYS: lock key, for each lock. ARGV: token, for each lock (the channel to wake waiters on is derived from the
-/// key, as [`crate::lock::keys::LockKeys::channel`]). For each lock 1 when the key was ours, else 0: one integer for one
-/// lock, an array of them for several, where a lock whose work failed has its error. One call for several locks
+/// key, as [`crate::lock::keys::LockKeys::channel`]). For each lock 1 when the key was ours, else 0: one integer for
+/// one lock, an array of them for several, where a lock whose work failed has its error. One call for several locks
 /// costs Redis less per lock than a call each (bench/README.md, profile step 19).
 pub(crate) static RELEASE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("scripts/release.lua")));
 

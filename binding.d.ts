@@ -30,6 +30,13 @@ export declare class NativeLocker {
    * whether it was still ours.
    */
   extend(id: number, lock: number, ttl?: number | undefined | null): void
+  /**
+   * Starts operation `id`: what Redis holds for `key`. Completes with its lease left, fence and holders when it
+   * is held, with none of them when it is free.
+   */
+  inspect(id: number, key: string): void
+  /** Starts operation `id`: delete `key`'s lock whoever holds it. Completes with whether there was one. */
+  forceRelease(id: number, key: string): void
   /** Starts operation `id`: release lock `lock` (subject to minHold). Completes with whether it was still ours. */
   release(id: number, lock: number): void
   /** Milliseconds lock `lock` is still guaranteed; 0 once lost or released. */
@@ -68,8 +75,12 @@ export interface Completion {
   token?: string
   /** run: the lease could not be guaranteed for the whole run. */
   lost?: boolean
-  /** extend / release: whether the lock was still ours. */
+  /** extend / release: whether the lock was still ours; forceRelease: whether there was a lock. */
   ok?: boolean
+  /** inspect of a held key: its lease left in ms (with `fence`, its fence counter). */
+  ttl?: number
+  /** inspect of a held key: how many hold it. */
+  holders?: number
 }
 
 /**

@@ -96,8 +96,23 @@ export declare class Locker {
   lock(key: string, options?: WaitOptions): Promise<Lock>
   /** Cluster-safe cron: each occurrence of `cron` runs fn on exactly one replica. Throws on a bad expression or zone. */
   schedule(name: string, cron: string, fn: (ctx: TickContext) => unknown, options?: ScheduleOptions): ScheduledTask
+  /** What Redis holds for `key` now: null when it is free. For dashboards and debugging. */
+  inspect(key: string): Promise<null | Inspection>
+  /** Deletes `key`'s lock whoever holds it (an operator's tool) and wakes its waiters; true if there was one. The
+   *  holder's next extension is refused and its signal aborts. */
+  forceRelease(key: string): Promise<boolean>
   /** Stop schedules, wait for running tasks, release every lock still held, close connections. Idempotent. */
   close(): Promise<void>
+}
+
+/** What Redis holds for a locked key (`Locker.inspect`). */
+export interface Inspection {
+  /** The lease left, in ms (with Redlock: the least among the nodes that hold it). */
+  ttl: number
+  /** The fence of the key's latest acquisition. */
+  fence: bigint
+  /** How many hold it: 1 for a lock. */
+  holders: number
 }
 
 /** Options of a schedule. */

@@ -133,6 +133,23 @@ class Locker {
     })
   }
 
+  /** What Redis holds for `key` now, for dashboards and debugging: `null` when it is free. */
+  async inspect(key) {
+    checkKey(key)
+    const completion = await this.#call((op) => this.#native.inspect(op, key))
+    if (completion.fence === undefined || completion.fence === null) return null
+    return { ttl: completion.ttl, fence: completion.fence, holders: completion.holders }
+  }
+
+  /**
+   * Deletes `key`'s lock whoever holds it (an operator's tool) and wakes its waiters; true when there was one. The
+   * holder's next extension is refused and its signal aborts.
+   */
+  async forceRelease(key) {
+    checkKey(key)
+    return (await this.#call((op) => this.#native.forceRelease(op, key))).ok
+  }
+
   /** Stops schedules, waits for running tasks, releases every lock still held, closes the connections. Idempotent. */
   async close() {
     await this.#call((op) => this.#native.close(op))

@@ -31,8 +31,12 @@ pub struct Completion {
     pub token: Option<String>,
     /// run: the lease could not be guaranteed for the whole run.
     pub lost: Option<bool>,
-    /// extend / release: whether the lock was still ours.
+    /// extend / release: whether the lock was still ours; forceRelease: whether there was a lock.
     pub ok: Option<bool>,
+    /// inspect of a held key: its lease left in ms (with `fence`, its fence counter).
+    pub ttl: Option<f64>,
+    /// inspect of a held key: how many hold it.
+    pub holders: Option<u32>,
 }
 
 impl Completion {

@@ -8,7 +8,7 @@ use crate::options::{lock_options, millis, LockInit, LockerInit, ScheduleInit};
 use crate::outcomes::{acquired, start_op, Leases, Settling};
 use crate::run_calls;
 use crate::schedule::{JsTickHandler, NativeSchedule, ScheduleEvent, TickTask};
-use napi::bindgen_prelude::{spawn, within_runtime_if_available, Function, Unknown};
+use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, Function, Unknown};
 use napi::Env;
 use napi_derive::napi;
 use snatch_core::{CronSchedule, Lease, Locker, LockerConfig, SnatchError};
@@ -114,6 +114,34 @@ impl NativeLocker {
             Ok(Completion { ok: Some(ok), ..Completion::done(id) })
         });
         Ok(())
+    }
+
+    /// Starts operation `id`: what Redis holds for `key`. Completes with its lease left, fence and holders when it
+    /// is held, with none of them when it is free.
+    #[napi]
+    pub fn inspect(&self, id: u32, key: String) {
+        let locker = self.locker.clone();
+        self.start(id, async move {
+            Ok(match locker.inspect(&key).await? {
+                Some(held) => Completion {
+                    ttl: Some(held.ttl_ms as f64),
+                    fence: Some(BigInt::from(held.fence)),
+                    holders: Some(held.holders),
+                    ..Completion::done(id)
+                },
+                None => Completion::done(id),
+            })
+        });
+    }
+
+    /// Starts operation `id`: delete `key`'s lock whoever holds it. Completes with whether there was one.
+    #[napi]
+    pub fn force_release(&self, id: u32, key: String) {
+        let locker = self.locker.clone();
+        self.start(id, async move {
+            let deleted = locker.force_release(&key).await?;
+            Ok(Completion { ok: Some(deleted), ..Completion::done(id) })
+        });
     }
 
     /// Starts operation `id`: release lock `lock` (subject to minHold). Completes with whether it was still ours.

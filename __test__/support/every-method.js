@@ -41,8 +41,8 @@ async function until(check, what, ms = 10_000) {
 }
 
 /**
- * Runs snatchTask, tryLock, lock, extend, release, withLock with a waiter woken by the release, a LockTimeoutError
- * and a schedule on `locker` and `other` (two lockers on one deployment, with the default prefix unless `prefix`),
+ * Runs snatchTask, tryLock, lock, extend, release, withLock with a waiter woken by the release, a LockTimeoutError,
+ * inspect, forceRelease and a schedule on `locker` and `other` (two lockers on one deployment, with the default prefix unless `prefix`),
  * asserting each outcome. `nodes`: plain redis:// URLs (with credentials) of the deployment's servers.
  */
 async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
@@ -79,7 +79,18 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
   expect(lock.fence).toBeGreaterThan(waitedFence)
   const timeout = await other.lock(key, { wait: 200 }).catch((e) => e)
   expect(timeout).toMatchObject({ code: 'ERR_SNATCH_TIMEOUT' })
-  expect(await lock.release()).toBe(true)
+
+  // inspect: what Redis holds; forceRelease: an operator deletes the lock, and the holder hears of it.
+  const inspected = await other.inspect(key)
+  expect(inspected).toEqual({ ttl: expect.any(Number), fence: lock.fence, holders: 1 })
+  expect(inspected.ttl).toBeGreaterThan(0)
+  expect(inspected.ttl).toBeLessThanOrEqual(10_000)
+  expect(await other.forceRelease(key)).toBe(true)
+  expect(await other.inspect(key)).toBeNull()
+  expect(await other.forceRelease(key)).toBe(false)
+  expect(await lock.extend()).toBe(false)
+  expect(lock.signal.aborted).toBe(true)
+  expect(await lock.release()).toBe(false)
 
   // schedule: two replicas, each occurrence runs on exactly one.
   const name = uniqueKey('every-cron')

@@ -14,6 +14,7 @@ import {
   RedisError,
   snatchTask,
   SnatchError,
+  type Inspection,
   type LockerOptions,
   type LockOptions,
   type ScheduledTask,
@@ -62,6 +63,11 @@ export async function usage(): Promise<void> {
   const released: boolean = await lock.release()
   await lock[Symbol.asyncDispose]()
   void n, maybe, fields, extended, released
+
+  const held: Inspection | null = await locker.inspect('k')
+  if (held) void [held.ttl + 1, held.fence + 1n, held.holders + 1]
+  const forced: boolean = await locker.forceRelease('k')
+  void forced
 
   const scheduleOptions: ScheduleOptions = { ttl: 60_000, timezone: 'Europe/Paris' }
   const task: ScheduledTask = locker.schedule('report', '0 6 * * *', ({ tick, fence }: TickContext) => {

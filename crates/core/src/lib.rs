@@ -25,7 +25,7 @@ pub use direct::stream::DirectStream;
 pub use error::{ArgKind, SnatchError};
 pub use lock::keys::{slot, validate_key, LockKeys, CLOCK_FLOOR, MAX_KEY_BYTES};
 pub use lock::lease::{Lease, LeaseState};
-pub use lock::locker::{not_acquired, run_under, Busy, Locker, Ran};
+pub use lock::locker::{not_acquired, run_under, Busy, Inspection, Locker, Ran};
 pub use protocol::resp::{parse as parse_reply, ProtocolError, Reply};
 pub use schedule::cron::CronSchedule;
 pub use schedule::scheduler::{Schedule, ScheduleOptions, SkipReason, TickEvent, TickHandler};

@@ -545,3 +545,23 @@ async fn a_run_is_renewed_while_its_task_lasts_and_reports_a_loss() {
     assert!(ran.output, "the loss was not noticed during the run");
     assert!(ran.lost);
 }
+
+#[tokio::test]
+async fn inspect_reports_the_lease_and_fence_and_force_release_deletes_whoever_holds_it() {
+    let (_server, url) = redis_url();
+    let locker = locker(&url);
+    let key = unique_key("inspect");
+    assert_eq!(locker.inspect(&key).await.unwrap(), None);
+    let held = locker.try_lock(&key, &ttl(30_000)).await.unwrap().expect("acquired");
+    let seen = locker.inspect(&key).await.unwrap().expect("held");
+    assert_eq!((seen.fence, seen.holders), (held.fence(), 1));
+    assert!(seen.ttl_ms > 0 && seen.ttl_ms <= 30_000, "{seen:?}");
+
+    assert!(locker.force_release(&key).await.unwrap());
+    assert_eq!(locker.inspect(&key).await.unwrap(), None);
+    assert!(!locker.force_release(&key).await.unwrap(), "nothing left to delete");
+    assert!(!held.extend(None).await.unwrap(), "the holder's extension is refused");
+    assert_eq!(held.state(), LeaseState::Lost);
+    assert_eq!(locker.inspect("").await.unwrap_err().code(), "ERR_SNATCH_INVALID_ARG");
+    locker.close().await;
+}

@@ -41,6 +41,17 @@ pub struct Ran<T> {
     pub lost: bool,
 }
 
+/// What Redis holds for a key that is locked ([`Locker::inspect`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Inspection {
+    /// The lease left, in ms (with Redlock, the least among the nodes that hold it).
+    pub ttl_ms: i64,
+    /// The key's fence counter: the fence of its latest acquisition (with Redlock, the highest among the nodes).
+    pub fence: i64,
+    /// How many hold it: 1 for a lock.
+    pub holders: u32,
+}
+
 /// Acquires and releases locks on one Redis or on a Redlock set of independent masters. Cloning gives another
 /// handle to the same locker.
 #[derive(Clone)]
@@ -299,6 +310,22 @@ impl Locker {
                 }
             }
         }
+    }
+
+    /// What Redis holds for `key` now, for dashboards and debugging: `None` when it is free.
+    pub async fn inspect(&self, key: &str) -> Result<Option<Inspection>, SnatchError> {
+        let keys = LockKeys::new(&self.shared.config.prefix, key, self.one_slot())?;
+        let _busy = self.enter()?;
+        let held = self.shared.nodes.inspect(&keys).await?;
+        Ok(held.map(|(ttl_ms, fence)| Inspection { ttl_ms, fence, holders: 1 }))
+    }
+
+    /// Deletes `key`'s lock whoever holds it (an operator's tool) and wakes its waiters; true when there was one. The
+    /// holder's next extension is refused, and its lease declared lost.
+    pub async fn force_release(&self, key: &str) -> Result<bool, SnatchError> {
+        let keys = LockKeys::new(&self.shared.config.prefix, key, self.one_slot())?;
+        let _busy = self.enter()?;
+        self.shared.nodes.force_release(&keys).await
     }
 
     /// Registers background work for `close` to stop.

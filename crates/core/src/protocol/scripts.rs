@@ -60,6 +60,17 @@ pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!
 /// costs Redis less per lock than a call each (bench/README.md, profile step 19).
 pub(crate) static RELEASE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("scripts/release.lua")));
 
+/// What Redis holds for a lock: `inspect`, for dashboards and debugging.
+///
+/// KEYS: lock key, fence key. Returns `{pttl, fence}`: the lock key's lease left in ms (-2 when free) and the fence
+/// counter's value (nil when it has none).
+pub(crate) static INSPECT: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("scripts/inspect.lua")));
+
+/// Delete a lock whoever holds it and wake its waiters: `forceRelease`, an operator's tool.
+///
+/// KEYS: lock key. Returns 1 when there was a lock, else 0.
+pub(crate) static FORCE_RELEASE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("scripts/force_release.lua")));
+
 /// One call of a script: its EVALSHA command, and the script, for when the server does not have it.
 pub(crate) struct ScriptCall {
     pub(crate) script: &'static Lua,

@@ -209,6 +209,47 @@ impl Nodes {
         Ok(answers.iter().filter(|a| matches!(a, Ok(true))).count() >= self.quorum())
     }
 
+    /// What the nodes hold for the lock of `keys`: `None` when it is free (held on fewer than a majority of nodes),
+    /// else the least lease left among the nodes that hold it (ms; -1 for a key without expiry) and the highest fence
+    /// counter. An error when fewer than a majority answered (with one node, its error).
+    pub(crate) async fn inspect(&self, keys: &LockKeys) -> Result<Option<(i64, i64)>, SnatchError> {
+        let answers = join_all(self.nodes.iter().map(|n| n.inspect(keys))).await;
+        let (mut leases, mut fence, mut failures) = (Vec::new(), None, Vec::new());
+        for answer in answers {
+            match answer {
+                Ok((lease, counter)) => {
+                    leases.extend(lease);
+                    fence = fence.max(counter);
+                }
+                Err(e) => failures.push(e),
+            }
+        }
+        if self.nodes.len() - failures.len() < self.quorum() {
+            return Err(self.failure(failures, "no majority answered"));
+        }
+        if leases.len() < self.quorum() {
+            return Ok(None);
+        }
+        Ok(Some((leases.into_iter().min().unwrap_or(-1), fence.unwrap_or(0))))
+    }
+
+    /// Deletes the lock of `keys` on every node, whoever holds it; true when some node had it. An error when fewer
+    /// than a majority answered (with one node, its error).
+    pub(crate) async fn force_release(&self, keys: &LockKeys) -> Result<bool, SnatchError> {
+        let answers = join_all(self.nodes.iter().map(|n| n.force_release(keys))).await;
+        let (mut deleted, mut failures) = (false, Vec::new());
+        for answer in answers {
+            match answer {
+                Ok(found) => deleted |= found,
+                Err(e) => failures.push(e),
+            }
+        }
+        if self.nodes.len() - failures.len() < self.quorum() {
+            return Err(self.failure(failures, "no majority answered"));
+        }
+        Ok(deleted)
+    }
+
     /// Arranges for the returned notify to be woken when the lock of `keys` is released on any node. The watches
     /// keep that arranged until dropped; nodes where it cannot be arranged are left out.
     pub(crate) async fn watch(&self, keys: &LockKeys) -> (Arc<Notify>, Vec<Watch>) {

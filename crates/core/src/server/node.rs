@@ -134,6 +134,21 @@ impl Node {
         Ok(self.invoke::<i64>(call).await? == 1)
     }
 
+    /// Runs INSPECT: the lease left on the lock of `keys` in ms (`None` when free) and its fence counter's value.
+    pub(crate) async fn inspect(&self, keys: &LockKeys) -> Result<(Option<i64>, Option<i64>), SnatchError> {
+        let mut call = ScriptCall::new(&scripts::INSPECT, 2);
+        call.arg(&keys.lock).arg(&keys.fence);
+        let (pttl, fence): (i64, Option<i64>) = self.invoke(call).await?;
+        Ok(((pttl != -2).then_some(pttl), fence))
+    }
+
+    /// Runs FORCE_RELEASE: deletes the lock of `keys` whoever holds it and wakes its waiters; false when it was free.
+    pub(crate) async fn force_release(&self, keys: &LockKeys) -> Result<bool, SnatchError> {
+        let mut call = ScriptCall::new(&scripts::FORCE_RELEASE, 1);
+        call.arg(&keys.lock);
+        Ok(self.invoke::<i64>(call).await? == 1)
+    }
+
     /// Wakes `notify` when the lock of `keys` is released on this node; `None` when that cannot be arranged.
     pub(crate) async fn watch(&self, keys: &LockKeys, notify: &Arc<Notify>) -> Option<Watch> {
         self.waker.watch(&keys.channel(), notify).await

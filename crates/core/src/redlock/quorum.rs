@@ -213,41 +213,29 @@ impl Nodes {
     /// else the least lease left among the nodes that hold it (ms; -1 for a key without expiry) and the highest fence
     /// counter. An error when fewer than a majority answered (with one node, its error).
     pub(crate) async fn inspect(&self, keys: &LockKeys) -> Result<Option<(i64, i64)>, SnatchError> {
-        let answers = join_all(self.nodes.iter().map(|n| n.inspect(keys))).await;
-        let (mut leases, mut fence, mut failures) = (Vec::new(), None, Vec::new());
-        for answer in answers {
-            match answer {
-                Ok((lease, counter)) => {
-                    leases.extend(lease);
-                    fence = fence.max(counter);
-                }
-                Err(e) => failures.push(e),
-            }
-        }
-        if self.nodes.len() - failures.len() < self.quorum() {
-            return Err(self.failure(failures, "no majority answered"));
-        }
+        let answers = self.majority(join_all(self.nodes.iter().map(|n| n.inspect(keys))).await)?;
+        let fence = answers.iter().filter_map(|(_, counter)| *counter).max().unwrap_or(0);
+        let leases: Vec<i64> = answers.into_iter().filter_map(|(lease, _)| lease).collect();
         if leases.len() < self.quorum() {
             return Ok(None);
         }
-        Ok(Some((leases.into_iter().min().unwrap_or(-1), fence.unwrap_or(0))))
+        Ok(leases.into_iter().min().map(|least| (least, fence)))
     }
 
     /// Deletes the lock of `keys` on every node, whoever holds it; true when some node had it. An error when fewer
     /// than a majority answered (with one node, its error).
     pub(crate) async fn force_release(&self, keys: &LockKeys) -> Result<bool, SnatchError> {
-        let answers = join_all(self.nodes.iter().map(|n| n.force_release(keys))).await;
-        let (mut deleted, mut failures) = (false, Vec::new());
-        for answer in answers {
-            match answer {
-                Ok(found) => deleted |= found,
-                Err(e) => failures.push(e),
-            }
+        let answers = self.majority(join_all(self.nodes.iter().map(|n| n.force_release(keys))).await)?;
+        Ok(answers.contains(&true))
+    }
+
+    /// The answers of the nodes that answered, when a majority did; else the error for the round.
+    fn majority<T>(&self, answers: Vec<Result<T, SnatchError>>) -> Result<Vec<T>, SnatchError> {
+        let (answered, failures): (Vec<_>, Vec<_>) = answers.into_iter().partition(Result::is_ok);
+        if answered.len() < self.quorum() {
+            return Err(self.failure(failures.into_iter().filter_map(Result::err).collect(), "no majority answered"));
         }
-        if self.nodes.len() - failures.len() < self.quorum() {
-            return Err(self.failure(failures, "no majority answered"));
-        }
-        Ok(deleted)
+        Ok(answered.into_iter().filter_map(Result::ok).collect())
     }
 
     /// Arranges for the returned notify to be woken when the lock of `keys` is released on any node. The watches

@@ -67,8 +67,8 @@ export interface Completion {
   lostNotice?: boolean
   /** A call to run the task of run `id` with `fence`, not the end of an operation. */
   task?: boolean
-  /** The operation failed: the error's JSON reason (see errors.rs). */
-  error?: string
+  /** The operation failed: why. */
+  error?: NativeError
   /** Acquired (run, tryLock, lock): the fence. Absent when not acquired. */
   fence?: bigint
   /** tryLock / lock: the token of the acquisition. */
@@ -81,6 +81,16 @@ export interface Completion {
   ttl?: number
   /** inspect of a held key: how many hold it. */
   holders?: number
+}
+
+/** The exported JS error class the facade makes of a core error (lib/errors.js has one for each name). */
+export declare const enum ErrorClass {
+  TypeError = 'TypeError',
+  RangeError = 'RangeError',
+  RedisError = 'RedisError',
+  QuorumError = 'QuorumError',
+  LockTimeoutError = 'LockTimeoutError',
+  ClosedError = 'ClosedError',
 }
 
 /**
@@ -132,6 +142,15 @@ export interface LockInit {
   wait?: number
 }
 
+/** A core error in a completion or event. */
+export interface NativeError {
+  /** Which exported class the facade builds. */
+  class: ErrorClass
+  message: string
+  /** RedisError: what Redis or the connection said. */
+  cause?: string
+}
+
 /** One event of a schedule, for the facade's emitter. */
 export interface ScheduleEvent {
   /** `run`, `skip`, `error` (claiming failed) or `lost` (the lease of a running task was lost). */
@@ -144,8 +163,8 @@ export interface ScheduleEvent {
   lost?: boolean
   /** With `skip`: `taken` or `overlap`. */
   reason?: string
-  /** With `error`: the error's JSON reason (see errors.rs). */
-  error?: string
+  /** With `error`: what failed. */
+  error?: NativeError
 }
 
 /** Options of a schedule (the facade has applied the test-only clock offset from the environment). */

@@ -837,4 +837,5 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.NativeLocker = nativeBinding.NativeLocker
 module.exports.NativeSchedule = nativeBinding.NativeSchedule
+module.exports.ErrorClass = nativeBinding.ErrorClass
 module.exports.EventKind = nativeBinding.EventKind

@@ -90,6 +90,32 @@ describe('bad input', () => {
   })
 })
 
+describe("the binding's error contract", () => {
+  const binding = require('../binding')
+  const { CLASSES, fromNative } = require('../lib/errors')
+
+  test('every ErrorClass the binding can name is an exported class of that name', () => {
+    const names = Object.values(binding.ErrorClass)
+    expect(names.length).toBe(6)
+    for (const name of names) expect(CLASSES[name]?.name).toBe(name)
+  })
+
+  test('a call the binding refuses throws an Error whose code is its ErrorClass, converted by the facade', () => {
+    let thrown
+    try {
+      new binding.NativeLocker({ urls: ['redis://127.0.0.1:1', 'redis://127.0.0.1:2'] }, () => {}, () => {})
+    } catch (err) {
+      thrown = err
+    }
+    expect(thrown.code).toBe(binding.ErrorClass.RangeError)
+    expect(thrown.message).not.toMatch(/^\{/)
+    const converted = fromNative(thrown)
+    expect(converted).toBeInstanceOf(RangeError)
+    expect(converted.code).toBe(INVALID)
+    expect(converted.message).toBe(thrown.message)
+  })
+})
+
 describe('Redis outages', () => {
   test('an unreachable Redis rejects ERR_SNATCH_REDIS within about commandTimeout, fn not run', async () => {
     const server = await startRedis()

@@ -54,25 +54,27 @@ function invalidArg(Class, message) {
   return err
 }
 
+/** The exported class for each name of the binding's `ErrorClass`. */
 const CLASSES = { TypeError, RangeError, RedisError, QuorumError, LockTimeoutError, ClosedError }
 
 /**
- * Converts an error thrown by the native binding into the exported class it names (the binding's reason is a JSON
- * object `{code, class, message, cause?}`). Anything else is returned unchanged.
+ * The exported error a native one describes: `{ class, message, cause? }` (the binding's `NativeError`, in a
+ * completion or event), `cause` being what Redis or the connection said.
  */
-function fromNative(err) {
-  // Duck-typed: the binding's errors come from the main realm, which `instanceof` misses inside vm contexts (Jest).
-  const text = typeof err?.message === 'string' ? err.message : ''
-  if (!text.startsWith('{') || !text.includes('"ERR_SNATCH_')) return err
-  return fromReason(text)
-}
-
-/** The exported error a native JSON reason `{code, class, message, cause?}` describes. */
-function fromReason(text) {
-  const { class: name, message, cause } = JSON.parse(text)
+function fromNativeError({ class: name, message, cause }) {
   const Class = CLASSES[name]
   if (Class === TypeError || Class === RangeError) return invalidArg(Class, message)
-  return new Class(message, cause === undefined ? undefined : { cause: new Error(cause) })
+  return new Class(message, cause === undefined || cause === null ? undefined : { cause: new Error(cause) })
+}
+
+/**
+ * Converts an error thrown by the native binding (its `code` is an `ErrorClass` name, its `cause` an Error) into the
+ * exported class it names. Anything else is returned unchanged.
+ */
+function fromNative(err) {
+  const name = err?.code
+  if (typeof name !== 'string' || !Object.hasOwn(CLASSES, name)) return err
+  return fromNativeError({ class: name, message: err.message, cause: err.cause?.message })
 }
 
 /** Awaits `promise`, converting a native rejection with `fromNative`. */
@@ -92,7 +94,8 @@ module.exports = {
   LockLostError,
   ClosedError,
   invalidArg,
+  CLASSES,
   fromNative,
-  fromReason,
+  fromNativeError,
   native,
 }

@@ -1,7 +1,7 @@
 'use strict'
 
 const { NativeLocker, EventKind } = require('../binding')
-const { fromNative, fromReason } = require('./errors')
+const { fromNative, fromNativeError } = require('./errors')
 const { KeepAlive } = require('./keep-alive')
 const { Lock } = require('./lock')
 const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkString } = require('./options')
@@ -47,7 +47,7 @@ function deliverTo(pending, runs, locks, keepAlive) {
     pending.delete(c.id)
     keepAlive.drop()
     if (c.error === undefined || c.error === null) settle.resolve(c)
-    else settle.reject(fromReason(c.error))
+    else settle.reject(fromNativeError(c.error))
   }
   return {
     batch: (completions) => {

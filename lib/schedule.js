@@ -1,7 +1,7 @@
 'use strict'
 
 const { EventEmitter } = require('node:events')
-const { ClosedError, LockLostError, fromReason, native } = require('./errors')
+const { ClosedError, LockLostError, fromNativeError, native } = require('./errors')
 
 /**
  * A cluster-safe cron schedule, from `Locker.schedule()`. Events: 'run' { tick, fence, durationMs } after fn
@@ -51,7 +51,7 @@ class ScheduledTask extends EventEmitter {
     if (event.kind === 'skip') {
       this.emit('skip', { tick, reason: event.reason })
     } else if (event.kind === 'error') {
-      this.#error(fromReason(event.error), tick)
+      this.#error(fromNativeError(event.error), tick)
     } else if (event.kind === 'lost') {
       const run = this.#runs.get(event.tick)
       run?.controller.abort(new LockLostError(run.key))

@@ -4,7 +4,7 @@
 //! wake-up of the JS thread delivers many results. The calls of run tasks and lost notices travel the same queue,
 //! so the facade hears of a run's task, its loss and its end in that order.
 
-use crate::errors::reason;
+use crate::errors::NativeError;
 use napi::bindgen_prelude::{BigInt, Function};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
@@ -23,8 +23,8 @@ pub struct Completion {
     pub lost_notice: Option<bool>,
     /// A call to run the task of run `id` with `fence`, not the end of an operation.
     pub task: Option<bool>,
-    /// The operation failed: the error's JSON reason (see errors.rs).
-    pub error: Option<String>,
+    /// The operation failed: why.
+    pub error: Option<NativeError>,
     /// Acquired (run, tryLock, lock): the fence. Absent when not acquired.
     pub fence: Option<BigInt>,
     /// tryLock / lock: the token of the acquisition.
@@ -57,7 +57,7 @@ impl Completion {
 
     /// Operation `id` failed with `e`.
     pub(crate) fn failed(id: u32, e: &SnatchError) -> Self {
-        Self { id, error: Some(reason(e)), ..Self::default() }
+        Self { id, error: Some(e.into()), ..Self::default() }
     }
 }
 

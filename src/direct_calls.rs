@@ -14,7 +14,7 @@ use napi_derive::napi;
 use rustc_hash::FxHashMap;
 use snatch_core::{
     run_under, Busy, DirectAcquire, DirectCall, DirectCommand, DirectRelease, Lease, LockOptions, Locker, NoReply,
-    Outcome, Settled,
+    Outcome, Settled, SnatchError,
 };
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -95,12 +95,12 @@ impl DirectCalls {
 
     /// Starts run `id` by a direct call: false, and nothing started, when the call cannot be made (options that
     /// wait, several nodes, the socket not open yet).
-    pub(crate) fn start(&self, id: u32, key: &str, options: &LockOptions, required: bool) -> napi::Result<bool> {
+    pub(crate) fn start(&self, id: u32, key: &str, options: &LockOptions, required: bool) -> Result<bool, SnatchError> {
         self.acquire(key, options, |attempt, busy| Call::Acquire { run: id, required, attempt, busy })
     }
 
     /// Starts tryLock `id` by a direct call: false, and nothing started, when the call cannot be made.
-    pub(crate) fn try_lock(&self, id: u32, key: &str, options: &LockOptions) -> napi::Result<bool> {
+    pub(crate) fn try_lock(&self, id: u32, key: &str, options: &LockOptions) -> Result<bool, SnatchError> {
         self.acquire(key, options, |attempt, busy| Call::Lock { id, attempt, busy })
     }
 
@@ -110,15 +110,14 @@ impl DirectCalls {
         key: &str,
         options: &LockOptions,
         call: impl FnOnce(DirectAcquire, Busy) -> Call,
-    ) -> napi::Result<bool> {
+    ) -> Result<bool, SnatchError> {
         let locker = &self.context.locker;
         if !options.wait.is_zero() {
             return Ok(false);
         }
-        let to_napi = crate::errors::to_napi;
-        let Some(attempt) = locker.direct_acquire(key, options).map_err(to_napi)? else { return Ok(false) };
+        let Some(attempt) = locker.direct_acquire(key, options)? else { return Ok(false) };
         let Some(socket) = self.sockets.for_slot(locker, || attempt.slot()) else { return Ok(false) };
-        let busy = locker.enter().map_err(to_napi)?;
+        let busy = locker.enter()?;
         Ok(socket.send(call(attempt, busy)).is_ok())
     }
 

@@ -1,32 +1,83 @@
-//! Core errors as rejected promises.
+//! Core errors as JS sees them, typed: the facade turns each into an instance of its exported error class.
 //!
-//! The facade turns each into an instance of its exported error class. What it reads is the reason, a JSON object
-//! `{"code", "class", "message", "cause"?}` (for example `{"code":"ERR_SNATCH_REDIS","class":"RedisError",…}`).
+//! A failed operation's completion (and a schedule's `error` event) carries a [`NativeError`]; a call that fails at
+//! once [`throw`]s a JS Error whose `code` is the [`ErrorClass`] and whose `cause` says what Redis or the connection
+//! said. Both shapes are in the generated binding.d.ts; lib/errors.js maps each class to its export.
 
+use napi::Env;
+use napi_derive::napi;
 use snatch_core::{ArgKind, SnatchError};
 
-/// The JS error class the facade builds for `e`.
-fn class_of(e: &SnatchError) -> &'static str {
-    match e {
-        SnatchError::InvalidArg { kind: ArgKind::Type, .. } => "TypeError",
-        SnatchError::InvalidArg { kind: ArgKind::Range, .. } => "RangeError",
-        SnatchError::Redis { .. } => "RedisError",
-        SnatchError::Quorum { .. } => "QuorumError",
-        SnatchError::Timeout { .. } => "LockTimeoutError",
-        SnatchError::Closed => "ClosedError",
+/// The exported JS error class the facade makes of a core error (lib/errors.js has one for each name).
+#[napi(string_enum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names, reason = "each variant is named as the JS class it stands for")]
+pub enum ErrorClass {
+    TypeError,
+    RangeError,
+    RedisError,
+    QuorumError,
+    LockTimeoutError,
+    ClosedError,
+}
+
+impl ErrorClass {
+    /// The class the facade builds for `e`.
+    fn of(e: &SnatchError) -> Self {
+        match e {
+            SnatchError::InvalidArg { kind: ArgKind::Type, .. } => Self::TypeError,
+            SnatchError::InvalidArg { kind: ArgKind::Range, .. } => Self::RangeError,
+            SnatchError::Redis { .. } => Self::RedisError,
+            SnatchError::Quorum { .. } => Self::QuorumError,
+            SnatchError::Timeout { .. } => Self::LockTimeoutError,
+            SnatchError::Closed => Self::ClosedError,
+        }
     }
 }
 
-/// The JSON reason the facade reads for `e`.
-pub(crate) fn reason(e: &SnatchError) -> String {
-    let mut reason = serde_json::json!({ "code": e.code(), "class": class_of(e), "message": e.to_string() });
-    if let SnatchError::Redis { cause } = e {
-        reason["cause"] = cause.as_str().into();
+/// The name JS sees: the variant's, as `#[napi(string_enum)]` gives it.
+impl AsRef<str> for ErrorClass {
+    fn as_ref(&self) -> &str {
+        match self {
+            Self::TypeError => "TypeError",
+            Self::RangeError => "RangeError",
+            Self::RedisError => "RedisError",
+            Self::QuorumError => "QuorumError",
+            Self::LockTimeoutError => "LockTimeoutError",
+            Self::ClosedError => "ClosedError",
+        }
     }
-    reason.to_string()
 }
 
-/// Converts a core error for N-API.
-pub(crate) fn to_napi(e: SnatchError) -> napi::Error {
-    napi::Error::from_reason(reason(&e))
+/// A core error in a completion or event.
+#[napi(object)]
+pub struct NativeError {
+    /// Which exported class the facade builds.
+    pub class: ErrorClass,
+    pub message: String,
+    /// RedisError: what Redis or the connection said.
+    pub cause: Option<String>,
+}
+
+impl From<&SnatchError> for NativeError {
+    fn from(e: &SnatchError) -> Self {
+        let cause = match e {
+            SnatchError::Redis { cause } => Some(cause.clone()),
+            _ => None,
+        };
+        Self { class: ErrorClass::of(e), message: e.to_string(), cause }
+    }
+}
+
+/// Throws `e` in `env` as a JS Error whose `code` is its [`ErrorClass`] and whose `cause` says what Redis or the
+/// connection said; returns what the call then fails with, which leaves that exception standing.
+pub(crate) fn throw(env: &Env, e: SnatchError) -> napi::Error {
+    let NativeError { class, message, cause } = NativeError::from(&e);
+    let mut thrown = napi::Error::new(class, message);
+    if let Some(cause) = cause {
+        thrown.set_cause(napi::Error::from_reason(cause));
+    }
+    // SAFETY: an `Env` is handed to a call on its own JS thread only, and this runs within that call.
+    unsafe { napi::JsError::from(thrown).throw_into(env.raw()) };
+    napi::Error::from_status(napi::Status::PendingException)
 }

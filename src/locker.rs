@@ -3,7 +3,7 @@
 
 use crate::completions::{Completion, Completions};
 use crate::direct_calls::{Context, DirectCalls, EventArgs, Running};
-use crate::errors::to_napi;
+use crate::errors::throw;
 use crate::options::{lock_options, millis, LockInit, LockerInit, ScheduleInit};
 use crate::outcomes::{acquired, start_op, Leases, Settling};
 use crate::run_calls;
@@ -41,8 +41,7 @@ impl NativeLocker {
         deliver: Function<Vec<Completion>, ()>,
         deliver_event: Function<EventArgs, ()>,
     ) -> napi::Result<Self> {
-        let config = LockerConfig::try_from(init).map_err(to_napi)?;
-        let locker = Locker::new(config).map_err(to_napi)?;
+        let locker = LockerConfig::try_from(init).and_then(Locker::new).map_err(|e| throw(&env, e))?;
         let (settling, running, leases) = (Settling::default(), Running::default(), Leases::default());
         // Once JS is gone (a worker thread terminated, say), nothing can use this locker: the runs waiting for a
         // task that will not report back go on to release, and the locker closes, releasing what it holds and
@@ -84,9 +83,9 @@ impl NativeLocker {
     /// the fence and token when acquired (then a lost notice follows if the lease is lost); without them when not;
     /// with a timeout error when waiting ran out.
     #[napi]
-    pub fn acquire(&self, id: u32, key: String, options: Option<LockInit>, wait: bool) -> napi::Result<()> {
-        let options = lock_options(options, false).map_err(to_napi)?;
-        if !wait && self.direct.try_lock(id, &key, &options)? {
+    pub fn acquire(&self, env: Env, id: u32, key: String, options: Option<LockInit>, wait: bool) -> napi::Result<()> {
+        let options = lock_options(options, false).map_err(|e| throw(&env, e))?;
+        if !wait && self.direct.try_lock(id, &key, &options).map_err(|e| throw(&env, e))? {
             return Ok(());
         }
         let (locker, leases, completions) = (self.locker.clone(), self.leases.clone(), self.completions.clone());
@@ -101,10 +100,11 @@ impl NativeLocker {
     /// Starts operation `id`: extend lock `lock` to `ttl` ms (default: its acquisition's ttl). Completes with
     /// whether it was still ours.
     #[napi]
-    pub fn extend(&self, id: u32, lock: u32, ttl: Option<f64>) -> napi::Result<()> {
-        let ttl = ttl.map(|v| millis("ttl", v)).transpose().map_err(to_napi)?;
+    pub fn extend(&self, env: Env, id: u32, lock: u32, ttl: Option<f64>) -> napi::Result<()> {
         // Checked here too so that a bad ttl is an error whether or not the lock is still held.
-        ttl.map(snatch_core::validate_ttl).transpose().map_err(to_napi)?;
+        let ttl =
+            ttl.map(|v| millis("ttl", v).and_then(|ttl| snatch_core::validate_ttl(ttl).map(|()| ttl))).transpose();
+        let ttl = ttl.map_err(|e| throw(&env, e))?;
         let lease = self.lease(lock);
         self.start(id, async move {
             let ok = match lease {
@@ -173,6 +173,7 @@ impl NativeLocker {
     )]
     pub fn schedule(
         &self,
+        env: Env,
         name: String,
         cron: String,
         options: ScheduleInit,
@@ -180,12 +181,12 @@ impl NativeLocker {
         on_event: Function<ScheduleEvent, ()>,
     ) -> napi::Result<NativeSchedule> {
         let zone = options.timezone.clone().unwrap_or_else(|| "UTC".to_owned());
-        let cron = CronSchedule::new(&cron, &zone).map_err(to_napi)?;
-        let options = options.try_into().map_err(to_napi)?;
+        let cron = CronSchedule::new(&cron, &zone).map_err(|e| throw(&env, e))?;
+        let options = options.try_into().map_err(|e| throw(&env, e))?;
         let sink = on_event.build_threadsafe_function().callee_handled::<false>().build()?;
         let handler = Arc::new(JsTickHandler { task: Arc::new(task), sink: Arc::new(sink) });
         let schedule = within_runtime_if_available(|| self.locker.schedule(&name, cron, options, handler));
-        schedule.map(NativeSchedule::new).map_err(to_napi)
+        schedule.map(NativeSchedule::new).map_err(|e| throw(&env, e))
     }
 
     /// Starts operation `id`: stop schedules, wait for calls under way, release every lock still held, close the

@@ -5,12 +5,12 @@
 
 use crate::completions::Completion;
 use crate::direct_calls::DirectCalls;
-use crate::errors::reason;
+use crate::errors::throw;
 use crate::options::{lock_options, LockInit};
 use crate::outcomes::{ran_completion, start_op, task_under};
-use napi::sys;
+use napi::{sys, Env};
 use snatch_core::SnatchError;
-use std::ffi::{c_char, c_void, CStr, CString};
+use std::ffi::{c_void, CStr};
 use std::ptr;
 use std::rc::Rc;
 
@@ -20,26 +20,26 @@ pub(crate) fn create(env: sys::napi_env, calls: &Rc<DirectCalls>) -> napi::Resul
     let mut object = ptr::null_mut();
     // SAFETY: `env` is the current environment, on its JS thread; every pointer passed is valid for the call.
     unsafe {
-        check(sys::napi_create_object(env, &mut object))?;
+        made(sys::napi_create_object(env, &mut object))?;
         for (name, callback) in functions {
             let data = Box::into_raw(Box::new(calls.clone())).cast::<c_void>();
             let mut function = ptr::null_mut();
-            let made = check(sys::napi_create_function(env, name.as_ptr(), -1, Some(callback), data, &mut function))
-                .and_then(|()| {
-                    check(sys::napi_add_finalizer(
-                        env,
-                        function,
-                        data,
-                        Some(drop_calls),
-                        ptr::null_mut(),
-                        ptr::null_mut(),
-                    ))
-                });
-            if let Err(e) = made {
+            let function_made = made(sys::napi_create_function(
+                env,
+                name.as_ptr(),
+                -1,
+                Some(callback),
+                data,
+                &mut function,
+            ))
+            .and_then(|()| {
+                made(sys::napi_add_finalizer(env, function, data, Some(drop_calls), ptr::null_mut(), ptr::null_mut()))
+            });
+            if let Err(e) = function_made {
                 drop_calls(env, data, ptr::null_mut());
                 return Err(e);
             }
-            check(sys::napi_set_named_property(env, object, name.as_ptr(), function))?;
+            made(sys::napi_set_named_property(env, object, name.as_ptr(), function))?;
         }
     }
     Ok(object)
@@ -48,8 +48,8 @@ pub(crate) fn create(env: sys::napi_env, calls: &Rc<DirectCalls>) -> napi::Resul
 /// Starts run `id`: acquire `key` (waiting up to `options.wait`), have the facade call the task, release; by a
 /// direct call when it can go by one. Completes with the fence and whether the lease lapsed; without a fence when
 /// not acquired, or with a timeout error if `required`.
-fn start_run(calls: &DirectCalls, id: u32, key: String, init: LockInit, required: bool) -> napi::Result<()> {
-    let options = lock_options(Some(init), true).map_err(crate::errors::to_napi)?;
+fn start_run(calls: &DirectCalls, id: u32, key: String, init: LockInit, required: bool) -> Result<(), SnatchError> {
+    let options = lock_options(Some(init), true)?;
     if calls.start(id, &key, &options, required)? {
         return Ok(());
     }
@@ -70,8 +70,8 @@ fn start_run(calls: &DirectCalls, id: u32, key: String, init: LockInit, required
 // SAFETY: N-API calls these on the JS thread of the `env` it passes, with the `info` of that call.
 type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
 
-/// `run(id, key, required, ttl?, minHold?, autoExtend?, wait?)`: see [`start_run`]. Throws the JSON reason of bad
-/// input (errors.rs), as the binding's methods do.
+/// `run(id, key, required, ttl?, minHold?, autoExtend?, wait?)`: see [`start_run`]. Throws bad input as the
+/// binding's methods do (errors.rs).
 // SAFETY: a `Callback`, made by `create` only.
 unsafe extern "C" fn run(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     // SAFETY: called by N-API for a function made by `create`, with the `env` and `info` of the call.
@@ -90,8 +90,7 @@ unsafe extern "C" fn run(env: sys::napi_env, info: sys::napi_callback_info) -> s
         start_run(calls, id, key, init, required)
     })();
     if let Err(e) = started {
-        // SAFETY: as above; the message outlives the call.
-        unsafe { throw(env, &e.reason) };
+        throw(&Env::from_raw(env), e);
     }
     ptr::null_mut()
 }
@@ -104,8 +103,9 @@ unsafe extern "C" fn task_done(env: sys::napi_env, info: sys::napi_callback_info
     // SAFETY: the argument of this call, on its thread.
     match unsafe { uint32(env, argv[0]) } {
         Ok(id) => calls.task_done(id),
-        // SAFETY: as above.
-        Err(e) => unsafe { throw(env, &e.reason) },
+        Err(e) => {
+            throw(&Env::from_raw(env), e);
+        }
     }
     ptr::null_mut()
 }
@@ -141,8 +141,8 @@ unsafe fn optional<T>(
     env: sys::napi_env,
     value: sys::napi_value,
     // SAFETY: called under the same contract.
-    convert: unsafe fn(sys::napi_env, sys::napi_value) -> napi::Result<T>,
-) -> napi::Result<Option<T>> {
+    convert: unsafe fn(sys::napi_env, sys::napi_value) -> Result<T, SnatchError>,
+) -> Result<Option<T>, SnatchError> {
     let mut kind = sys::ValueType::napi_undefined;
     // SAFETY: the caller's `env` and `value`.
     check(unsafe { sys::napi_typeof(env, value, &mut kind) })?;
@@ -154,7 +154,7 @@ unsafe fn optional<T>(
 }
 
 // SAFETY: callers pass a value of `env`, on its JS thread, inside a handle scope.
-unsafe fn uint32(env: sys::napi_env, value: sys::napi_value) -> napi::Result<u32> {
+unsafe fn uint32(env: sys::napi_env, value: sys::napi_value) -> Result<u32, SnatchError> {
     let mut out = 0;
     // SAFETY: the caller's `env` and `value`.
     check(unsafe { sys::napi_get_value_uint32(env, value, &mut out) })?;
@@ -162,7 +162,7 @@ unsafe fn uint32(env: sys::napi_env, value: sys::napi_value) -> napi::Result<u32
 }
 
 // SAFETY: callers pass a value of `env`, on its JS thread, inside a handle scope.
-unsafe fn number(env: sys::napi_env, value: sys::napi_value) -> napi::Result<f64> {
+unsafe fn number(env: sys::napi_env, value: sys::napi_value) -> Result<f64, SnatchError> {
     let mut out = 0.0;
     // SAFETY: the caller's `env` and `value`.
     check(unsafe { sys::napi_get_value_double(env, value, &mut out) })?;
@@ -170,7 +170,7 @@ unsafe fn number(env: sys::napi_env, value: sys::napi_value) -> napi::Result<f64
 }
 
 // SAFETY: callers pass a value of `env`, on its JS thread, inside a handle scope.
-unsafe fn boolean(env: sys::napi_env, value: sys::napi_value) -> napi::Result<bool> {
+unsafe fn boolean(env: sys::napi_env, value: sys::napi_value) -> Result<bool, SnatchError> {
     let mut out = false;
     // SAFETY: the caller's `env` and `value`.
     check(unsafe { sys::napi_get_value_bool(env, value, &mut out) })?;
@@ -178,7 +178,7 @@ unsafe fn boolean(env: sys::napi_env, value: sys::napi_value) -> napi::Result<bo
 }
 
 // SAFETY: callers pass a value of `env`, on its JS thread, inside a handle scope.
-unsafe fn string(env: sys::napi_env, value: sys::napi_value) -> napi::Result<String> {
+unsafe fn string(env: sys::napi_env, value: sys::napi_value) -> Result<String, SnatchError> {
     let mut len = 0;
     // SAFETY: the caller's `env` and `value`; the second call writes at most `len` bytes of UTF-8 (N-API's encoding
     // of the string) and a NUL into `bytes`, and how many into `len`.
@@ -191,20 +191,18 @@ unsafe fn string(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Str
     }
 }
 
-/// An error unless `status` is `napi_ok`: a TypeError's JSON reason, for an argument of the wrong type.
-fn check(status: sys::napi_status) -> napi::Result<()> {
+/// An error unless `status` is `napi_ok`: a TypeError, for an argument of the wrong type.
+fn check(status: sys::napi_status) -> Result<(), SnatchError> {
     if status == sys::Status::napi_ok {
         return Ok(());
     }
-    let e = SnatchError::type_arg(format!("an argument of the wrong type (N-API status {status})"));
-    Err(napi::Error::from_reason(reason(&e)))
+    Err(SnatchError::type_arg(format!("an argument of the wrong type (N-API status {status})")))
 }
 
-/// Throws an Error whose message is `message`, unless an exception is pending already.
-// SAFETY: callers pass the `env` of the call being made, on its JS thread.
-unsafe fn throw(env: sys::napi_env, message: &str) {
-    let message = CString::new(message.replace('\0', " ")).expect("no NUL left");
-    // SAFETY: the caller's `env`; the message is a valid C string for the call. The status is not ok only when an
-    // exception is pending already, which then stands: the call fails either way.
-    unsafe { sys::napi_throw_error(env, ptr::null::<c_char>(), message.as_ptr()) };
+/// An error unless `status` is `napi_ok`: N-API could not make the functions.
+fn made(status: sys::napi_status) -> napi::Result<()> {
+    if status == sys::Status::napi_ok {
+        return Ok(());
+    }
+    Err(napi::Error::new(status.into(), "cannot make the run calls"))
 }

@@ -1,6 +1,6 @@
 //! `NativeSchedule`: a core schedule whose task is the facade's function and whose events go to its emitter.
 
-use crate::errors::reason;
+use crate::errors::NativeError;
 use napi::bindgen_prelude::{BigInt, FnArgs, Promise};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
@@ -31,8 +31,8 @@ pub struct ScheduleEvent {
     pub lost: Option<bool>,
     /// With `skip`: `taken` or `overlap`.
     pub reason: Option<String>,
-    /// With `error`: the error's JSON reason (see errors.rs).
-    pub error: Option<String>,
+    /// With `error`: what failed.
+    pub error: Option<NativeError>,
 }
 
 impl ScheduleEvent {
@@ -90,7 +90,7 @@ impl TickHandler for JsTickHandler {
                 ..ScheduleEvent::new("skip", tick)
             },
             TickEvent::Error { tick, error } => {
-                ScheduleEvent { error: Some(reason(&error)), ..ScheduleEvent::new("error", tick) }
+                ScheduleEvent { error: Some((&error).into()), ..ScheduleEvent::new("error", tick) }
             }
             TickEvent::Ran { tick, fence, lost, duration } => ScheduleEvent {
                 fence: Some(BigInt::from(fence)),

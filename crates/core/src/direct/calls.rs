@@ -382,6 +382,10 @@ pub fn write_commands<'a, C: DirectCall + 'a>(
 /// up a fence (and keeps the counter `fenceTtl` more); fences still only increase. A counter the `INCR` finds new
 /// (below [`crate::lock::keys::CLOCK_FLOOR`]) needs the acquire script to raise it: see [`DirectAcquire::settle`]. The
 /// acquisitions' time counts from now.
+///
+/// This is the acquire script's taking of a free key written as a transaction; `tests/direct.rs`
+/// (`the_direct_transaction_and_the_acquire_script_agree_on_every_state_of_a_key`) holds the two to the same outcome
+/// for every state a key can be in.
 fn write_acquisitions(run: &mut [&mut DirectAcquire], buf: &mut Vec<u8>) {
     let started = Instant::now();
     resp::encode(buf, &["MULTI"]);

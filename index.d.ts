@@ -115,6 +115,31 @@ export interface Inspection {
   holders: number
 }
 
+/**
+ * Messages on Node's `diagnostics_channel` (`require('node:diagnostics_channel').subscribe(name, fn)`), published
+ * only while someone subscribes. `redis-snatch:acquire`: a lock acquired or a task's lease taken, `ms` since the call
+ * (for a schedule's occurrence: since its tick). `redis-snatch:lost`: a lease lost while held, `ms` held until then.
+ */
+export interface AcquireMessage {
+  /** The lock's key (a schedule's occurrence: `name:tick`). */
+  key: string
+  fence: bigint
+  ms: number
+}
+/** On `redis-snatch:release`: a lock or task ended, `ms` after it was acquired. */
+export interface ReleaseMessage extends AcquireMessage {
+  /** False when the lock was no longer ours (lost, or released before). */
+  released: boolean
+}
+/** On `redis-snatch:error`: a call failed, `ms` after it was made. */
+export interface ErrorMessage {
+  key: string
+  /** A lock's release that failed: its fence. */
+  fence?: bigint
+  ms: number
+  error: Error
+}
+
 /** Options of a schedule. */
 export interface ScheduleOptions {
   /** Lease of each run; auto-extended while fn runs. Default: the locker's ttl. */

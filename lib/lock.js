@@ -1,5 +1,6 @@
 'use strict'
 
+const diagnostics = require('./diagnostics')
 const { LockLostError } = require('./errors')
 const { checkType } = require('./options')
 
@@ -12,6 +13,10 @@ class Lock {
   #ended = false
   #reason
   #onEnd
+  /** When it was acquired, for diagnostics' `ms` (0 when no one listened then). */
+  #acquiredAt
+  /** Its end was published on the release channel (once per lock). */
+  #releasePublished = false
 
   /**
    * @internal Built by the Locker: `ops` runs this lock's native operations (extend, release, remainingMs);
@@ -21,6 +26,7 @@ class Lock {
     this.#ops = ops
     this.#id = id
     this.#onEnd = onEnd
+    this.#acquiredAt = diagnostics.now()
     this.key = key
     this.token = completion.token
     this.fence = completion.fence
@@ -51,11 +57,19 @@ class Lock {
 
   /** Releases the lock (the key stays until minHold has passed); false if it was no longer ours. */
   async release() {
+    let released
     try {
-      return (await this.#ops.release(this.#id)).ok
+      released = (await this.#ops.release(this.#id)).ok
+    } catch (err) {
+      if (diagnostics.error.hasSubscribers) {
+        diagnostics.error.publish({ key: this.key, fence: this.fence, ms: diagnostics.since(this.#acquiredAt), error: err })
+      }
+      throw err
     } finally {
       this.#end()
     }
+    this.#publishRelease(released)
+    return released
   }
 
   async [Symbol.asyncDispose]() {
@@ -64,12 +78,29 @@ class Lock {
 
   /** @internal Called by the Locker when the core reports the lease lost. */
   _lost() {
+    if (!this.#ended) this.#published(diagnostics.lost)
     this.#end(new LockLostError(this.key))
   }
 
   /** @internal Called by the Locker when `close()` released the lock. */
   _released() {
+    this.#publishRelease(true)
     this.#end()
+  }
+
+  /** Publishes the lock's end on the release channel, once. */
+  #publishRelease(released) {
+    if (this.#releasePublished) return
+    this.#releasePublished = true
+    this.#published(diagnostics.release, released)
+  }
+
+  /** Publishes this lock's `{ key, fence, ms }` (and `released`, if given) on `channel` if anyone listens. */
+  #published(channel, released) {
+    if (!channel.hasSubscribers) return
+    const message = { key: this.key, fence: this.fence, ms: diagnostics.since(this.#acquiredAt) }
+    if (released !== undefined) message.released = released
+    channel.publish(message)
   }
 
   #end(reason) {

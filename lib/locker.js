@@ -1,6 +1,7 @@
 'use strict'
 
 const { NativeLocker, EventKind } = require('../binding')
+const diagnostics = require('./diagnostics')
 const { fromNative, fromNativeError } = require('./errors')
 const { KeepAlive } = require('./keep-alive')
 const { Lock } = require('./lock')
@@ -55,6 +56,11 @@ function deliverTo(pending, runs, locks, keepAlive) {
     },
     event: (kind, id, fence, extra) => one(completionOf(kind, id, fence, extra)),
   }
+}
+
+/** Publishes a failed call for `key` (started at `start`, a `diagnostics.now()`) if anyone listens. */
+function publishError(key, start, error) {
+  if (diagnostics.error.hasSubscribers) diagnostics.error.publish({ key, ms: diagnostics.since(start), error })
 }
 
 /** Acquires locks and runs tasks under them, on one Redis (`url`) or a Redlock set (`urls`). */
@@ -173,8 +179,18 @@ class Locker {
   async #acquire(key, init, wait) {
     checkKey(key)
     const id = this.#nextId++
-    const completion = await this.#call((op) => this.#native.acquire(op, key, init, wait), id)
+    const start = diagnostics.now()
+    let completion
+    try {
+      completion = await this.#call((op) => this.#native.acquire(op, key, init, wait), id)
+    } catch (err) {
+      publishError(key, start, err)
+      throw err
+    }
     if (completion.fence === undefined || completion.fence === null) return null
+    if (diagnostics.acquire.hasSubscribers) {
+      diagnostics.acquire.publish({ key, fence: completion.fence, ms: diagnostics.since(start) })
+    }
     // Locks are not renewed unless asked to (the native default too); a renewed one keeps the process alive.
     const autoExtend = init?.autoExtend === true
     if (autoExtend) this.#keepAlive.hold()
@@ -202,6 +218,9 @@ class Locker {
             : this.#startRun(op, key, required, init.ttl, init.minHold, init.autoExtend, init.wait),
         id,
       )
+    } catch (err) {
+      publishError(key, run.started, err)
+      throw err
     } finally {
       this.#runs.delete(id)
     }

@@ -1,5 +1,6 @@
 'use strict'
 
+const diagnostics = require('./diagnostics')
 const { ClosedError, LockLostError } = require('./errors')
 
 /** What a run's task receives: the key, the fence of its lease, and a signal that aborts if the lease is lost. */
@@ -33,9 +34,14 @@ class Run {
   #threw = false
   #value
   #error
+  /** When the task was called, for diagnostics (0 when no one listened then). */
+  #acquiredAt = 0
+  #lostPublished = false
 
   /** `taskDone(id)` tells the native side that the task of run `id` has settled. */
   constructor(key, fn, taskDone) {
+    /** When the run was started, for diagnostics (0 when no one listened then). */
+    this.started = diagnostics.now()
     this.#key = key
     this.#fn = fn
     this.#taskDone = taskDone
@@ -49,6 +55,7 @@ class Run {
 
   /** The lease was lost while the task runs: abort ctx.signal. */
   lost() {
+    this.#publishLost()
     this.controller().abort(this.#lostError())
   }
 
@@ -56,6 +63,10 @@ class Run {
   async task(id, fence) {
     this.#called = true
     this.#ctx.fence = fence
+    this.#acquiredAt = diagnostics.now()
+    if (diagnostics.acquire.hasSubscribers) {
+      diagnostics.acquire.publish({ key: this.#key, fence, ms: diagnostics.since(this.started) })
+    }
     try {
       this.#value = await this.#fn(this.#ctx)
     } catch (err) {
@@ -74,6 +85,7 @@ class Run {
     if (!this.#called) {
       throw new ClosedError(`the task for '${this.#key}' could not be called: the JS environment is closing`)
     }
+    if (diagnostics.release.hasSubscribers || diagnostics.lost.hasSubscribers) this.#publishEnd(completion.lost)
     if (completion.lost) {
       const err = this.#lostError()
       this.controller().abort(err)
@@ -83,6 +95,22 @@ class Run {
     }
     if (this.#threw) throw this.#error
     return { ran: true, value: this.#value, fence: completion.fence }
+  }
+
+  /** Publishes the loss of the lease, once. */
+  #publishLost() {
+    if (this.#lostPublished || !diagnostics.lost.hasSubscribers) return
+    this.#lostPublished = true
+    diagnostics.lost.publish({ key: this.#key, fence: this.#ctx.fence, ms: diagnostics.since(this.#acquiredAt) })
+  }
+
+  /** Publishes the run's end: its loss first if `lost` and not published yet, then the release. */
+  #publishEnd(lost) {
+    if (lost) this.#publishLost()
+    if (diagnostics.release.hasSubscribers) {
+      const ms = diagnostics.since(this.#acquiredAt)
+      diagnostics.release.publish({ key: this.#key, fence: this.#ctx.fence, ms, released: !lost })
+    }
   }
 
   /** The reason ctx.signal aborted with, or a new LockLostError. */

@@ -1,7 +1,24 @@
 'use strict'
 
 const { EventEmitter } = require('node:events')
+const diagnostics = require('./diagnostics')
 const { ClosedError, LockLostError, fromNativeError, native } = require('./errors')
+
+/** Publishes the loss of `run`'s lease, once. */
+function publishLost(run) {
+  if (run.lostPublished || !diagnostics.lost.hasSubscribers) return
+  run.lostPublished = true
+  diagnostics.lost.publish({ key: run.key, fence: run.fence, ms: diagnostics.since(run.acquiredAt) })
+}
+
+/** Publishes the end of `run`: its loss first if `lost` and not published yet, then the release. */
+function publishEnd(run, lost) {
+  if (lost) publishLost(run)
+  if (diagnostics.release.hasSubscribers) {
+    const ms = diagnostics.since(run.acquiredAt)
+    diagnostics.release.publish({ key: run.key, fence: run.fence, ms, released: !lost })
+  }
+}
 
 /**
  * A cluster-safe cron schedule, from `Locker.schedule()`. Events: 'run' { tick, fence, durationMs } after fn
@@ -36,8 +53,9 @@ class ScheduledTask extends EventEmitter {
 
   async #run(tickMs, fence) {
     const key = `${this.name}:${tickMs}`
-    const run = { controller: new AbortController(), key }
+    const run = { controller: new AbortController(), key, fence, acquiredAt: diagnostics.now(), lostPublished: false }
     this.#runs.set(tickMs, run)
+    if (diagnostics.acquire.hasSubscribers) diagnostics.acquire.publish({ key, fence, ms: Date.now() - tickMs })
     try {
       run.value = await this.#fn({ signal: run.controller.signal, fence, key, tick: new Date(tickMs) })
     } catch (err) {
@@ -51,13 +69,19 @@ class ScheduledTask extends EventEmitter {
     if (event.kind === 'skip') {
       this.emit('skip', { tick, reason: event.reason })
     } else if (event.kind === 'error') {
-      this.#error(fromNativeError(event.error), tick)
+      const error = fromNativeError(event.error)
+      if (diagnostics.error.hasSubscribers) {
+        diagnostics.error.publish({ key: `${this.name}:${event.tick}`, ms: Date.now() - event.tick, error })
+      }
+      this.#error(error, tick)
     } else if (event.kind === 'lost') {
       const run = this.#runs.get(event.tick)
+      if (run !== undefined) publishLost(run)
       run?.controller.abort(new LockLostError(run.key))
     } else if (event.kind === 'run') {
       const run = this.#runs.get(event.tick)
       this.#runs.delete(event.tick)
+      if (run !== undefined) publishEnd(run, event.lost)
       if (run === undefined) {
         this.#error(new ClosedError(`the task of '${this.name}' could not be called: the JS environment is closing`), tick)
       } else if (event.lost) {

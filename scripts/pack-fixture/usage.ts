@@ -15,6 +15,9 @@ import {
   snatchTask,
   SnatchError,
   type Inspection,
+  type AcquireMessage,
+  type ReleaseMessage,
+  type ErrorMessage,
   type LockerOptions,
   type LockOptions,
   type ScheduledTask,
@@ -68,6 +71,11 @@ export async function usage(): Promise<void> {
   if (held) void [held.ttl + 1, held.fence + 1n, held.holders + 1]
   const forced: boolean = await locker.forceRelease('k')
   void forced
+
+  const acquired = (m: AcquireMessage) => [m.key, m.fence + 1n, m.ms + 1]
+  const ended = (m: ReleaseMessage) => m.released && acquired(m)
+  const failed = (m: ErrorMessage) => [m.key, m.fence, m.ms, m.error.message]
+  void [acquired, ended, failed]
 
   const scheduleOptions: ScheduleOptions = { ttl: 60_000, timezone: 'Europe/Paris' }
   const task: ScheduledTask = locker.schedule('report', '0 6 * * *', ({ tick, fence }: TickContext) => {

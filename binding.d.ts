@@ -26,6 +26,12 @@ export declare class NativeLocker {
    */
   acquire(id: number, key: string, options: LockInit | undefined | null, wait: boolean): void
   /**
+   * Starts acquisition `id` of a permit of semaphore `key` of `limit` holders: one attempt, or waiting up to
+   * `options.wait` when `wait`. Completes as `acquire` does; the permit is then a lock like the others (extend,
+   * release, remainingMs, lost notices).
+   */
+  acquirePermit(id: number, key: string, limit: number, options: LockInit | undefined | null, wait: boolean): void
+  /**
    * Starts operation `id`: extend lock `lock` to `ttl` ms (default: its acquisition's ttl). Completes with
    * whether it was still ours.
    */

@@ -96,6 +96,8 @@ export declare class Locker {
   lock(key: string, options?: WaitOptions): Promise<Lock>
   /** Cluster-safe cron: each occurrence of `cron` runs fn on exactly one replica. Throws on a bad expression or zone. */
   schedule(name: string, cron: string, fn: (ctx: TickContext) => unknown, options?: ScheduleOptions): ScheduledTask
+  /** A counting semaphore: at most `limit` holders of `key` at once, across every process (not on Redlock). */
+  semaphore(key: string, limit: number): Semaphore
   /** What Redis holds for `key` now: null when it is free. For dashboards and debugging. */
   inspect(key: string): Promise<null | Inspection>
   /** Deletes `key`'s lock whoever holds it (an operator's tool) and wakes its waiters; true if there was one. The
@@ -103,6 +105,18 @@ export declare class Locker {
   forceRelease(key: string): Promise<boolean>
   /** Stop schedules, wait for running tasks, release every lock still held, close connections. Idempotent. */
   close(): Promise<void>
+}
+
+/** A counting semaphore (`Locker.semaphore`); expiry is judged on the Redis server's clock. */
+export interface Semaphore {
+  readonly key: string
+  readonly limit: number
+  /** Waits up to options.wait for a permit (a Lock); rejects LockTimeoutError. */
+  acquire(options?: WaitOptions): Promise<Lock>
+  /** One attempt: a permit, or null when `limit` are held. */
+  tryAcquire(options?: LockOptions): Promise<Lock | null>
+  /** Runs fn under a permit (renewed while it runs) and gives it back; fn's value, or LockLostError if lost. */
+  withPermit<T>(fn: (ctx: TaskContext) => T | Promise<T>, options?: WaitOptions): Promise<T>
 }
 
 /** What Redis holds for a locked key (`Locker.inspect`). */

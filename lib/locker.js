@@ -8,6 +8,7 @@ const { Lock } = require('./lock')
 const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkString } = require('./options')
 const { Run } = require('./run')
 const { ScheduledTask } = require('./schedule')
+const { Semaphore, checkLimit } = require('./semaphore')
 
 /** The kinds of `event`, defined once in the binding (src/direct_calls.rs). */
 const { Task: TASK, End: END, Locked: LOCKED } = EventKind
@@ -139,6 +140,18 @@ class Locker {
     })
   }
 
+  /**
+   * A counting semaphore: at most `limit` holders of `key` at once, across every process; each permit is a Lock.
+   * One Redis, Sentinel or Cluster (not Redlock). A lock and a semaphore must not share a key.
+   */
+  semaphore(key, limit) {
+    checkKey(key)
+    checkLimit(limit)
+    return new Semaphore(key, limit, (init, wait) =>
+      this.#acquire(key, init, wait, (op) => this.#native.acquirePermit(op, key, limit, init, wait)),
+    )
+  }
+
   /** What Redis holds for `key` now, for dashboards and debugging: `null` when it is free. */
   async inspect(key) {
     checkKey(key)
@@ -176,20 +189,21 @@ class Locker {
     return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }))
   }
 
-  async #acquire(key, init, wait) {
+  /** Acquires `key` (by `start(op)`, by default a lock's acquisition); resolves a Lock, or null when not acquired. */
+  async #acquire(key, init, wait, start = (op) => this.#native.acquire(op, key, init, wait)) {
     checkKey(key)
     const id = this.#nextId++
-    const start = diagnostics.now()
+    const started = diagnostics.now()
     let completion
     try {
-      completion = await this.#call((op) => this.#native.acquire(op, key, init, wait), id)
+      completion = await this.#call(start, id)
     } catch (err) {
-      publishError(key, start, err)
+      publishError(key, started, err)
       throw err
     }
     if (completion.fence === undefined || completion.fence === null) return null
     if (diagnostics.acquire.hasSubscribers) {
-      diagnostics.acquire.publish({ key, fence: completion.fence, ms: diagnostics.since(start) })
+      diagnostics.acquire.publish({ key, fence: completion.fence, ms: diagnostics.since(started) })
     }
     // Locks are not renewed unless asked to (the native default too); a renewed one keeps the process alive.
     const autoExtend = init?.autoExtend === true

@@ -97,6 +97,32 @@ impl NativeLocker {
         Ok(())
     }
 
+    /// Starts acquisition `id` of a permit of semaphore `key` of `limit` holders: one attempt, or waiting up to
+    /// `options.wait` when `wait`. Completes as `acquire` does; the permit is then a lock like the others (extend,
+    /// release, remainingMs, lost notices).
+    #[napi]
+    pub fn acquire_permit(
+        &self,
+        env: Env,
+        id: u32,
+        key: String,
+        limit: u32,
+        options: Option<LockInit>,
+        wait: bool,
+    ) -> napi::Result<()> {
+        let options = lock_options(options, false).map_err(|e| throw(&env, e))?;
+        let (locker, leases, completions) = (self.locker.clone(), self.leases.clone(), self.completions.clone());
+        spawn(async move {
+            let lease = if wait {
+                locker.acquire_permit(&key, limit, &options).await.map(Some)
+            } else {
+                locker.try_acquire_permit(&key, limit, &options).await
+            };
+            acquired(id, lease, &leases, &completions);
+        });
+        Ok(())
+    }
+
     /// Starts operation `id`: extend lock `lock` to `ttl` ms (default: its acquisition's ttl). Completes with
     /// whether it was still ours.
     #[napi]

@@ -42,7 +42,7 @@ async function until(check, what, ms = 10_000) {
 
 /**
  * Runs snatchTask, tryLock, lock, extend, release, withLock with a waiter woken by the release, a LockTimeoutError,
- * inspect, forceRelease and a schedule on `locker` and `other` (two lockers on one deployment, with the default prefix unless `prefix`),
+ * inspect, forceRelease, a semaphore (two permits, a waiter woken by a release) and a schedule on `locker` and `other` (two lockers on one deployment, with the default prefix unless `prefix`),
  * asserting each outcome. `nodes`: plain redis:// URLs (with credentials) of the deployment's servers.
  */
 async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
@@ -91,6 +91,25 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
   expect(await lock.extend()).toBe(false)
   expect(lock.signal.aborted).toBe(true)
   expect(await lock.release()).toBe(false)
+
+  // semaphore: two permits across the two lockers, a third waits and is woken by a release (published).
+  const semKey = uniqueKey('every-sem')
+  const [mine, theirs] = [locker.semaphore(semKey, 2), other.semaphore(semKey, 2)]
+  const permits = [await mine.tryAcquire({ ttl: 10_000 }), await theirs.tryAcquire({ ttl: 10_000 })]
+  expect(permits).not.toContain(null)
+  expect(permits[1].fence).toBeGreaterThan(permits[0].fence)
+  expect(await theirs.tryAcquire()).toBeNull()
+  const semChannel = `{${prefix}${semKey}}:released`
+  const releasesBefore = await sum(nodes, publishes)
+  const third = theirs.acquire({ wait: 10_000 })
+  await until(async () => (await sum(nodes, (node) => subscribers(node, semChannel))) > 0, 'the permit waiter to subscribe')
+  expect(await permits[0].release()).toBe(true)
+  const woken = await third
+  expect(woken.fence).toBeGreaterThan(permits[1].fence)
+  expect(await sum(nodes, publishes)).toBeGreaterThan(releasesBefore)
+  expect(await permits[1].extend(5_000)).toBe(true)
+  await Promise.all([permits[1].release(), woken.release()])
+  expect(await mine.withPermit(({ fence, key: k }) => [k, fence > woken.fence])).toEqual([semKey, true])
 
   // schedule: two replicas, each occurrence runs on exactly one.
   const name = uniqueKey('every-cron')

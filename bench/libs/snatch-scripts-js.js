@@ -10,8 +10,9 @@ const { randomUUID } = require('node:crypto')
 const { createClient } = require('redis')
 const { withFnOf } = require('./with-fn')
 
-const SCRIPTS = path.join(__dirname, '..', '..', 'crates', 'core', 'src', 'scripts')
-const ACQUIRE = fs.readFileSync(path.join(SCRIPTS, 'acquire.lua'), 'utf8')
+const SCRIPTS = path.join(__dirname, '..', '..', 'crates', 'core', 'src', 'protocol', 'scripts')
+// The acquire script is fence.lua's helper followed by acquire.lua, as protocol/scripts.rs joins them.
+const ACQUIRE = ['fence.lua', 'acquire.lua'].map((name) => fs.readFileSync(path.join(SCRIPTS, name), 'utf8')).join('')
 const RELEASE = fs.readFileSync(path.join(SCRIPTS, 'release.lua'), 'utf8')
 
 /** A connected node-redis client with both scripts loaded; no `acquireWait` (it has no waiting). */

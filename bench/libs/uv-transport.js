@@ -11,7 +11,7 @@ const { withFnOf } = require('./with-fn')
 
 const CRATE = path.join(__dirname, '..', 'experiments', 'uv-transport')
 const LIBRARY = path.join(CRATE, 'target', 'release', 'libuv_transport_experiment.so')
-const SCRIPTS = path.join(__dirname, '..', '..', 'crates', 'core', 'src', 'scripts')
+const SCRIPTS = path.join(__dirname, '..', '..', 'crates', 'core', 'src', 'protocol', 'scripts')
 
 /** The experiment's addon, built first if it is not yet. */
 function load() {
@@ -35,7 +35,7 @@ async function create({ url, prefix, ttl, supervision = 'none' }) {
   const uv = load()
   const script = (name) => fs.readFileSync(path.join(SCRIPTS, name), 'utf8')
   const { hostname, port } = new URL(url)
-  uv.connect(hostname, Number(port || 6379), script('acquire.lua'), script('release.lua'), supervision)
+  uv.connect(hostname, Number(port || 6379), script('fence.lua') + script('acquire.lua'), script('release.lua'), supervision)
   const tryAcquire = async (key) => {
     const lock = prefix + key
     const token = randomUUID()

@@ -15,6 +15,7 @@ import {
   snatchTask,
   SnatchError,
   type Inspection,
+  type Semaphore,
   type AcquireMessage,
   type ReleaseMessage,
   type ErrorMessage,
@@ -71,6 +72,13 @@ export async function usage(): Promise<void> {
   if (held) void [held.ttl + 1, held.fence + 1n, held.holders + 1]
   const forced: boolean = await locker.forceRelease('k')
   void forced
+
+  const uploads: Semaphore = locker.semaphore('uploads', 3)
+  const limit: number = uploads.limit
+  const permit: Lock | null = await uploads.tryAcquire({ ttl: 1000 })
+  const waited: Lock = await uploads.acquire({ wait: 100 })
+  const permitted: string = await uploads.withPermit(({ fence, key }) => `${key}:${fence + 1n}`, { wait: 10 })
+  void [limit, permit, waited, permitted]
 
   const acquired = (m: AcquireMessage) => [m.key, m.fence + 1n, m.ms + 1]
   const ended = (m: ReleaseMessage) => m.released && acquired(m)

@@ -172,7 +172,8 @@ async fn reasking_with_the_same_token_keeps_the_fence_and_another_token_hears_th
     let lease = locker.try_lock(&key, &ttl(10_000)).await.unwrap().unwrap();
     let mut con = inspect(&url);
     // The acquire script, asked again with the holder's token, refreshes the lease and answers the same fence.
-    const ACQUIRE: &str = include_str!("../src/protocol/scripts/acquire.lua");
+    const ACQUIRE: &str =
+        concat!(include_str!("../src/protocol/scripts/fence.lua"), include_str!("../src/protocol/scripts/acquire.lua"));
     let acquire = |token: &str, con: &mut redis::Connection| -> i64 {
         redis::cmd("EVALSHA")
             .arg(redis::Script::new(ACQUIRE).get_hash())

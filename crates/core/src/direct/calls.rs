@@ -299,10 +299,10 @@ impl Lease {
     }
 
     /// Starts the release of this lease with a command the caller sends; the lease counts as released from now on.
-    /// `None` while minHold keeps the key, or when it was released already: [`Lease::release`] then does what is
-    /// left (a release that keeps the key, or nothing).
+    /// `None` for a semaphore's permit, while minHold keeps the key, or when it was released already:
+    /// [`Lease::release`] then does what is left (the release, one that keeps the key, or nothing).
     pub fn direct_release(self: &Arc<Self>) -> Option<DirectRelease> {
-        if !self.hold_left().is_zero() || !self.end_released() {
+        if self.keys().limit.is_some() || !self.hold_left().is_zero() || !self.end_released() {
             return None;
         }
         Some(DirectRelease { lease: self.clone() })

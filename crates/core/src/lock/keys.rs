@@ -15,6 +15,9 @@ pub struct LockKeys {
     /// is the whole lock key, so it hashes to the lock key's cluster slot, unless the lock key has a hash tag of its
     /// own: on a cluster ([`LockKeys::new`]'s `one_slot`) it is then `prefix + key:fence`, which keeps that tag.
     pub fence: String,
+    /// A semaphore's limit: `lock` is then a semaphore's sorted set of holders (see protocol/scripts.rs), which at
+    /// most this many hold at once. `None` for a lock.
+    pub limit: Option<u32>,
 }
 
 impl LockKeys {
@@ -34,7 +37,16 @@ impl LockKeys {
             )));
         }
         let fence = if tagged { [&lock, ":fence"].concat() } else { ["{", &lock, "}:fence"].concat() };
-        Ok(Self { key: key.to_owned(), fence, lock })
+        Ok(Self { key: key.to_owned(), fence, lock, limit: None })
+    }
+
+    /// The names of semaphore `key` of `limit` holders, as [`LockKeys::new`] derives a lock's (a lock and a semaphore
+    /// must not share a key). A `limit` of 0 is refused.
+    pub fn semaphore(prefix: &str, key: &str, limit: u32, one_slot: bool) -> Result<Self, crate::SnatchError> {
+        if limit == 0 {
+            return Err(crate::SnatchError::range_arg("limit must be a positive integer, got 0"));
+        }
+        Ok(Self { limit: Some(limit), ..Self::new(prefix, key, one_slot)? })
     }
 
     /// The claim of occurrence `tick_ms` of the schedule whose run lock is `run`: key `name:<tick_ms>`, sharing the
@@ -46,7 +58,7 @@ impl LockKeys {
         } else {
             format!("{}:{tick_ms}", run.lock)
         };
-        Self { key: format!("{}:{tick_ms}", run.key), fence: run.fence.clone(), lock }
+        Self { key: format!("{}:{tick_ms}", run.key), fence: run.fence.clone(), lock, limit: None }
     }
 
     /// `{prefix + key}:released`: the pub/sub channel on which a release wakes waiters (the release script derives

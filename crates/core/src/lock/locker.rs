@@ -126,6 +126,44 @@ impl Locker {
         self.acquire(key, options).await?.ok_or_else(|| not_acquired(key, options.wait))
     }
 
+    /// One attempt at a permit of semaphore `key`, which at most `limit` hold at once; `None` when all are held. A
+    /// permit is a lease like a lock's (renewed with `auto_extend`, declared lost, released owner-checked), its
+    /// expiry judged on the server's clock. One Redis, Sentinel or Cluster: not Redlock.
+    pub async fn try_acquire_permit(
+        &self,
+        key: &str,
+        limit: u32,
+        options: &LockOptions,
+    ) -> Result<Option<Arc<Lease>>, SnatchError> {
+        let once = LockOptions { wait: Duration::ZERO, ..options.clone() };
+        let _busy = self.enter()?;
+        self.acquire_keys(self.permit_keys(key, limit, &once)?, &once).await
+    }
+
+    /// Keeps trying for a permit of semaphore `key` for `options.wait` (woken by releases; at least one attempt);
+    /// [`SnatchError::Timeout`] when it elapses. See [`Locker::try_acquire_permit`].
+    pub async fn acquire_permit(
+        &self,
+        key: &str,
+        limit: u32,
+        options: &LockOptions,
+    ) -> Result<Arc<Lease>, SnatchError> {
+        let _busy = self.enter()?;
+        let keys = self.permit_keys(key, limit, options)?;
+        self.acquire_keys(keys, options).await?.ok_or_else(|| not_acquired(key, options.wait))
+    }
+
+    /// The names of semaphore `key` once `limit`, `options` and the deployment are checked.
+    fn permit_keys(&self, key: &str, limit: u32, options: &LockOptions) -> Result<LockKeys, SnatchError> {
+        options.validate()?;
+        if self.shared.nodes.single().is_none() {
+            return Err(SnatchError::type_arg(
+                "semaphores need one Redis, a Sentinel master or a Cluster, not Redlock",
+            ));
+        }
+        LockKeys::semaphore(&self.shared.config.prefix, key, limit, self.one_slot())
+    }
+
     /// Acquires `key` (waiting up to `options.wait`), runs `task` with the lease, then releases it (subject to
     /// `min_hold`). `None` when the lock was not acquired; the task is then not run. A failure to release after
     /// the task is not an error: the key then expires with its lease.

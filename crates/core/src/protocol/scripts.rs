@@ -40,7 +40,8 @@ impl Lua {
 ///
 /// A waited-for lock holds its token followed by `*`, which has [`RELEASE`] wake the waiters: a release that no one
 /// waits for publishes nothing (bench/README.md, profile step 24).
-pub(crate) static ACQUIRE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("scripts/acquire.lua")));
+pub(crate) static ACQUIRE: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new(concat!(include_str!("scripts/fence.lua"), include_str!("scripts/acquire.lua"))));
 
 /// Raise a fence counter to a fence a Redlock majority gave (see redlock/quorum.rs).
 ///
@@ -70,6 +71,26 @@ pub(crate) static INSPECT: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str
 ///
 /// KEYS: lock key. Returns 1 when there was a lock, else 0.
 pub(crate) static FORCE_RELEASE: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("scripts/force_release.lua")));
+
+/// Take a permit of a semaphore: [`ACQUIRE`] for a key that `limit` may hold at once.
+///
+/// KEYS: the semaphore (a sorted set of its holders' tokens, scored by when each permit expires on the server's
+/// clock), its fence key. ARGV: token, ttl in ms, the fence counter's ttl in ms, the limit. Permits expired on the
+/// server's clock are dropped first. The fence (a new one each time, raised like [`ACQUIRE`]'s) when the permit is
+/// ours, else `-2 - ms` until the first permit expires.
+pub(crate) static PERMIT_ACQUIRE: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new(concat!(include_str!("scripts/fence.lua"), include_str!("scripts/permit_acquire.lua"))));
+
+/// Set the expiry of a permit we hold ([`EXTEND`] for a semaphore).
+///
+/// KEYS: the semaphore. ARGV: token, ttl in ms. Returns 1 when the permit was ours and had not expired, else 0.
+pub(crate) static PERMIT_EXTEND: LazyLock<Lua> = LazyLock::new(|| Lua::new(include_str!("scripts/permit_extend.lua")));
+
+/// Give back a permit we hold and wake the semaphore's waiters ([`RELEASE`] for a semaphore, one at a time).
+///
+/// KEYS: the semaphore. ARGV: token. Returns 1 when the permit was ours and had not expired, else 0.
+pub(crate) static PERMIT_RELEASE: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new(include_str!("scripts/permit_release.lua")));
 
 /// One call of a script: its EVALSHA command, and the script, for when the server does not have it.
 pub(crate) struct ScriptCall {

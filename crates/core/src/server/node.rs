@@ -45,8 +45,9 @@ impl Node {
         Self { batcher: Batcher::new(connection.clone()), connection, waker, wait_replicas, fence_ttl_ms }
     }
 
-    /// Runs ACQUIRE for `keys` with `token` and a lease of `ttl_ms`; when taken, the holder's token is read too if
-    /// `name_holder`, and the lock marked as waited for (its release then wakes the waiters) if `waiting`.
+    /// Runs ACQUIRE (PERMIT_ACQUIRE for a semaphore) for `keys` with `token` and a lease of `ttl_ms`; when a lock is
+    /// taken, the holder's token is read too if `name_holder`, and the lock marked as waited for (its release then
+    /// wakes the waiters) if `waiting`.
     pub(crate) async fn acquire(
         &self,
         keys: &LockKeys,
@@ -55,9 +56,13 @@ impl Node {
         name_holder: bool,
         waiting: bool,
     ) -> Result<NodeAcquire, SnatchError> {
-        let mut call = ScriptCall::new(&scripts::ACQUIRE, 2);
+        let mut call =
+            ScriptCall::new(if keys.limit.is_some() { &scripts::PERMIT_ACQUIRE } else { &scripts::ACQUIRE }, 2);
         call.arg(&keys.lock).arg(&keys.fence).arg(token).arg(ttl_ms).arg(self.fence_ttl_ms);
-        if name_holder || waiting {
+        if let Some(limit) = keys.limit {
+            // Every release of a permit wakes the waiters; no holder is named (semaphores are not on Redlock).
+            call.arg(limit);
+        } else if name_holder || waiting {
             call.arg(u8::from(name_holder)).arg(u8::from(waiting));
         }
         if self.wait_replicas > 0 {
@@ -120,16 +125,20 @@ impl Node {
         self.invoke::<i64>(call).await.map(|_| ())
     }
 
-    /// Runs EXTEND: sets the lease of a key we own to `ttl_ms`; false when it is not ours.
+    /// Runs EXTEND (PERMIT_EXTEND for a semaphore): sets the lease of a key we own to `ttl_ms`; false when it is not
+    /// ours.
     pub(crate) async fn extend(&self, keys: &LockKeys, token: &str, ttl_ms: u64) -> Result<bool, SnatchError> {
-        let mut call = ScriptCall::new(&scripts::EXTEND, 1);
+        let mut call =
+            ScriptCall::new(if keys.limit.is_some() { &scripts::PERMIT_EXTEND } else { &scripts::EXTEND }, 1);
         call.arg(&keys.lock).arg(token).arg(ttl_ms);
         Ok(self.invoke::<i64>(call).await? == 1)
     }
 
-    /// Runs RELEASE: deletes a key we own and wakes its waiters; false when it is not ours.
+    /// Runs RELEASE (PERMIT_RELEASE for a semaphore): deletes a key we own and wakes its waiters; false when it is
+    /// not ours.
     pub(crate) async fn release(&self, keys: &LockKeys, token: &str) -> Result<bool, SnatchError> {
-        let mut call = ScriptCall::new(&scripts::RELEASE, 1);
+        let mut call =
+            ScriptCall::new(if keys.limit.is_some() { &scripts::PERMIT_RELEASE } else { &scripts::RELEASE }, 1);
         call.arg(&keys.lock).arg(token);
         Ok(self.invoke::<i64>(call).await? == 1)
     }

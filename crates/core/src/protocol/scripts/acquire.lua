@@ -1,24 +1,9 @@
--- Acquire or refresh one lock (see scripts.rs): KEYS[1] is the lock, KEYS[2] its fence counter; ARGV[1] the token,
--- ARGV[2] the ttl in ms, ARGV[3] the fence counter's ttl in ms; ARGV[4] = '1' asks for the holder's name,
--- ARGV[5] = '1' marks a held lock as waited for.
+-- Acquire or refresh one lock (see scripts.rs; fence.lua comes first): KEYS[1] is the lock, KEYS[2] its fence
+-- counter; ARGV[1] the token, ARGV[2] the ttl in ms, ARGV[3] the fence counter's ttl in ms; ARGV[4] = '1' asks for the
+-- holder's name, ARGV[5] = '1' marks a held lock as waited for.
 local lock, fence, token, ttl, fence_ttl = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
-
--- The counter's value `f`, raised to the server clock's microseconds when it is below CLOCK_FLOOR (2^50, as
--- lock/keys.rs has it): a counter that expired and starts again (or one from before counters expired) goes on above
--- every fence it gave before, as long as this server's clock does not step back by more than the time since. The
--- counter is kept `fence_ttl` more from now either way.
-local function settle(f)
-  if f < 1125899906842624 then
-    local now = redis.call('TIME')
-    f = math.max(f, now[1] * 1000000 + now[2])
-    redis.call('SET', fence, string.format('%.0f', f))
-  end
-  redis.call('PEXPIRE', fence, fence_ttl)
-  return f
-end
-
 if redis.call('SET', lock, token, 'NX', 'PX', ttl) then
-  return settle(redis.call('INCR', fence))
+  return settle(fence, fence_ttl, redis.call('INCR', fence))
 end
 -- Taken (time stands still within a script, so the key cannot lapse from here on). The holder's token is followed
 -- by '*' once someone waits for the lock, which has its release wake the waiters.
@@ -27,7 +12,7 @@ local waited = string.sub(held, -1) == '*'
 local holder = waited and string.sub(held, 1, -2) or held
 if holder == token then
   redis.call('PEXPIRE', lock, ttl)
-  return settle(tonumber(redis.call('GET', fence) or '0'))
+  return settle(fence, fence_ttl, tonumber(redis.call('GET', fence) or '0'))
 end
 if ARGV[5] == '1' and not waited then
   redis.call('APPEND', lock, '*')

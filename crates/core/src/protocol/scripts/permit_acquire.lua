@@ -1,0 +1,19 @@
+-- Take a permit of a semaphore (see scripts.rs; fence.lua comes first): KEYS[1] is the semaphore, a sorted set of
+-- its holders' tokens scored by when each permit expires (ms on this server's clock: client clocks never judge
+-- expiry), KEYS[2] its fence counter; ARGV[1] the token, ARGV[2] the ttl in ms, ARGV[3] the fence counter's ttl in
+-- ms, ARGV[4] the limit. The fence (a new one, also for a token asking again) when the permit is ours, else
+-- `-2 - ms` until the first permit expires.
+local sem, fence, token, ttl, fence_ttl, limit = KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local time = redis.call('TIME')
+local now = time[1] * 1000 + math.floor(time[2] / 1000)
+
+redis.call('ZREMRANGEBYSCORE', sem, '-inf', now)
+if not redis.call('ZSCORE', sem, token) and redis.call('ZCARD', sem) >= limit then
+  local first = redis.call('ZRANGE', sem, 0, 0, 'WITHSCORES')
+  return -2 - (tonumber(first[2]) - now)
+end
+redis.call('ZADD', sem, now + ttl, token)
+-- The set lasts as long as its last permit.
+local last = redis.call('ZRANGE', sem, -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', sem, tonumber(last[2]))
+return settle(fence, fence_ttl, redis.call('INCR', fence))

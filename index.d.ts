@@ -2,7 +2,10 @@ import type { EventEmitter } from 'node:events'
 
 /** Options of a Locker. Times are milliseconds. */
 export interface LockerOptions {
-  /** One Redis: 'redis://[user:pass@]host:port[/db]' or 'rediss://…' (TLS). Default: REDIS_URL, else 'redis://127.0.0.1:6379'. */
+  /**
+   * One Redis: 'redis://[user:pass@]host:port[/db]' or 'rediss://…' (TLS). Default: REDIS_URL, else
+   * 'redis://127.0.0.1:6379'. 'memory://' (or 'memory://<name>'): an in-process store for tests, not distributed.
+   */
   url?: string
   /** Redlock: independent Redis masters (odd count >= 3). A lock needs a majority. Exclusive with `url`. */
   urls?: string[]

@@ -146,6 +146,14 @@ impl LockerConfig {
             }
             _ => {}
         }
+        if self.urls.iter().any(|u| is_memory(u)) && (n > 1 || self.topology != Topology::Servers) {
+            return Err(SnatchError::type_arg(
+                "a memory:// URL is the only URL of its locker (no Redlock, Cluster or Sentinel)",
+            ));
+        }
+        if self.urls.iter().any(|u| is_memory(u)) && self.wait_replicas > 0 {
+            return Err(SnatchError::type_arg("waitReplicas needs Redis replicas: a memory:// locker has none"));
+        }
         if let Some(tls) = &self.tls {
             if !self.urls.iter().any(|u| u.starts_with("rediss://")) {
                 return Err(SnatchError::type_arg(
@@ -200,6 +208,11 @@ impl LockOptions {
         validate_duration("wait", self.wait, true)?;
         Ok(())
     }
+}
+
+/// Whether `url` names an in-process store (`memory://`, or `memory://<name>` for one of several) rather than Redis.
+pub fn is_memory(url: &str) -> bool {
+    url.starts_with("memory://")
 }
 
 /// Rejects a lease ttl outside [[`MIN_TTL_MS`], [`MAX_DURATION_MS`]].

@@ -1,7 +1,7 @@
 //! The locker: acquisition (one attempt or waiting), run-under-lock, and the bookkeeping that lets `close` release
 //! everything it still holds.
 
-use crate::config::{LockOptions, LockerConfig, Topology};
+use crate::config::{is_memory, LockOptions, LockerConfig, Topology};
 use crate::lock::job::Job;
 use crate::lock::keys::LockKeys;
 use crate::lock::lease::Lease;
@@ -9,6 +9,7 @@ use crate::lock::supervisor::Supervisor;
 use crate::redlock::quorum::{Acquire, Grant, Nodes};
 use crate::server::connection::Target;
 use crate::server::endpoint::Access;
+use crate::server::memory::Memory;
 use crate::server::node::Node;
 use crate::server::sentinel::Sentinels;
 use crate::SnatchError;
@@ -379,6 +380,10 @@ fn nodes_of(config: &LockerConfig) -> Result<Vec<Node>, SnatchError> {
     let timeout = config.command_timeout;
     let labels = || config.urls.iter().map(|u| crate::server::redact::redact(u)).collect::<Vec<_>>().join(", ");
     Ok(match &config.topology {
+        Topology::Servers if config.urls.iter().any(|url| is_memory(url)) => {
+            let memory = Memory::of(&config.urls[0]).map_err(|e| SnatchError::Redis { cause: e })?;
+            vec![Node::new(config.urls[0].clone(), Target::Memory(memory), config)]
+        }
         Topology::Servers => config
             .urls
             .iter()

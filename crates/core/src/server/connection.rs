@@ -4,6 +4,7 @@
 //! by itself. `close` drops it for good.
 
 use crate::server::endpoint::{Access, Endpoint};
+use crate::server::memory::Memory;
 use crate::server::sentinel::Sentinels;
 use crate::SnatchError;
 use futures_util::future::join_all;
@@ -12,7 +13,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Cmd, ErrorKind, Pipeline, ProtocolVersion, RedisError, RedisFuture, RedisResult, ServerErrorKind, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// What a locker's node connects to.
@@ -23,7 +24,12 @@ pub(crate) enum Target {
     Sentinel(Sentinels),
     /// A Redis Cluster.
     Cluster(Box<Cluster>),
+    /// An in-process store (`memory://`): no connection; its node runs the scripts itself.
+    Memory(Arc<Memory>),
 }
+
+/// Why a memory store has no connection to open.
+const NO_CONNECTION: &str = "memory:// has no connection";
 
 /// A Redis Cluster, reached through its seed nodes.
 pub(crate) struct Cluster {
@@ -63,6 +69,7 @@ impl Target {
             Self::Cluster(cluster) => {
                 cluster.client.get_async_connection().await.map(Link::Cluster).map_err(|e| e.to_string())
             }
+            Self::Memory(_) => Err(NO_CONNECTION.to_owned()),
         }
     }
 
@@ -87,6 +94,8 @@ impl Target {
                     .map_err(|e| e.to_string())?;
                 client.get_async_connection().await.map(Link::Cluster).map_err(|e| e.to_string())
             }
+            // Waiters on a memory store rely on their retries (see waker.rs).
+            Self::Memory(_) => Err(NO_CONNECTION.to_owned()),
         }
     }
 
@@ -266,6 +275,11 @@ impl Connection {
         if !self.target.is_cluster() {
             self.link.lock().expect("connection slot poisoned").take();
         }
+    }
+
+    /// Whether [`Connection::close`] was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 
     /// Drops the connection; later commands fail with [`SnatchError::Closed`].

@@ -1,9 +1,11 @@
 //! Reaching one Redis deployment (a server, a Sentinel master or a Redis Cluster): URLs, credentials and TLS, the
-//! command connection, batched script calls, and the release notifications that wake waiters.
+//! command connection, batched script calls, and the release notifications that wake waiters; or `memory://`, an
+//! in-process stand-in for users' tests.
 
 pub(crate) mod batcher;
 pub(crate) mod connection;
 pub(crate) mod endpoint;
+pub(crate) mod memory;
 pub(crate) mod node;
 pub(crate) mod redact;
 pub(crate) mod sentinel;

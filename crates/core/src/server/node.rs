@@ -68,7 +68,7 @@ impl Node {
         if self.wait_replicas > 0 {
             return self.acquire_confirmed(keys, token, call).await;
         }
-        let reply = self.batcher.call(call).await?;
+        let reply = self.call(call).await?;
         self.acquire_reply(reply)
     }
 
@@ -206,9 +206,18 @@ impl Node {
         self.connection.failure(cause)
     }
 
-    /// Runs a script call (batched with those of other operations) and reads its reply as `T`.
+    /// Runs a script call: batched with those of other operations, or in the memory store of a `memory://` node.
+    async fn call(&self, call: ScriptCall) -> Result<Value, SnatchError> {
+        match self.connection.target() {
+            Target::Memory(_) if self.connection.is_closed() => Err(SnatchError::Closed),
+            Target::Memory(memory) => memory.run(&call).map_err(|e| self.failure(e)),
+            _ => self.batcher.call(call).await,
+        }
+    }
+
+    /// Runs a script call (see [`Node::call`]) and reads its reply as `T`.
     async fn invoke<T: FromRedisValue>(&self, call: ScriptCall) -> Result<T, SnatchError> {
-        let reply = self.batcher.call(call).await?;
+        let reply = self.call(call).await?;
         redis::from_redis_value(reply).map_err(|e| self.connection.failure(e))
     }
 }

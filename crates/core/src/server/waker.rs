@@ -4,7 +4,7 @@
 //! waiter also retries after a jittered delay, which covers expiries, lost messages and a subscriber connection
 //! that cannot be opened.
 
-use crate::server::connection::{Connection, Link};
+use crate::server::connection::{Connection, Link, Target};
 use redis::{PushInfo, PushKind, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,7 +12,16 @@ use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::Notify;
 
 /// Waiters by channel.
-type Waiters = Arc<Mutex<HashMap<String, Vec<Weak<Notify>>>>>;
+pub(crate) type WaiterMap = Mutex<HashMap<String, Vec<Weak<Notify>>>>;
+
+/// The waiters of one node.
+pub(crate) type Waiters = Arc<WaiterMap>;
+
+/// Wakes the waiters on `channel` among `waiters`; how many there were.
+pub(crate) fn wake(waiters: &HashMap<String, Vec<Weak<Notify>>>, channel: &str) -> usize {
+    let woken = waiters.get(channel).into_iter().flatten().filter_map(Weak::upgrade);
+    woken.map(|notify| notify.notify_one()).count()
+}
 
 /// The release notifications of one node.
 pub(crate) struct Waker {
@@ -39,12 +48,12 @@ pub(crate) struct Watch {
 
 impl Waker {
     pub(crate) fn new(connection: Arc<Connection>) -> Self {
-        Self {
-            connection,
-            subscriber: tokio::sync::Mutex::new(None),
-            waiters: Waiters::default(),
-            closed: AtomicBool::new(false),
+        let waiters = Waiters::default();
+        if let Target::Memory(memory) = connection.target() {
+            // A memory store's PUBLISH wakes the waiters itself: no subscriber connection.
+            memory.listen(Arc::downgrade(&waiters));
         }
+        Self { connection, subscriber: tokio::sync::Mutex::new(None), waiters, closed: AtomicBool::new(false) }
     }
 
     /// Registers `notify` (held weakly: the waiter keeps it) to be woken when `channel` is published on. `None`
@@ -67,6 +76,9 @@ impl Waker {
             list.len() == 1
         };
         let watch = Watch { waker: self.clone(), channel: channel.to_owned() };
+        if matches!(self.connection.target(), Target::Memory(_)) {
+            return Some(watch);
+        }
         if first || subscriber.is_none() {
             let subscribed = tokio::time::timeout(self.connection.timeout(), async {
                 if subscriber.is_none() {
@@ -96,12 +108,7 @@ impl Waker {
             let mut waiters = waiters.lock().expect("waiters poisoned");
             match (message.kind, message.data.first()) {
                 (PushKind::Message, Some(Value::BulkString(channel))) => {
-                    let channel = std::str::from_utf8(channel).unwrap_or_default();
-                    for notify in waiters.get(channel).into_iter().flatten() {
-                        if let Some(notify) = notify.upgrade() {
-                            notify.notify_one();
-                        }
-                    }
+                    wake(&waiters, std::str::from_utf8(channel).unwrap_or_default());
                 }
                 (PushKind::Disconnection, _) => {
                     dropped.store(true, Ordering::SeqCst);

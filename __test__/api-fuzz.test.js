@@ -892,6 +892,43 @@ function genKeyQuery(i, method, entry) {
   return call
 }
 
+/**
+ * `semaphore(key, limit)` on `entry`'s locker, then `tryAcquire`, `acquire` or `withPermit` with a short wait; a
+ * permit got is released at once. Keys are the semaphores' own (a lock and a semaphore must not share a key) or
+ * invalid ones; limits valid or not. Redlock has no semaphores: a permit there must be refused.
+ */
+function genSemaphore(i, entry) {
+  const method = pick(['tryAcquire', 'acquire', 'withPermit'])
+  const call = newCall(i, `Semaphore.${method}`, entry.locker)
+  const key = chance(0.9) ? L(`sem:${int(20)}`, 'semaphore key') : keyArg(call)
+  const limit = chance(0.85)
+    ? L(1 + int(3), 'limit 1-3')
+    : pick([L(0, '0'), L(-1, '-1'), L(1.5, '1.5'), L('2', "'2'"), L(undefined, 'undefined'), L(2 ** 31, '2^31'), L(NaN, 'NaN')])
+  const options = { ttl: 200 + int(2000) }
+  if (method !== 'tryAcquire') options.wait = int(300)
+  call.key = key.v
+  call.labels = [`[${entry.kind} locker]`, key.label, limit.label, JSON.stringify(options)]
+  const limitValid = Number.isInteger(limit.v) && limit.v >= 1 && limit.v < 2 ** 31
+  if (!keyValid(key.v)) call.mustFail = 'the key is invalid'
+  else if (!limitValid) call.mustFail = 'the limit is invalid'
+  else if (entry.kind === 'redlock') call.mustFail = 'Redlock has no semaphores'
+  call.invoke = async () => {
+    const semaphore = entry.locker.semaphore(key.v, limit.v)
+    if (semaphore.key !== key.v || semaphore.limit !== limit.v) call.problems.push('the semaphore does not hold its key and limit')
+    if (method === 'withPermit') {
+      return semaphore.withPermit(({ fence, key: k }) => {
+        if (k !== key.v || typeof fence !== 'bigint' || fence <= 0n) call.problems.push('withPermit gave fn a bad key or fence')
+        return fence
+      }, options)
+    }
+    const permit = await semaphore[method](options)
+    // Not asserted true: under the run's load a short permit may lapse before this runs (then false, rightly).
+    await permit?.release()
+    return permit
+  }
+  return call
+}
+
 const VALID_CRONS = ['@yearly', '@annually', '0 0 1 1 *', '0 0 31 2 *', '0 0 29 2 1', '59 59 23 31 12 *', '0 0 1 1 * *', '0 0 31W 2 *', '0 0 * * FRI#5']
 const BAD_CRONS = ['', ' ', 'nope', '* * *', '60 * * * *', '* * * * * * * *', '*/0 * * * *', '@reboot', '@every 1s', '😀 * * * *', '\u0000', '\uD800 * * * *', KEY_70K, '1000000000000 * * * *']
 
@@ -1237,6 +1274,7 @@ test(`${CALLS} random API calls: only documented outcomes, no unhandled errors, 
       const what = weighted([
         [20, 'snatchTask'], [15, 'withLock'], [14, 'tryLock'], [12, 'lock'], [7, 'schedule'], [17, 'lockOp'],
         [8, 'createLocker'], [2, 'module snatchTask'], [0.4, 'close'], [1, 'stop'], [2, 'inspect'], [1, 'forceRelease'],
+        [4, 'semaphore'],
       ])
       let call = null
       switch (what) {
@@ -1265,6 +1303,9 @@ test(`${CALLS} random API calls: only documented outcomes, no unhandled errors, 
           break
         case 'forceRelease':
           call = genKeyQuery(i, what, active.dead)
+          break
+        case 'semaphore':
+          call = genSemaphore(i, pickLocker(active))
           break
         case 'close':
           call = genClose(i, active)

@@ -1,6 +1,6 @@
 'use strict'
 // withfn c=50 for a fixed number of cycles (argv[2]) on REDIS_URL with the package at PKG: the work is fixed, so
-// perf's instruction count compares builds without the VM's timing noise.
+// `perf stat` (task-clock, or instructions where the machine exposes them) compares builds without the VM's timing noise.
 const { createLocker } = require(process.env.PKG)
 const total = Number(process.argv[2] || 200000)
 async function main() {

@@ -39,7 +39,7 @@ async fn a_lease_expires_a_waiter_gets_the_key_and_a_force_released_holder_is_lo
     let locker = locker("memory://expiry");
     let short = locker.try_lock("k", &options(200, 0)).await.unwrap().expect("free");
     let waited = locker.lock("k", &options(10_000, 5_000)).await.expect("the lapsed lease's key");
-    assert!(waited.fence() > short.fence());
+    assert!(waited.fence() > short.fence(), "{} then {}, {:?}", short.fence(), waited.fence(), short.state());
     assert!(!short.release().await.unwrap(), "expired");
     let err = locker.lock("k", &options(1_000, 200)).await.unwrap_err();
     assert_eq!(err.code(), "ERR_SNATCH_TIMEOUT");

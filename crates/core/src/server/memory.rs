@@ -1,7 +1,8 @@
 //! `memory://`: an in-process stand-in for one Redis server, so that users' tests of code that takes locks need no
 //! server. It runs the very scripts a server runs (protocol/scripts, in an embedded Lua 5.1, Redis's version) one at
-//! a time, over an in-memory keyspace that implements the commands they use; `TIME` and expiries follow this
-//! process's clock. Lockers on the same `memory://` URL in one process share one store; it is not distributed.
+//! a time, over an in-memory keyspace that implements the commands they use. `TIME` and expiries follow this
+//! process's clock; within a script, expiries are judged at the time it started, as on Redis, where time stands
+//! still in a script. Lockers on the same `memory://` URL in one process share one store; it is not distributed.
 
 use crate::protocol::scripts::ScriptCall;
 use crate::server::waker::{wake, WaiterMap};
@@ -32,6 +33,9 @@ struct Scripts {
 #[derive(Default)]
 struct Keyspace {
     entries: HashMap<Vec<u8>, Entry>,
+    /// The time expiries are judged by while a script runs (ms since the epoch): fixed at its start, as Redis has
+    /// it, so that a key a script found cannot expire under it (its `PTTL` then answering -2, say).
+    script_time: u64,
     /// The waiters of the nodes on this store (see waker.rs).
     listeners: Vec<Weak<WaiterMap>>,
 }
@@ -122,6 +126,7 @@ impl Memory {
             lua.globals().set("ARGV", strings(argv)?)?;
             function.call(())
         };
+        self.keyspace.lock().expect("keyspace poisoned").script_time = now_ms();
         let reply = run().map_err(|e| match e {
             mlua::Error::CallbackError { cause, .. } => cause.to_string(),
             other => other.to_string(),
@@ -230,7 +235,7 @@ fn score(arg: &[u8]) -> Result<f64, Failure> {
 impl Keyspace {
     /// The live entry of `key` (an expired one is dropped first).
     fn live(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let now = now_ms();
+        let now = self.script_time;
         if self.entries.get(key).is_some_and(|e| e.expires_at.is_some_and(|at| at <= now)) {
             self.entries.remove(key);
         }
@@ -313,7 +318,7 @@ impl Keyspace {
             }
             b"PEXPIRE" | b"PEXPIREAT" => {
                 let at = integer(arg(2)?)?;
-                let at = if name.as_slice() == b"PEXPIRE" { now_ms() as i64 + at } else { at };
+                let at = if name.as_slice() == b"PEXPIRE" { self.script_time as i64 + at } else { at };
                 match self.live(arg(1)?) {
                     Some(entry) => {
                         entry.expires_at = Some(at.max(0) as u64);
@@ -325,7 +330,7 @@ impl Keyspace {
             b"PTTL" => match self.live(arg(1)?) {
                 None => Value::Int(-2),
                 Some(Entry { expires_at: None, .. }) => Value::Int(-1),
-                Some(Entry { expires_at: Some(at), .. }) => Value::Int(at.saturating_sub(now_ms()) as i64),
+                Some(Entry { expires_at: Some(at), .. }) => Value::Int(at.saturating_sub(self.script_time) as i64),
             },
             b"DEL" => {
                 let mut deleted = 0;
@@ -337,7 +342,8 @@ impl Keyspace {
             b"PUBLISH" => {
                 let channel = String::from_utf8_lossy(arg(1)?);
                 let listeners = self.listeners.iter().filter_map(Weak::upgrade);
-                Value::Int(listeners.map(|w| wake(&w.lock().expect("waiters poisoned"), &channel)).sum::<usize>() as i64)
+                let woken: usize = listeners.map(|w| wake(&w.lock().expect("waiters poisoned"), &channel)).sum();
+                Value::Int(woken as i64)
             }
             b"ZADD" => {
                 let key = arg(1)?;
@@ -424,7 +430,7 @@ impl Keyspace {
         if nx && old.is_some() {
             return Ok(reply(false));
         }
-        let expires_at = px.map(|ms| now_ms() + ms.max(0) as u64);
+        let expires_at = px.map(|ms| self.script_time + ms.max(0) as u64);
         match self.entries.entry(key.to_vec()) {
             Slot::Occupied(mut slot) => *slot.get_mut() = Entry { data: Data::String(value.to_vec()), expires_at },
             Slot::Vacant(slot) => {
@@ -432,5 +438,25 @@ impl Keyspace {
             }
         }
         Ok(reply(true))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command(keyspace: &mut Keyspace, args: &[&str]) -> Value {
+        keyspace.command(&args.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn within_a_script_a_key_found_alive_does_not_expire() {
+        let mut keyspace = Keyspace { script_time: now_ms(), ..Keyspace::default() };
+        command(&mut keyspace, &["SET", "k", "v", "PX", "1"]);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert_eq!(command(&mut keyspace, &["GET", "k"]), Value::BulkString(b"v".to_vec()));
+        assert_eq!(command(&mut keyspace, &["PTTL", "k"]), Value::Int(1));
+        keyspace.script_time = now_ms();
+        assert_eq!(command(&mut keyspace, &["PTTL", "k"]), Value::Int(-2), "the next script sees it expired");
     }
 }

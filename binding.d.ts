@@ -17,14 +17,14 @@ export declare class NativeLocker {
    * direct_calls.rs, `Event`).
    */
   constructor(init: LockerInit, deliver: (completions: Completion[]) => void, deliverEvent: (kind: number, id: number, fence?: bigint, extra?: boolean | string) => void)
-  /** `{ run, taskDone }`, the functions that start a run and report its task settled (see run_calls.rs). */
-  runCalls(): { run(id: number, key: string, required: boolean, ttl?: number, minHold?: number, autoExtend?: boolean, wait?: number): void; taskDone(id: number): void }
+  /** `{ run, taskDone, tryLock, release }`, the calls every run or one-attempt lock makes (see run_calls.rs). */
+  runCalls(): { run(id: number, key: string, required: boolean, ttl?: number, minHold?: number, autoExtend?: boolean, wait?: number): void; taskDone(id: number): void; tryLock(id: number, key: string, ttl?: number, minHold?: number, autoExtend?: boolean): void; release(id: number, lock: number): void }
   /**
-   * Starts acquisition `id` of `key`: one attempt, or waiting up to `options.wait` when `wait`. Completes with
-   * the fence and token when acquired (then a lost notice follows if the lease is lost); without them when not;
-   * with a timeout error when waiting ran out.
+   * Starts acquisition `id` of `key`, waiting up to `options.wait` (one attempt is `tryLock` of
+   * [`NativeLocker::run_calls`]). Completes with the fence and token when acquired (then a lost notice follows if
+   * the lease is lost), with a timeout error when waiting ran out.
    */
-  acquire(id: number, key: string, options: LockInit | undefined | null, wait: boolean): void
+  acquire(id: number, key: string, options?: LockInit | undefined | null): void
   /**
    * Starts acquisition `id` of a permit of semaphore `key` of `limit` holders: one attempt, or waiting up to
    * `options.wait` when `wait`. Completes as `acquire` does; the permit is then a lock like the others (extend,
@@ -43,8 +43,6 @@ export declare class NativeLocker {
   inspect(id: number, key: string): void
   /** Starts operation `id`: delete `key`'s lock whoever holds it. Completes with whether there was one. */
   forceRelease(id: number, key: string): void
-  /** Starts operation `id`: release lock `lock` (subject to minHold). Completes with whether it was still ours. */
-  release(id: number, lock: number): void
   /** Milliseconds lock `lock` is still guaranteed; 0 once lost or released. */
   remainingMs(lock: number): number
   /**

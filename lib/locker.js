@@ -82,6 +82,10 @@ class Locker {
   #startRun
   /** Tells the native side that the task of run `id` has settled. */
   #taskDone
+  /** Starts a one-attempt acquisition: `(id, key, ttl?, minHold?, autoExtend?)`. */
+  #tryLock
+  /** Starts the release of a lock: `(id, lock)`. */
+  #release
 
   constructor(options) {
     const init = lockerInit(options)
@@ -91,11 +95,13 @@ class Locker {
     } catch (err) {
       throw fromNative(err)
     }
-    // Plain functions rather than methods: every run calls both, and a native method call costs several times as much.
-    ;({ run: this.#startRun, taskDone: this.#taskDone } = this.#native.runCalls())
+    // Plain functions rather than methods: every run calls the first two, every tryLock cycle the others, and a
+    // native method call costs several times as much.
+    ;({ run: this.#startRun, taskDone: this.#taskDone, tryLock: this.#tryLock, release: this.#release } =
+      this.#native.runCalls())
     this.#lockOps = {
       extend: (id, ttl) => this.#call((op) => this.#native.extend(op, id, ttl)),
-      release: (id) => this.#call((op) => this.#native.release(op, id)),
+      release: (id) => this.#call((op) => this.#release(op, id)),
       remainingMs: (id) => this.#native.remainingMs(id),
     }
   }
@@ -114,12 +120,16 @@ class Locker {
 
   /** One attempt; `null` when the key is held by someone else. */
   async tryLock(key, options) {
-    return this.#acquire(key, lockInit(options, { canWait: false }), false)
+    const init = lockInit(options, { canWait: false })
+    return this.#acquire(key, init, (op) =>
+      init === undefined ? this.#tryLock(op, key) : this.#tryLock(op, key, init.ttl, init.minHold, init.autoExtend),
+    )
   }
 
   /** Waits up to `options.wait` ms for `key`; rejects LockTimeoutError. */
   async lock(key, options) {
-    return this.#acquire(key, lockInit(options, { canWait: true }), true)
+    const init = lockInit(options, { canWait: true })
+    return this.#acquire(key, init, (op) => this.#native.acquire(op, key, init))
   }
 
   /**
@@ -148,7 +158,7 @@ class Locker {
     checkKey(key)
     checkLimit(limit)
     return new Semaphore(key, limit, (init, wait) =>
-      this.#acquire(key, init, wait, (op) => this.#native.acquirePermit(op, key, limit, init, wait)),
+      this.#acquire(key, init, (op) => this.#native.acquirePermit(op, key, limit, init, wait)),
     )
   }
 
@@ -189,8 +199,8 @@ class Locker {
     return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }))
   }
 
-  /** Acquires `key` (by `start(op)`, by default a lock's acquisition); resolves a Lock, or null when not acquired. */
-  async #acquire(key, init, wait, start = (op) => this.#native.acquire(op, key, init, wait)) {
+  /** Acquires `key` with `init` by `start(op)`; resolves a Lock, or null when not acquired. */
+  async #acquire(key, init, start) {
     checkKey(key)
     const id = this.#nextId++
     const started = diagnostics.now()

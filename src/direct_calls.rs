@@ -7,7 +7,7 @@
 use crate::completions::{Completion, Completions};
 use crate::direct_sockets::DirectSockets;
 use crate::loop_socket::{Handler, LoopSocket};
-use crate::outcomes::{acquired, keep_lock, ran_completion, task_under, Leases, Settling};
+use crate::outcomes::{acquired, keep_lock, ran_completion, start_op, task_under, Leases, Settling};
 use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, Either, FunctionRef, ToNapiValue};
 use napi::{sys, Env, JsValue};
 use napi_derive::napi;
@@ -121,9 +121,41 @@ impl DirectCalls {
         Ok(socket.send(call(attempt, busy)).is_ok())
     }
 
+    /// Starts one-attempt acquisition `id` of `key`: by a direct call when it can go by one, else on the runtime.
+    /// Completes with the fence and token when acquired (then a lost notice follows if the lease is lost), without
+    /// them when the key is held.
+    pub(crate) fn start_try_lock(&self, id: u32, key: String, options: LockOptions) -> Result<(), SnatchError> {
+        if self.try_lock(id, &key, &options)? {
+            return Ok(());
+        }
+        let context = &self.context;
+        let (locker, leases, completions) =
+            (context.locker.clone(), context.leases.clone(), context.completions.clone());
+        spawn(async move {
+            acquired(id, locker.try_lock(&key, &options).await, &leases, &completions);
+        });
+        Ok(())
+    }
+
+    /// Starts operation `id`: release lock `lock` (subject to minHold), by a direct call when it can go by one.
+    /// Completes with whether it was still ours.
+    pub(crate) fn start_release(&self, id: u32, lock: u32) {
+        let lease = self.context.leases.lock().expect("leases poisoned").remove(&lock);
+        if lease.as_ref().is_some_and(|lease| self.release(id, lease)) {
+            return;
+        }
+        start_op(&self.context.completions, id, async move {
+            let ok = match lease {
+                Some(lease) => lease.release().await?,
+                None => false,
+            };
+            Ok(Completion { ok: Some(ok), ..Completion::done(id) })
+        });
+    }
+
     /// Starts operation `id`, the release of `lease`, by a direct call: false, and nothing started, when it does not
     /// go that way (see `Lease::direct_release`).
-    pub(crate) fn release(&self, id: u32, lease: &Arc<Lease>) -> bool {
+    fn release(&self, id: u32, lease: &Arc<Lease>) -> bool {
         let Some(socket) = self.sockets.for_slot(&self.context.locker, || lease.slot()) else { return false };
         let Some(release) = lease.direct_release() else { return false };
         self.send(Some(&socket), Call::Unlock { id, release });

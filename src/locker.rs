@@ -69,9 +69,9 @@ impl NativeLocker {
         Ok(Self { locker, completions, leases, direct: Rc::new(direct) })
     }
 
-    /// `{ run, taskDone }`, the functions that start a run and report its task settled (see run_calls.rs).
+    /// `{ run, taskDone, tryLock, release }`, the calls every run or one-attempt lock makes (see run_calls.rs).
     #[napi(
-        ts_return_type = "{ run(id: number, key: string, required: boolean, ttl?: number, minHold?: number, autoExtend?: boolean, wait?: number): void; taskDone(id: number): void }"
+        ts_return_type = "{ run(id: number, key: string, required: boolean, ttl?: number, minHold?: number, autoExtend?: boolean, wait?: number): void; taskDone(id: number): void; tryLock(id: number, key: string, ttl?: number, minHold?: number, autoExtend?: boolean): void; release(id: number, lock: number): void }"
     )]
     pub fn run_calls(&self, env: Env) -> napi::Result<Unknown<'_>> {
         let calls = run_calls::create(env.raw(), &self.direct)?;
@@ -79,20 +79,15 @@ impl NativeLocker {
         Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), calls) })
     }
 
-    /// Starts acquisition `id` of `key`: one attempt, or waiting up to `options.wait` when `wait`. Completes with
-    /// the fence and token when acquired (then a lost notice follows if the lease is lost); without them when not;
-    /// with a timeout error when waiting ran out.
+    /// Starts acquisition `id` of `key`, waiting up to `options.wait` (one attempt is `tryLock` of
+    /// [`NativeLocker::run_calls`]). Completes with the fence and token when acquired (then a lost notice follows if
+    /// the lease is lost), with a timeout error when waiting ran out.
     #[napi]
-    pub fn acquire(&self, env: Env, id: u32, key: String, options: Option<LockInit>, wait: bool) -> napi::Result<()> {
+    pub fn acquire(&self, env: Env, id: u32, key: String, options: Option<LockInit>) -> napi::Result<()> {
         let options = lock_options(options, false).map_err(|e| throw(&env, e))?;
-        if !wait && self.direct.try_lock(id, &key, &options).map_err(|e| throw(&env, e))? {
-            return Ok(());
-        }
         let (locker, leases, completions) = (self.locker.clone(), self.leases.clone(), self.completions.clone());
         spawn(async move {
-            let lease =
-                if wait { locker.lock(&key, &options).await.map(Some) } else { locker.try_lock(&key, &options).await };
-            acquired(id, lease, &leases, &completions);
+            acquired(id, locker.lock(&key, &options).await.map(Some), &leases, &completions);
         });
         Ok(())
     }
@@ -167,22 +162,6 @@ impl NativeLocker {
         self.start(id, async move {
             let deleted = locker.force_release(&key).await?;
             Ok(Completion { ok: Some(deleted), ..Completion::done(id) })
-        });
-    }
-
-    /// Starts operation `id`: release lock `lock` (subject to minHold). Completes with whether it was still ours.
-    #[napi]
-    pub fn release(&self, id: u32, lock: u32) {
-        let lease = self.leases.lock().expect("leases poisoned").remove(&lock);
-        if lease.as_ref().is_some_and(|lease| self.direct.release(id, lease)) {
-            return;
-        }
-        self.start(id, async move {
-            let ok = match lease {
-                Some(lease) => lease.release().await?,
-                None => false,
-            };
-            Ok(Completion { ok: Some(ok), ..Completion::done(id) })
         });
     }
 

@@ -1,7 +1,8 @@
-//! The two calls every run makes, `run` (start it) and `taskDone` (its task settled), as plain N-API functions
-//! rather than methods of the `#[napi]` class: a napi-rs method call spends about 4,000 instructions on checking and
-//! tracking its receiver (unwrap, type tag, borrow registry), more than the direct call it starts
-//! (bench/README.md, profile step 23). The facade gets them once per locker from `NativeLocker::runCalls()`.
+//! The calls every run makes, `run` (start it) and `taskDone` (its task settled), and those of a one-attempt lock,
+//! `tryLock` and `release`, as plain N-API functions rather than methods of the `#[napi]` class: a napi-rs method
+//! call spends about 4,000 instructions on checking and tracking its receiver (unwrap, type tag, borrow registry),
+//! more than the direct call it starts (bench/README.md, profile step 23; about 0.9 µs a call against 0.06 µs). The
+//! facade gets them once per locker from `NativeLocker::runCalls()`.
 
 use crate::completions::Completion;
 use crate::direct_calls::DirectCalls;
@@ -14,9 +15,10 @@ use std::ffi::{c_void, CStr};
 use std::ptr;
 use std::rc::Rc;
 
-/// `{ run, taskDone }` for the locker whose direct path is `calls`; each function keeps `calls` until collected.
+/// `{ run, taskDone, tryLock, release }` for the locker whose direct path is `calls`; each function keeps `calls` until collected.
 pub(crate) fn create(env: sys::napi_env, calls: &Rc<DirectCalls>) -> napi::Result<sys::napi_value> {
-    let functions: [(&CStr, Callback); 2] = [(c"run", run), (c"taskDone", task_done)];
+    let functions: [(&CStr, Callback); 4] =
+        [(c"run", run), (c"taskDone", task_done), (c"tryLock", try_lock), (c"release", release)];
     let mut object = ptr::null_mut();
     // SAFETY: `env` is the current environment, on its JS thread; every pointer passed is valid for the call.
     unsafe {
@@ -103,6 +105,46 @@ unsafe extern "C" fn task_done(env: sys::napi_env, info: sys::napi_callback_info
     // SAFETY: the argument of this call, on its thread.
     match unsafe { uint32(env, argv[0]) } {
         Ok(id) => calls.task_done(id),
+        Err(e) => {
+            throw(&Env::from_raw(env), e);
+        }
+    }
+    ptr::null_mut()
+}
+
+/// `tryLock(id, key, ttl?, minHold?, autoExtend?)`: see `DirectCalls::start_try_lock`. Throws bad input as the
+/// binding's methods do (errors.rs).
+// SAFETY: a `Callback`, made by `create` only.
+unsafe extern "C" fn try_lock(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    // SAFETY: called by N-API for a function made by `create`, with the `env` and `info` of the call.
+    let Some((calls, argv)) = (unsafe { arguments::<5>(env, info) }) else { return ptr::null_mut() };
+    let started = (|| {
+        // SAFETY: the arguments of this call, on its thread.
+        let (id, key, init) = unsafe {
+            let init = LockInit {
+                ttl: optional(env, argv[2], number)?,
+                min_hold: optional(env, argv[3], number)?,
+                auto_extend: optional(env, argv[4], boolean)?,
+                wait: None,
+            };
+            (uint32(env, argv[0])?, string(env, argv[1])?, init)
+        };
+        calls.start_try_lock(id, key, lock_options(Some(init), false)?)
+    })();
+    if let Err(e) = started {
+        throw(&Env::from_raw(env), e);
+    }
+    ptr::null_mut()
+}
+
+/// `release(id, lock)`: see `DirectCalls::start_release`.
+// SAFETY: a `Callback`, made by `create` only.
+unsafe extern "C" fn release(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    // SAFETY: called by N-API for a function made by `create`, with the `env` and `info` of the call.
+    let Some((calls, argv)) = (unsafe { arguments::<2>(env, info) }) else { return ptr::null_mut() };
+    // SAFETY: the arguments of this call, on its thread.
+    match unsafe { uint32(env, argv[0]).and_then(|id| Ok((id, uint32(env, argv[1])?))) } {
+        Ok((id, lock)) => calls.start_release(id, lock),
         Err(e) => {
             throw(&Env::from_raw(env), e);
         }

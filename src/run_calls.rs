@@ -81,12 +81,7 @@ unsafe extern "C" fn run(env: sys::napi_env, info: sys::napi_callback_info) -> s
     let started = (|| {
         // SAFETY: the arguments of this call, on its thread.
         let (id, key, required, init) = unsafe {
-            let init = LockInit {
-                ttl: optional(env, argv[3], number)?,
-                min_hold: optional(env, argv[4], number)?,
-                auto_extend: optional(env, argv[5], boolean)?,
-                wait: optional(env, argv[6], number)?,
-            };
+            let init = lock_init(env, [argv[3], argv[4], argv[5]], Some(argv[6]))?;
             (uint32(env, argv[0])?, string(env, argv[1])?, boolean(env, argv[2])?, init)
         };
         start_run(calls, id, key, init, required)
@@ -121,12 +116,7 @@ unsafe extern "C" fn try_lock(env: sys::napi_env, info: sys::napi_callback_info)
     let started = (|| {
         // SAFETY: the arguments of this call, on its thread.
         let (id, key, init) = unsafe {
-            let init = LockInit {
-                ttl: optional(env, argv[2], number)?,
-                min_hold: optional(env, argv[3], number)?,
-                auto_extend: optional(env, argv[4], boolean)?,
-                wait: None,
-            };
+            let init = lock_init(env, [argv[2], argv[3], argv[4]], None)?;
             (uint32(env, argv[0])?, string(env, argv[1])?, init)
         };
         calls.start_try_lock(id, key, lock_options(Some(init), false)?)
@@ -175,6 +165,27 @@ unsafe fn arguments<'a, const N: usize>(
 unsafe extern "C" fn drop_calls(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
     // SAFETY: `data` is the box `create` leaked for this function, dropped once.
     drop(unsafe { Box::from_raw(data.cast::<Rc<DirectCalls>>()) });
+}
+
+/// The lock options given positionally: `ttl?, minHold?, autoExtend?` in `options`, and `wait?` when the call takes it.
+// SAFETY: callers pass values of `env`, on its JS thread, inside a handle scope (a call's).
+unsafe fn lock_init(
+    env: sys::napi_env,
+    options: [sys::napi_value; 3],
+    wait: Option<sys::napi_value>,
+) -> Result<LockInit, SnatchError> {
+    // SAFETY: the caller's `env` and values.
+    unsafe {
+        Ok(LockInit {
+            ttl: optional(env, options[0], number)?,
+            min_hold: optional(env, options[1], number)?,
+            auto_extend: optional(env, options[2], boolean)?,
+            wait: match wait {
+                Some(wait) => optional(env, wait, number)?,
+                None => None,
+            },
+        })
+    }
 }
 
 /// `value` converted by `convert`, or `None` when it is `undefined`.

@@ -8,8 +8,10 @@ const { createLocker } = require('..')
 const { uniqueKey } = require('./support/util')
 
 const url = () => process.env.REDIS_URL
-const LIBFAKETIME = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', '/usr/lib/faketime/libfaketime.so.1']
-  .concat(process.env.LIBFAKETIME ? [process.env.LIBFAKETIME] : [])
+/** libfaketime: LIBFAKETIME, else where Debian/Ubuntu's `faketime` package puts it for this machine. */
+const MULTIARCH = { x64: 'x86_64', arm64: 'aarch64' }[process.arch]
+const LIBFAKETIME = [process.env.LIBFAKETIME, `/usr/lib/${MULTIARCH}-linux-gnu/faketime/libfaketime.so.1`, '/usr/lib/faketime/libfaketime.so.1']
+  .filter(Boolean)
   .find((file) => fs.existsSync(file))
 
 /** Forks a permit holder, with its wall clock moved by `skew` (libfaketime's FAKETIME, e.g. '+30s') if given. */

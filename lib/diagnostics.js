@@ -26,4 +26,24 @@ function since(since) {
   return since === 0 ? 0 : performance.now() - since
 }
 
-module.exports = { acquire, release, lost, error, now, since }
+/** Publishes a lease's loss `{ key, fence, ms }`, `ms` since `acquiredAt` (a `now()`); whether anyone listened. */
+function publishLost(key, fence, acquiredAt) {
+  if (!lost.hasSubscribers) return false
+  lost.publish({ key, fence, ms: since(acquiredAt) })
+  return true
+}
+
+/** Publishes a lease's end `{ key, fence, ms, released }`, `ms` since `acquiredAt` (a `now()`), if anyone listens. */
+function publishRelease(key, fence, acquiredAt, released) {
+  if (release.hasSubscribers) release.publish({ key, fence, ms: since(acquiredAt), released })
+}
+
+/** Publishes a failed call `{ key, fence?, ms, error }`, `ms` since `start` (a `now()`), if anyone listens. */
+function publishError(key, fence, start, err) {
+  if (!error.hasSubscribers) return
+  const message = { key, ms: since(start), error: err }
+  if (fence !== undefined) message.fence = fence
+  error.publish(message)
+}
+
+module.exports = { acquire, release, lost, error, now, since, publishLost, publishRelease, publishError }

@@ -61,9 +61,7 @@ class Lock {
     try {
       released = (await this.#ops.release(this.#id)).ok
     } catch (err) {
-      if (diagnostics.error.hasSubscribers) {
-        diagnostics.error.publish({ key: this.key, fence: this.fence, ms: diagnostics.since(this.#acquiredAt), error: err })
-      }
+      diagnostics.publishError(this.key, this.fence, this.#acquiredAt, err)
       throw err
     } finally {
       this.#end()
@@ -78,7 +76,7 @@ class Lock {
 
   /** @internal Called by the Locker when the core reports the lease lost. */
   _lost() {
-    if (!this.#ended) this.#published(diagnostics.lost)
+    if (!this.#ended) diagnostics.publishLost(this.key, this.fence, this.#acquiredAt)
     this.#end(new LockLostError(this.key))
   }
 
@@ -92,15 +90,7 @@ class Lock {
   #publishRelease(released) {
     if (this.#releasePublished) return
     this.#releasePublished = true
-    this.#published(diagnostics.release, released)
-  }
-
-  /** Publishes this lock's `{ key, fence, ms }` (and `released`, if given) on `channel` if anyone listens. */
-  #published(channel, released) {
-    if (!channel.hasSubscribers) return
-    const message = { key: this.key, fence: this.fence, ms: diagnostics.since(this.#acquiredAt) }
-    if (released !== undefined) message.released = released
-    channel.publish(message)
+    diagnostics.publishRelease(this.key, this.fence, this.#acquiredAt, released)
   }
 
   #end(reason) {

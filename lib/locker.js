@@ -59,11 +59,6 @@ function deliverTo(pending, runs, locks, keepAlive) {
   }
 }
 
-/** Publishes a failed call for `key` (started at `start`, a `diagnostics.now()`) if anyone listens. */
-function publishError(key, start, error) {
-  if (diagnostics.error.hasSubscribers) diagnostics.error.publish({ key, ms: diagnostics.since(start), error })
-}
-
 /** Acquires locks and runs tasks under them, on one Redis (`url`) or a Redlock set (`urls`). */
 class Locker {
   #native
@@ -208,7 +203,7 @@ class Locker {
     try {
       completion = await this.#call(start, id)
     } catch (err) {
-      publishError(key, started, err)
+      diagnostics.publishError(key, undefined, started, err)
       throw err
     }
     if (completion.fence === undefined || completion.fence === null) return null
@@ -243,7 +238,7 @@ class Locker {
         id,
       )
     } catch (err) {
-      publishError(key, run.started, err)
+      diagnostics.publishError(key, undefined, run.started, err)
       throw err
     } finally {
       this.#runs.delete(id)

@@ -99,18 +99,14 @@ class Run {
 
   /** Publishes the loss of the lease, once. */
   #publishLost() {
-    if (this.#lostPublished || !diagnostics.lost.hasSubscribers) return
-    this.#lostPublished = true
-    diagnostics.lost.publish({ key: this.#key, fence: this.#ctx.fence, ms: diagnostics.since(this.#acquiredAt) })
+    if (this.#lostPublished) return
+    this.#lostPublished = diagnostics.publishLost(this.#key, this.#ctx.fence, this.#acquiredAt)
   }
 
   /** Publishes the run's end: its loss first if `lost` and not published yet, then the release. */
   #publishEnd(lost) {
     if (lost) this.#publishLost()
-    if (diagnostics.release.hasSubscribers) {
-      const ms = diagnostics.since(this.#acquiredAt)
-      diagnostics.release.publish({ key: this.#key, fence: this.#ctx.fence, ms, released: !lost })
-    }
+    diagnostics.publishRelease(this.#key, this.#ctx.fence, this.#acquiredAt, !lost)
   }
 
   /** The reason ctx.signal aborted with, or a new LockLostError. */

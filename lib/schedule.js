@@ -6,18 +6,13 @@ const { ClosedError, LockLostError, fromNativeError, native } = require('./error
 
 /** Publishes the loss of `run`'s lease, once. */
 function publishLost(run) {
-  if (run.lostPublished || !diagnostics.lost.hasSubscribers) return
-  run.lostPublished = true
-  diagnostics.lost.publish({ key: run.key, fence: run.fence, ms: diagnostics.since(run.acquiredAt) })
+  if (!run.lostPublished) run.lostPublished = diagnostics.publishLost(run.key, run.fence, run.acquiredAt)
 }
 
 /** Publishes the end of `run`: its loss first if `lost` and not published yet, then the release. */
 function publishEnd(run, lost) {
   if (lost) publishLost(run)
-  if (diagnostics.release.hasSubscribers) {
-    const ms = diagnostics.since(run.acquiredAt)
-    diagnostics.release.publish({ key: run.key, fence: run.fence, ms, released: !lost })
-  }
+  diagnostics.publishRelease(run.key, run.fence, run.acquiredAt, !lost)
 }
 
 /**

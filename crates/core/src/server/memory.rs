@@ -111,8 +111,8 @@ impl Memory {
         let mut scripts = self.scripts.lock().expect("scripts poisoned");
         let Scripts { lua, loaded } = &mut *scripts;
         let function = match loaded.entry(call.script.hash().to_owned()) {
-            std::collections::hash_map::Entry::Occupied(f) => f.into_mut(),
-            std::collections::hash_map::Entry::Vacant(slot) => {
+            Slot::Occupied(f) => f.into_mut(),
+            Slot::Vacant(slot) => {
                 slot.insert(lua.load(call.script.source()).into_function().map_err(|e| e.to_string())?)
             }
         };
@@ -220,7 +220,7 @@ fn integer(arg: &[u8]) -> Result<i64, Failure> {
         .ok_or_else(|| "ERR value is not an integer or out of range".to_owned())
 }
 
-/// `arg` as a score (`-inf`, `+inf` and `(` exclusive bounds are not needed by the scripts but for `-inf`).
+/// `arg` as a score: a number, `-inf` or `+inf` (the scripts use no exclusive `(` bounds).
 fn score(arg: &[u8]) -> Result<f64, Failure> {
     match arg {
         b"-inf" => Ok(f64::NEG_INFINITY),
@@ -431,12 +431,7 @@ impl Keyspace {
             return Ok(reply(false));
         }
         let expires_at = px.map(|ms| self.script_time + ms.max(0) as u64);
-        match self.entries.entry(key.to_vec()) {
-            Slot::Occupied(mut slot) => *slot.get_mut() = Entry { data: Data::String(value.to_vec()), expires_at },
-            Slot::Vacant(slot) => {
-                slot.insert(Entry { data: Data::String(value.to_vec()), expires_at });
-            }
-        }
+        self.entries.insert(key.to_vec(), Entry { data: Data::String(value.to_vec()), expires_at });
         Ok(reply(true))
     }
 }

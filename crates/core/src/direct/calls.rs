@@ -14,7 +14,7 @@ use crate::lock::lease::Lease;
 use crate::lock::locker::Locker;
 use crate::protocol::resp::{self, Reply};
 use crate::protocol::scripts;
-use crate::redlock::quorum::{Grant, Nodes};
+use crate::redlock::quorum::{Grant, Nodes, VALIDITY_ELAPSED_ON_ONE_NODE};
 use crate::server::node::Node;
 use crate::SnatchError;
 use redis::ConnectionAddr;
@@ -270,7 +270,7 @@ impl DirectAcquire {
             // Ours, but too late to be of use: give it back.
             let nodes = self.locker.nodes();
             nodes.release_later(&self.keys, &self.token, Instant::now(), false);
-            return Settled::Done(Err(single(nodes).failure("the lease's validity elapsed before Redis answered")));
+            return Settled::Done(Err(single(nodes).failure(VALIDITY_ELAPSED_ON_ONE_NODE)));
         }
         let grant = Grant { fence, started: self.started, valid_until };
         Settled::Done(Ok(Some(self.locker.adopt(self.keys, self.token, grant, self.ttl, &self.options))))

@@ -17,6 +17,10 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+/// Why an acquisition that one Redis granted failed all the same: its answer came too late for the lease to be of
+/// use (validity = ttl − elapsed − drift, as for Redlock).
+pub(crate) const VALIDITY_ELAPSED_ON_ONE_NODE: &str = "the lease's validity elapsed before Redis answered";
+
 /// A won acquire round.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Grant {
@@ -265,13 +269,14 @@ impl Nodes {
     }
 
     /// The error for a round that failed because nodes did not answer in time: with one node, that node's own
-    /// error; with several, a quorum error naming each failed node.
+    /// error (or, when it answered too late, [`VALIDITY_ELAPSED_ON_ONE_NODE`]); with several, a quorum error naming
+    /// each failed node (or `none_failed`).
     fn failure(&self, failures: Vec<SnatchError>, none_failed: &str) -> SnatchError {
         if self.nodes.len() == 1 {
             if let Some(e) = failures.into_iter().next() {
                 return e;
             }
-            return SnatchError::Redis { cause: none_failed.to_owned() };
+            return self.nodes[0].failure(VALIDITY_ELAPSED_ON_ONE_NODE);
         }
         let mut lines: Vec<String> = failures.iter().map(SnatchError::to_string).collect();
         if lines.is_empty() {

@@ -238,16 +238,11 @@ impl Locker {
         options.ttl.unwrap_or(self.shared.config.ttl)
     }
 
-    /// A new owner token: 128 random bits in hex.
+    /// A new owner token: 128 random bits as 32 lowercase hex digits. All 128 bits are random, as API.md promises
+    /// (">= 128 random bits"), so it is not a v4 UUID (122 random bits); the `uuid` crate's encoder writes the hex.
     pub(crate) fn new_token() -> String {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let bits = rand::random::<u128>();
-        // Digit by digit: `format!("{bits:032x}")` costs several times as much, once per acquisition.
-        let mut digits = vec![0; 32];
-        for (at, digit) in digits.iter_mut().enumerate() {
-            *digit = HEX[(bits >> (4 * (31 - at))) as usize & 0xf];
-        }
-        String::from_utf8(digits).expect("hex digits are ASCII")
+        let mut digits = [0; uuid::fmt::Simple::LENGTH];
+        uuid::Uuid::from_u128(rand::random()).simple().encode_lower(&mut digits).to_owned()
     }
 
     /// The keys of `key` once `options` and `key` are checked.

@@ -1,3 +1,6 @@
+//! Nanoseconds per owner token: our hex of 128 random bits (before), the uuid crate's encoder of the same bits
+//! (now), and v4 / v7 UUIDs (bench/results/2026-11-25-token.md).
+
 use std::hint::black_box;
 use std::time::Instant;
 fn old() -> String {

@@ -183,12 +183,28 @@ function renderTargets(results) {
   }
   const handoff = get('handoff', 10, 'snatch')
   if (handoff) targets.push(['handoff p50 ≤ 1 ms', `${ms(handoff.p50)} ms`, handoff.p50 <= 1])
+  // Tail latency and memory (issue 26): against raw ioredis in the same run, which counts as a peer for memory.
+  for (const scenario of ['withfn', 'uncontended']) {
+    const own = get(scenario, 50, 'snatch')
+    const raw = get(scenario, 50, 'raw')
+    if (own && raw) {
+      const r = own.perSecond / raw.perSecond
+      targets.push([`${scenario} c=50 ≥ 2.2× raw ioredis`, ratio(r), r >= 2.2])
+      targets.push([`${scenario} c=50 p99 ≤ raw ioredis`, `${ms(own.p99)} vs ${ms(raw.p99)} ms`, own.p99 <= raw.p99])
+    }
+    const own1 = get(scenario, 1, 'snatch')
+    const raw1 = get(scenario, 1, 'raw')
+    if (own1 && raw1) {
+      const met = own1.p50 <= raw1.p50 && own1.p99 <= raw1.p99
+      targets.push([`${scenario} c=1 p50 and p99 ≤ raw ioredis`, `${ms(own1.p50)} / ${ms(own1.p99)} vs ${ms(raw1.p50)} / ${ms(raw1.p99)} ms`, met])
+    }
+  }
   const rss = ['uncontended', 'contended', 'withfn'].flatMap((scenario) => {
     const own = get(scenario, 50, 'snatch')
-    const peers = PEERS.map((id) => get(scenario, 50, id)).filter(Boolean)
+    const peers = [...PEERS, 'raw'].map((id) => get(scenario, 50, id)).filter(Boolean)
     if (!own || !peers.length) return []
     const lightest = Math.min(...peers.map((s) => s.maxRss))
-    const name = `${scenario} c=50 max RSS ≤ the lightest peer`
+    const name = `${scenario} c=50 max RSS ≤ the lightest peer or raw ioredis`
     return [[name, `${mib(own.maxRss)} vs ${mib(lightest)} MiB`, own.maxRss <= lightest]]
   })
   targets.push(...rss)

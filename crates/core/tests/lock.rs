@@ -304,6 +304,31 @@ async fn a_paused_redis_fails_within_the_command_timeout() {
 }
 
 #[tokio::test]
+async fn an_acquisition_redis_grants_after_its_validity_is_an_error_and_is_given_back() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let config =
+        LockerConfig { urls: vec![url.clone()], command_timeout: Duration::from_secs(5), ..LockerConfig::default() };
+    let locker = Arc::new(Locker::new(config).unwrap());
+    assert!(locker.try_lock("warm", &LockOptions::default()).await.unwrap().is_some()); // the connection is open
+    server.pause();
+    // ttl 1 s leaves about 988 ms of validity; Redis answers only after the 1.2 s pause, within the 5 s timeout, and
+    // its key would then live 1 s more: only the release can have removed it at the check below.
+    let attempt = tokio::spawn({
+        let locker = locker.clone();
+        async move { locker.try_lock("late", &ttl(1000)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    server.resume();
+    let err = attempt.await.unwrap().unwrap_err();
+    assert_eq!(err.code(), "ERR_SNATCH_REDIS");
+    assert!(err.to_string().ends_with("the lease's validity elapsed before Redis answered"), "{err}");
+    locker.close().await; // waits for the background release of the late grant
+    let exists: bool = inspect(&url).exists("snatch:late").unwrap();
+    assert!(!exists, "the late grant was given back");
+}
+
+#[tokio::test]
 async fn the_next_call_after_a_restart_works() {
     let mut server = RedisServer::start();
     let locker = locker(&server.url());

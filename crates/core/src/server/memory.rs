@@ -5,7 +5,7 @@
 //! still in a script. Lockers on the same `memory://` URL in one process share one store; it is not distributed.
 
 use crate::protocol::scripts::ScriptCall;
-use crate::server::waker::{wake, WaiterMap};
+use crate::server::waiters::{wake, WaiterMap};
 use mlua::{Function, Lua, MultiValue, Table, Value as LuaValue};
 use redis::{Arg, Value};
 use std::collections::hash_map::Entry as Slot;

@@ -9,4 +9,5 @@ pub(crate) mod memory;
 pub(crate) mod node;
 pub(crate) mod redact;
 pub(crate) mod sentinel;
+pub(crate) mod waiters;
 pub(crate) mod waker;

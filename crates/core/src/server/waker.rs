@@ -5,23 +5,11 @@
 //! that cannot be opened.
 
 use crate::server::connection::{Connection, Link, Target};
+use crate::server::waiters::{wake, Waiters};
 use redis::{PushInfo, PushKind, Value};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use tokio::sync::Notify;
-
-/// Waiters by channel.
-pub(crate) type WaiterMap = Mutex<HashMap<String, Vec<Weak<Notify>>>>;
-
-/// The waiters of one node.
-pub(crate) type Waiters = Arc<WaiterMap>;
-
-/// Wakes the waiters on `channel` among `waiters`; how many there were.
-pub(crate) fn wake(waiters: &HashMap<String, Vec<Weak<Notify>>>, channel: &str) -> usize {
-    let woken = waiters.get(channel).into_iter().flatten().filter_map(Weak::upgrade);
-    woken.map(|notify| notify.notify_one()).count()
-}
 
 /// The release notifications of one node.
 pub(crate) struct Waker {

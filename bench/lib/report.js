@@ -156,20 +156,6 @@ function renderTargets(results) {
     const r = snatch50.perSecond / best
     targets.push(['withfn c=50 ≥ 2.5× the best peer', ratio(r), r >= 2.5])
   }
-  const raw50 = get('withfn', 50, 'raw')
-  if (snatch50 && raw50) {
-    const r = snatch50.perSecond / raw50.perSecond
-    targets.push(['withfn c=50 ≥ 1.5× raw ioredis', ratio(r), r >= 1.5])
-  }
-  const snatch1 = get('withfn', 1, 'snatch')
-  const raw1 = get('withfn', 1, 'raw')
-  if (snatch1 && raw1) {
-    targets.push([
-      'withfn c=1 p50 no worse than raw ioredis',
-      `${ms(snatch1.p50)} vs ${ms(raw1.p50)} ms`,
-      snatch1.p50 <= raw1.p50,
-    ])
-  }
   for (const [scenario, name] of [
     ['cluster', 'cluster withfn c=50 ≥ 1.5× raw ioredis'],
     ['tls', 'TLS withfn c=50 ≥ 1.5× raw ioredis'],

@@ -1,4 +1,6 @@
 'use strict'
+// Semaphores (`locker.semaphore(key, limit)`): permits as Locks on one Redis, the limits and inputs refused. Many
+// processes under clock skew: semaphore-processes.test.js; every deployment: support/every-method.js.
 
 const { createLocker, LockLostError } = require('..')
 const { redisCommand } = require('./support/redis-server')

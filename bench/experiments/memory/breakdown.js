@@ -44,7 +44,10 @@ async function main() {
   const lib = await createAdapter(id, { url: process.env.REDIS_URL, prefix: `mem${process.pid}:`, ttl: 30_000 })
   const summary = await measure({ scenario, concurrency: Number(conc), warmupMs: 1000, durationMs: Number(ms) }, SCENARIOS[scenario].loop(lib))
   const byKind = new Map()
-  for (const m of mappings()) byKind.set(kind(m), (byKind.get(kind(m)) ?? 0) + m.rss)
+  for (const m of mappings()) {
+    const k = kind(m)
+    byKind.set(k, (byKind.get(k) ?? 0) + m.rss)
+  }
   const heap = v8.getHeapStatistics()
   const spaces = Object.fromEntries(v8.getHeapSpaceStatistics().map((s) => [s.space_name, s.physical_space_size]))
   const usage = process.memoryUsage()

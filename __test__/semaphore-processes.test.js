@@ -1,29 +1,18 @@
 'use strict'
-// One semaphore shared by several processes, some with their wall clocks skewed by libfaketime.
+// One semaphore shared by several processes, some with their wall clocks shifted (support/wall-clock.js).
 
 const { fork } = require('node:child_process')
-const fs = require('node:fs')
 const path = require('node:path')
 const { createLocker } = require('..')
 const { uniqueKey } = require('./support/util')
+const { shiftedWallClock } = require('./support/wall-clock')
 
 const url = () => process.env.REDIS_URL
-/** libfaketime: LIBFAKETIME, else where Debian/Ubuntu's `faketime` package puts it for this machine. */
-const MULTIARCH = { x64: 'x86_64', arm64: 'aarch64' }[process.arch]
-const LIBFAKETIME = [process.env.LIBFAKETIME, `/usr/lib/${MULTIARCH}-linux-gnu/faketime/libfaketime.so.1`, '/usr/lib/faketime/libfaketime.so.1']
-  .filter(Boolean)
-  .find((file) => fs.existsSync(file))
+const SECOND = 1000
 
-/** Forks a permit holder, with its wall clock moved by `skew` (libfaketime's FAKETIME, e.g. '+30s') if given. */
-function holder(skew) {
-  const env = { ...process.env }
-  if (skew) {
-    if (!LIBFAKETIME) {
-      throw new Error('the clock-skew test needs libfaketime: apt-get install faketime (macOS: brew install libfaketime, then LIBFAKETIME=<path of libfaketime.1.dylib>)')
-    }
-    const preload = process.platform === 'darwin' ? 'DYLD_INSERT_LIBRARIES' : 'LD_PRELOAD'
-    Object.assign(env, { [preload]: LIBFAKETIME, FAKETIME: skew, FAKETIME_DONT_FAKE_MONOTONIC: '1' })
-  }
+/** Forks a permit holder, with its wall clock shifted by `skewMs` if given. */
+function holder(skewMs) {
+  const env = { ...process.env, ...(skewMs ? shiftedWallClock(skewMs) : {}) }
   const child = fork(path.join(__dirname, 'support', 'permit-holder.js'), { env })
   return new Promise((resolve, reject) => {
     child.once('message', () => resolve(child))
@@ -47,7 +36,7 @@ function mostAtOnce(runs) {
 
 test('6 processes (3 with skewed wall clocks) on a semaphore of 3 for 3 s: never more than 3 inside, fences distinct', async () => {
   const key = uniqueKey('sem-procs')
-  const skews = [undefined, undefined, undefined, '+30s', '-30s', '+5m']
+  const skews = [0, 0, 0, 30 * SECOND, -30 * SECOND, 300 * SECOND]
   const children = await Promise.all(skews.map(holder))
   const reports = children.map((child) => new Promise((resolve) => child.once('message', resolve)))
   for (const child of children) child.send({ url: url(), key, limit: 3, ms: 3000, ttl: 2000 })
@@ -63,7 +52,7 @@ test('6 processes (3 with skewed wall clocks) on a semaphore of 3 for 3 s: never
 
 test("a holder SIGKILLed frees its permit when its ttl has passed on the server's clock", async () => {
   const key = uniqueKey('sem-kill')
-  const child = await holder('+1h')
+  const child = await holder(3600 * SECOND)
   const held = new Promise((resolve) => child.once('message', resolve))
   child.send({ url: url(), key, limit: 1, ttl: 1000, hold: true })
   const { fence } = await held

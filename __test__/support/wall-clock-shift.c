@@ -20,16 +20,18 @@ static clock_gettime_fn real_clock_gettime(void) {
   return real;
 }
 
-/* The shift, in nanoseconds. */
-static long long shift_ns(void) {
+/* The shift, in nanoseconds: read once, when the library is loaded (getenv may race with a later setenv). */
+static long long shift_ns;
+
+__attribute__((constructor)) static void read_shift(void) {
   const char *ms = getenv("WALL_CLOCK_SHIFT_MS");
-  return ms ? atoll(ms) * 1000000LL : 0;
+  shift_ns = ms ? atoll(ms) * 1000000LL : 0;
 }
 
 int clock_gettime(clockid_t clock, struct timespec *ts) {
   int status = real_clock_gettime()(clock, ts);
   if (status == 0 && (clock == CLOCK_REALTIME || clock == CLOCK_REALTIME_COARSE)) {
-    long long ns = (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec + shift_ns();
+    long long ns = (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec + shift_ns;
     ts->tv_sec = ns / 1000000000LL;
     ts->tv_nsec = ns % 1000000000LL;
     if (ts->tv_nsec < 0) {

@@ -126,7 +126,7 @@ export interface Semaphore {
 export interface Inspection {
   /** The lease left, in ms (with Redlock: the least among the nodes that hold it). */
   ttl: number
-  /** The fence of the key's latest acquisition. */
+  /** The key's fence counter: the holder's fence, or above it once other attempts were made (each uses one up). */
   fence: bigint
   /** How many hold it: 1 for a lock. */
   holders: number

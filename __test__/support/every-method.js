@@ -82,7 +82,9 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
 
   // inspect: what Redis holds; forceRelease: an operator deletes the lock, and the holder hears of it.
   const inspected = await other.inspect(key)
-  expect(inspected).toEqual({ ttl: expect.any(Number), fence: lock.fence, holders: 1 })
+  expect(inspected).toEqual({ ttl: expect.any(Number), fence: expect.any(BigInt), holders: 1 })
+  // The counter: the holder's fence, raised by the attempts made since (the waiter's above).
+  expect(inspected.fence).toBeGreaterThan(lock.fence)
   expect(inspected.ttl).toBeGreaterThan(0)
   expect(inspected.ttl).toBeLessThanOrEqual(10_000)
   expect(await other.forceRelease(key)).toBe(true)

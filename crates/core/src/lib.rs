@@ -29,3 +29,9 @@ pub use lock::locker::{not_acquired, run_under, Busy, Inspection, Locker, Ran};
 pub use protocol::resp::{parse as parse_reply, ProtocolError, Reply};
 pub use schedule::cron::CronSchedule;
 pub use schedule::scheduler::{Schedule, ScheduleOptions, SkipReason, TickEvent, TickHandler};
+
+/// The acquire script's source as Redis runs it, for tests that call it with a token of their own.
+#[doc(hidden)]
+pub fn acquire_script() -> &'static str {
+    protocol::scripts::ACQUIRE.source()
+}

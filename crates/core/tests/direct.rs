@@ -326,8 +326,8 @@ async fn the_probe_of_the_handshake_leaves_nothing_behind() {
     let (_server, url) = redis_url();
     let locker = locker(&[&url]);
     let mut socket = socket(&locker).await;
-    let exists: bool = inspect(&url).exists("snatch:redis-snatch-probe").unwrap();
-    assert!(!exists, "the probe deleted its key");
+    let left: usize = inspect(&url).exists(&["snatch:redis-snatch-probe", "snatch:redis-snatch-probe:fence"]).unwrap();
+    assert_eq!(left, 0, "the probe deleted its key and its fence counter");
     // The socket is out of the probe's transaction: an acquisition on it is answered at once.
     let acquired = acquire(
         &mut socket,
@@ -491,9 +491,10 @@ fn outcome(
     }
 }
 
-/// Acquire is written twice, as the acquire script (the locker's connection) and as the direct transaction: for
-/// every state a key can be in, both come to the same outcome. The one difference by design: an attempt that does not
-/// get the key uses up a fence in the transaction (its `INCR` runs whatever `SET` did), not in the script.
+/// Taking a lock is defined once (protocol/acquisition.rs): the acquire script (the locker's connection) starts with the
+/// commands the direct transaction sends. For every state a key can be in, both come to the same outcome, and both
+/// count the fence counter up, whether they got the key or not; a key of another type stops the script at its first
+/// command, while a transaction runs the rest.
 #[tokio::test]
 async fn the_direct_transaction_and_the_acquire_script_agree_on_every_state_of_a_key() {
     let (_server, url) = redis_url();
@@ -504,6 +505,9 @@ async fn the_direct_transaction_and_the_acquire_script_agree_on_every_state_of_a
         let (scripted, direct) = (unique_key("agree-script"), unique_key("agree-direct"));
         let before = prepare(&url, &scripted, state);
         let by_script = outcome(&url, &scripted, before, locker.try_lock(&scripted, &options).await);
+        let counter: i64 = inspect(&url).get(format!("{{snatch:{scripted}}}:fence")).unwrap();
+        let counted = if state == "another type" { before } else { before + 1 };
+        assert_eq!(counter, counted, "{state}: the script counts the fence up whatever its SET did");
         let before = prepare(&url, &direct, state);
         let settled = match acquire(&mut socket, locker.direct_acquire(&direct, &options).unwrap().unwrap()) {
             Settled::Done(result) => result,
@@ -512,7 +516,7 @@ async fn the_direct_transaction_and_the_acquire_script_agree_on_every_state_of_a
         let by_transaction = outcome(&url, &direct, before, settled);
         assert_eq!(by_transaction, by_script, "{state}");
         let counter: i64 = inspect(&url).get(format!("{{snatch:{direct}}}:fence")).unwrap();
-        assert_eq!(counter, before + 1, "{state}: the transaction's INCR runs whatever its SET did");
+        assert_eq!(counter, before + 1, "{state}: the transaction counts the fence up whatever its SET did");
     }
     locker.close().await;
 }

@@ -165,18 +165,15 @@ async fn a_short_lease_taken_while_the_supervisor_sleeps_on_a_long_one_is_renewe
 }
 
 #[tokio::test]
-async fn reasking_with_the_same_token_keeps_the_fence_and_another_token_hears_the_pttl() {
+async fn reasking_with_the_same_token_refreshes_the_lease_with_a_higher_fence_and_another_token_hears_the_pttl() {
     let (_server, url) = redis_url();
     let locker = locker(&url);
     let key = unique_key("reenter");
     let lease = locker.try_lock(&key, &ttl(10_000)).await.unwrap().unwrap();
     let mut con = inspect(&url);
-    // The acquire script, asked again with the holder's token, refreshes the lease and answers the same fence.
-    const ACQUIRE: &str =
-        concat!(include_str!("../src/protocol/scripts/fence.lua"), include_str!("../src/protocol/scripts/acquire.lua"));
     let acquire = |token: &str, con: &mut redis::Connection| -> i64 {
-        redis::cmd("EVALSHA")
-            .arg(redis::Script::new(ACQUIRE).get_hash())
+        redis::cmd("EVAL")
+            .arg(snatch_core::acquire_script())
             .arg(2)
             .arg(format!("snatch:{key}"))
             .arg(format!("{{snatch:{key}}}:fence"))
@@ -186,9 +183,13 @@ async fn reasking_with_the_same_token_keeps_the_fence_and_another_token_hears_th
             .query(con)
             .unwrap()
     };
-    assert_eq!(acquire(lease.token(), &mut con), lease.fence());
+    // The acquire script, asked again with the holder's token (as a call made again after its reply was lost is),
+    // keeps the lock ours, refreshes the lease and answers a fence above the first: every call counts the fence up.
+    assert_eq!(acquire(lease.token(), &mut con), lease.fence() + 1);
     let pttl: i64 = con.pttl(format!("snatch:{key}")).unwrap();
     assert!(pttl > 10_000);
+    let holder: String = con.get(format!("snatch:{key}")).unwrap();
+    assert_eq!(holder, lease.token());
     // Another token is refused with -2 - the holder's pttl.
     let refused = acquire("someone-else", &mut con);
     assert!((-2 - 60_000..-2 - 10_000).contains(&refused), "refused with {refused}");

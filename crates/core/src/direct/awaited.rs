@@ -1,8 +1,9 @@
 //! The replies a socket of direct calls awaits (see calls.rs), in the order its commands were written, and which
 //! calls each answers: a release script called for several locks answers them all with one reply; a transaction of
-//! acquisitions answers with `MULTI`'s reply, one per queued command (three per acquisition: `SET`, `INCR`,
-//! `PEXPIRE`) and `EXEC`'s, which come to one per acquisition.
+//! acquisitions answers with `MULTI`'s reply, one per queued command (those of protocol/acquisition.rs for each
+//! acquisition) and `EXEC`'s, which come to one per acquisition.
 
+use crate::protocol::acquisition;
 use crate::protocol::resp::{ProtocolError, Reply};
 use std::collections::VecDeque;
 
@@ -11,7 +12,7 @@ use std::collections::VecDeque;
 enum Written {
     /// A script call for this many calls: one reply, split among them with [`Reply::into_parts`].
     Script(usize),
-    /// `MULTI`, `SET`, `INCR` and `PEXPIRE` for each of this many acquisitions, `EXEC`.
+    /// `MULTI`, [`acquisition::COMMANDS`] for each of this many acquisitions, `EXEC`.
     Acquisitions(usize),
 }
 
@@ -63,32 +64,22 @@ impl AwaitedReplies {
     }
 }
 
-/// Each acquisition's reply from `EXEC`'s: see [`acquisition`]. When the transaction was discarded (a command was
-/// refused when queued, say for want of memory), each gets the refusal, which says more than `EXECABORT`.
+/// Each acquisition's reply from `EXEC`'s: see [`acquisition::outcome`]. When the transaction was discarded (a
+/// command was refused when queued, say for want of memory), each gets the refusal, which says more than
+/// `EXECABORT`.
 fn acquisitions(exec: Reply, refused: Option<Reply>, calls: usize) -> Vec<Reply> {
     match exec {
         Reply::Array(replies) if replies.len() == COMMANDS_PER_ACQUISITION * calls => {
             let mut replies = replies.into_iter();
-            std::iter::from_fn(|| Some(acquisition(replies.next()?, replies.next()?, replies.next()?))).collect()
+            std::iter::from_fn(|| Some(acquisition::outcome(replies.next()?, replies.next()?, replies.next()?)))
+                .collect()
         }
         exec => vec![refused.unwrap_or(exec); calls],
     }
 }
 
-/// The commands of one acquisition in a transaction: `SET`, `INCR`, `PEXPIRE`.
-const COMMANDS_PER_ACQUISITION: usize = 3;
-
-/// One acquisition's reply as the acquire script gives it, from those of `SET … NX GET`, `INCR` and `PEXPIRE`: the
-/// counter when the key was free, a negative number when it is held (the transaction does not read the holder's
-/// TTL, which a direct acquisition has no use for), or the error (say, the key holds another type).
-fn acquisition(set: Reply, incr: Reply, pexpire: Reply) -> Reply {
-    match (set, pexpire) {
-        (Reply::Nil, Reply::Error(e)) => Reply::Error(e),
-        (Reply::Nil, _) => incr,
-        (Reply::Other, _) => Reply::Int(-1),
-        (other, _) => other,
-    }
-}
+/// The commands of one acquisition in a transaction.
+const COMMANDS_PER_ACQUISITION: usize = acquisition::COMMANDS.len();
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,7 @@ use crate::direct::stream::DirectStream;
 use crate::lock::keys::LockKeys;
 use crate::lock::lease::Lease;
 use crate::lock::locker::Locker;
+use crate::protocol::acquisition;
 use crate::protocol::resp::{self, Reply};
 use crate::protocol::scripts;
 use crate::redlock::quorum::{Grant, Nodes, VALIDITY_ELAPSED_ON_ONE_NODE};
@@ -188,13 +189,13 @@ impl Locker {
             let opened = match &endpoint.direct_tls {
                 None => {
                     let mut tcp = tcp;
-                    let accepted = greet(&mut tcp, &handshake, &probe).await.map_err(|e| node.failure(e))?;
+                    let accepted = greet(&mut tcp, &handshake, probe).await.map_err(|e| node.failure(e))?;
                     (accepted, tcp.into_std(), None)
                 }
                 Some(tls) => {
                     let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
                     let mut stream = connector.connect(tls.name.clone(), tcp).await.map_err(|e| node.failure(e))?;
-                    let accepted = greet(&mut stream, &handshake, &probe).await.map_err(|e| node.failure(e))?;
+                    let accepted = greet(&mut stream, &handshake, probe).await.map_err(|e| node.failure(e))?;
                     let (tcp, session) = stream.into_inner();
                     (accepted, tcp.into_std(), Some(session))
                 }
@@ -376,45 +377,44 @@ pub fn write_commands<'a, C: DirectCall + 'a>(
     }
 }
 
-/// `MULTI`, then `SET <lock> <token> NX PX <ttl> GET`, `INCR <fence>` and `PEXPIRE <fence> <fenceTtl>` for each,
-/// then `EXEC`: as atomic as the acquire script, for a fraction of Redis's work (no Lua; bench/README.md, profile
-/// step 22). Each `INCR` is done whether its `SET` took the key or not, so an attempt that finds the key held uses
-/// up a fence (and keeps the counter `fenceTtl` more); fences still only increase. A counter the `INCR` finds new
-/// (below [`crate::lock::keys::CLOCK_FLOOR`]) needs the acquire script to raise it: see [`DirectAcquire::settle`]. The
+/// `MULTI`, then the commands that take a lock ([`acquisition::COMMANDS`]: `SET … NX PX … GET`, `INCR` and
+/// `PEXPIRE` of the fence counter) for each, then `EXEC`: as atomic as the acquire script, which starts with the same
+/// commands, for a fraction of Redis's work (no Lua; bench/README.md, profile step 22). A counter found new (below
+/// [`crate::lock::keys::CLOCK_FLOOR`]) needs the acquire script to raise it: see [`DirectAcquire::settle`]. The
 /// acquisitions' time counts from now.
-///
-/// This is the acquire script's taking of a free key written as a transaction; `tests/direct.rs`
-/// (`the_direct_transaction_and_the_acquire_script_agree_on_every_state_of_a_key`) holds the two to the same outcome
-/// for every state a key can be in.
 fn write_acquisitions(run: &mut [&mut DirectAcquire], buf: &mut Vec<u8>) {
     let started = Instant::now();
     resp::encode(buf, &["MULTI"]);
     for attempt in run.iter_mut() {
-        resp::header(buf, 7);
-        resp::arg_bytes(buf, b"SET");
-        resp::arg_bytes(buf, attempt.keys.lock.as_bytes());
-        resp::arg_bytes(buf, attempt.token.as_bytes());
-        resp::arg_bytes(buf, b"NX");
-        resp::arg_bytes(buf, b"PX");
-        resp::arg_number(buf, attempt.ttl.as_millis());
-        resp::arg_bytes(buf, b"GET");
-        resp::encode(buf, &[b"INCR", attempt.keys.fence.as_bytes()]);
-        resp::header(buf, 3);
-        resp::arg_bytes(buf, b"PEXPIRE");
-        resp::arg_bytes(buf, attempt.keys.fence.as_bytes());
-        resp::arg_number(buf, attempt.locker.config().fence_ttl.as_millis());
+        acquisition::write(
+            buf,
+            &acquisition::Values {
+                lock: &attempt.keys.lock,
+                fence: &attempt.keys.fence,
+                token: &attempt.token,
+                ttl_ms: attempt.ttl.as_millis(),
+                fence_ttl_ms: attempt.locker.config().fence_ttl.as_millis(),
+            },
+        );
         attempt.started = started;
     }
     resp::encode(buf, &["EXEC"]);
 }
 
-/// The commands with which the handshake asks whether the server runs direct acquisitions: a transaction as
-/// [`write_acquisitions`] sends it, `SET … NX PX … GET` (Redis accepts `NX` with `GET` from 7.0 on, and finds an
-/// option it refuses only when the transaction runs) on `key`, which it then deletes. A server that answers any of
-/// them with an error gets no direct calls: its one-attempt calls go over the locker's own connection, by the
-/// acquire script.
-fn acquisition_probe(key: &str) -> [Vec<&str>; 4] {
-    [vec!["MULTI"], vec!["SET", key, "", "NX", "PX", "1", "GET"], vec!["DEL", key], vec!["EXEC"]]
+/// The commands with which the handshake asks whether the server runs direct acquisitions, and how many replies they
+/// get: a transaction as [`write_acquisitions`] sends it (Redis accepts `SET` with both `NX` and `GET` from 7.0 on,
+/// and finds an option it refuses only when the transaction runs) on `key` and a fence counter beside it, which it
+/// then deletes. A server that answers any of them with an error gets no direct calls: its one-attempt calls go over
+/// the locker's own connection, by the acquire script.
+fn acquisition_probe(key: &str) -> (Vec<u8>, usize) {
+    let fence = [key, ":fence"].concat();
+    let mut probe = Vec::new();
+    resp::encode(&mut probe, &["MULTI"]);
+    let values = acquisition::Values { lock: key, fence: &fence, token: "", ttl_ms: 1, fence_ttl_ms: 1 };
+    acquisition::write(&mut probe, &values);
+    resp::encode(&mut probe, &["DEL", key, &fence]);
+    resp::encode(&mut probe, &["EXEC"]);
+    (probe, acquisition::COMMANDS.len() + 3)
 }
 
 /// Whether `reply` is an error or, for a transaction's, holds one.
@@ -469,17 +469,19 @@ fn single(nodes: &Nodes) -> &Node {
     nodes.single().expect("direct calls are for a single node")
 }
 
-/// Sends the `handshake` commands and the `probe`, and reads their replies: an error when a handshake command fails
-/// (say, AUTH); whether the server accepts the probe (see [`acquisition_probe`]) otherwise.
+/// Sends the `handshake` commands and the `probe` (its commands, and how many replies they get), and reads their
+/// replies: an error when a handshake command fails (say, AUTH); whether the server accepts the probe (see
+/// [`acquisition_probe`]) otherwise.
 async fn greet<S: AsyncRead + AsyncWrite + Unpin>(
     socket: &mut S,
     handshake: &[Vec<&str>],
-    probe: &[Vec<&str>],
+    (probe, probe_replies): (Vec<u8>, usize),
 ) -> std::io::Result<Result<bool, String>> {
     let mut request = Vec::new();
-    for command in handshake.iter().chain(probe) {
+    for command in handshake {
         resp::encode(&mut request, command);
     }
+    request.extend_from_slice(&probe);
     socket.write_all(&request).await?;
     socket.flush().await?;
     let mut replies = Vec::new();
@@ -489,7 +491,7 @@ async fn greet<S: AsyncRead + AsyncWrite + Unpin>(
         }
     }
     let mut accepted = true;
-    for _ in probe {
+    for _ in 0..probe_replies {
         accepted &= !holds_error(&read_reply(socket, &mut replies).await?);
     }
     Ok(Ok(accepted))

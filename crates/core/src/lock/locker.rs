@@ -47,7 +47,8 @@ pub struct Ran<T> {
 pub struct Inspection {
     /// The lease left, in ms (with Redlock, the least among the nodes that hold it).
     pub ttl_ms: i64,
-    /// The key's fence counter: the fence of its latest acquisition (with Redlock, the highest among the nodes).
+    /// The key's fence counter: the last fence given out, the holder's or, once other attempts were made since (each
+    /// uses a fence up), above it (with Redlock, the highest among the nodes).
     pub fence: i64,
     /// How many hold it: 1 for a lock.
     pub holders: u32,

@@ -1,18 +1,21 @@
 //! The Lua scripts, each written once, and the call of one of them. Calls are sent as EVALSHA; the batcher sends a
 //! call the server has no script for again as EVAL (which also caches the script there).
 
+use crate::protocol::acquisition;
 use redis::{Arg, Cmd, Script, ToRedisArgs};
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 /// A Lua script: its source, and its SHA1 for EVALSHA.
 pub(crate) struct Lua {
-    source: &'static str,
+    source: Cow<'static, str>,
     script: Script,
 }
 
 impl Lua {
-    fn new(source: &'static str) -> Self {
-        Self { source, script: Script::new(source) }
+    fn new(source: impl Into<Cow<'static, str>>) -> Self {
+        let source = source.into();
+        Self { script: Script::new(&source), source }
     }
 
     /// The script's SHA1, as EVALSHA names it.
@@ -21,27 +24,30 @@ impl Lua {
     }
 
     /// The script's source.
-    pub(crate) fn source(&self) -> &'static str {
-        self.source
+    pub(crate) fn source(&self) -> &str {
+        &self.source
     }
 }
 
-/// Acquire or refresh a lock.
+/// Acquire or refresh a lock: the commands of [`acquisition::COMMANDS`] (as the Lua function `take` that
+/// [`acquisition::lua`] writes), then what only a script can do.
 ///
 /// KEYS: lock key, fence key. ARGV: token, ttl in ms, the fence counter's ttl in ms, then optionally `'1'` to have
-/// the holder named and `'1'` to mark a held lock as waited for. The fence (≥ 0) when the lock is ours (a new
-/// acquisition increments the fence counter; a holder asking again with its own token refreshes its lease and keeps
-/// its fence), else `-2 - pttl` of the holder (< 0; pttl is -1 for a key without expiry), or when named
-/// `{-2 - pttl, holder's token}`. One integer unless the holder is named (a table reply costs Redis about a tenth
-/// more per call, and only Redlock needs the name). Either way the counter is kept for its ttl from now; one below
-/// [`crate::lock::keys::CLOCK_FLOOR`] (new, or from before counters expired) is first raised to the server clock's
-/// microseconds, so fences keep rising across its expiry. Direct acquisitions do the rest in a transaction instead
-/// (direct/calls.rs), and have this script raise a counter they find below the floor.
+/// the holder named and `'1'` to mark a held lock as waited for. The fence counter goes up on every call. The fence
+/// (≥ 0) when the lock is ours: the counter, when the lock was free (now ours) or held with our token (its lease
+/// is refreshed: a call made again with its token, say after a reply was lost, is safe). Else `-2 - pttl` of the
+/// holder (< 0; pttl is -1 for a key without expiry), or when named `{-2 - pttl, holder's token}`. One integer
+/// unless the holder is named (a table reply costs Redis about a tenth more per call, and only Redlock needs the
+/// name). Either way the counter is kept for its ttl from now; one below [`crate::lock::keys::CLOCK_FLOOR`] (new, or
+/// from before counters expired) is first raised to the server clock's microseconds, so fences keep rising across
+/// its expiry. Direct acquisitions send only [`acquisition::COMMANDS`], as a transaction (direct/calls.rs), and
+/// have this script raise a counter they find below the floor.
 ///
 /// A waited-for lock holds its token followed by `*`, which has [`RELEASE`] wake the waiters: a release that no one
 /// waits for publishes nothing (bench/README.md, profile step 24).
-pub(crate) static ACQUIRE: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new(concat!(include_str!("scripts/fence.lua"), include_str!("scripts/acquire.lua"))));
+pub(crate) static ACQUIRE: LazyLock<Lua> = LazyLock::new(|| {
+    Lua::new(acquisition::lua() + include_str!("scripts/fence.lua") + include_str!("scripts/acquire.lua"))
+});
 
 /// Raise a fence counter to a fence a Redlock majority gave (see redlock/quorum.rs).
 ///

@@ -1,16 +1,28 @@
 'use strict'
-// `npm run fuzz [-- --seconds N]`: the property tests of the direct connection's RESP parser, writer and reply
-// pairing (crates/core/tests/fuzz_resp.rs) for about N seconds (60 by default), in place of a fuzzer (cargo-fuzz
-// needs a nightly toolchain). Builds them (release; not counted in the time), then runs them again and again, each
-// run with the next seed (PROPTEST_RNG_SEED, from a random start) and more cases per property (PROPTEST_CASES) than
-// the last, as many as the time left holds; prints each run and the cases in all. Stops at the first failure, with
-// the test's output and the command that runs it again, and exits non-zero.
+// `npm run fuzz [-- --seconds N]`: fuzzes the direct connection's RESP parser, writer and reply pairing for about N
+// seconds (60 by default), in two ways:
+// - the property tests of crates/core/tests/fuzz_resp.rs (stable Rust, as `npm test` runs them briefly): built
+//   (release; not counted in the time), then run again and again, each run with the next seed (PROPTEST_RNG_SEED,
+//   from a random start) and more cases per property (PROPTEST_CASES) than the last, as many as their share of the
+//   time holds;
+// - the cargo-fuzz targets of crates/core/fuzz (libFuzzer, coverage-guided; `cargo +nightly fuzz run`), each for its
+//   share of the time, from its corpus (crates/core/fuzz/corpus, kept between runs) and the seeds committed beside it.
+//   They need a nightly toolchain and cargo-fuzz (`rustup toolchain install nightly`, `cargo install cargo-fuzz`);
+//   without them the property tests get all the time, and this says so.
+// Prints each run and the cases in all. Stops at the first failure, with the output and the command that runs it
+// again, and exits non-zero.
 
 const { spawnSync } = require('node:child_process')
 const { randomInt } = require('node:crypto')
+const fs = require('node:fs')
 const path = require('node:path')
 
 const root = path.join(__dirname, '..')
+const core = path.join(root, 'crates', 'core')
+/** The cargo-fuzz targets (crates/core/fuzz/fuzz_targets), and libFuzzer's options for every run: a reply's
+ *  declared length must not make the parser allocate it. */
+const FUZZ_TARGETS = ['parse_reply', 'reply_pairing']
+const LIBFUZZER_OPTIONS = ['-malloc_limit_mb=64', '-rss_limit_mb=2048']
 const CARGO_ARGS = ['test', '-p', 'snatch-core', '--release', '--test', 'fuzz_resp']
 // Cases per property of the first run (about half a second), and the fewest worth a run.
 const FIRST_CASES = 5_000
@@ -60,9 +72,14 @@ function run(cases, seed, timeoutMs) {
   return { passed: result.status === 0, output }
 }
 
-/** Builds, then runs until the time is up or a run fails (see the top of the file). */
-function main() {
-  const budgetMs = seconds(process.argv.slice(2)) * 1000
+/** Whether `cargo +nightly fuzz` runs here. */
+function cargoFuzzAvailable() {
+  const result = spawnSync('cargo', ['+nightly', 'fuzz', '--version'], { cwd: core, encoding: 'utf8' })
+  return !result.error && result.status === 0
+}
+
+/** Runs the property tests until `budgetMs` is used up or a run fails (see the top of the file). */
+function propertyTests(budgetMs) {
   build()
   const started = Date.now()
   const firstSeed = randomInt(2 ** 47)
@@ -87,7 +104,37 @@ function main() {
     cases = Math.min(2 * cases, Math.floor(leftMs / msPerCase))
   }
   const tookS = ((Date.now() - started) / 1000).toFixed(1)
-  console.log(`== ${runs} runs, ${total} cases per property in all, ${tookS} s: no failure`)
+  console.log(`== property tests: ${runs} runs, ${total} cases per property in all, ${tookS} s: no failure`)
+}
+
+/** Runs cargo-fuzz target `target` for `seconds`, with inherited output; exits with its status if it finds a failure
+ *  (libFuzzer prints the input it saved and how to run it again). */
+function cargoFuzz(target, seconds) {
+  const args = ['+nightly', 'fuzz', 'run', target, `fuzz/corpus/${target}`]
+  if (fs.existsSync(path.join(core, 'fuzz', 'seeds', target))) args.push(`fuzz/seeds/${target}`)
+  args.push('--', `-max_total_time=${seconds}`, ...LIBFUZZER_OPTIONS)
+  console.log(`\n== cargo-fuzz ${target}, ${seconds} s: cargo ${args.join(' ')} (in crates/core)`)
+  fs.mkdirSync(path.join(core, 'fuzz', 'corpus', target), { recursive: true })
+  const result = spawnSync('cargo', args, { cwd: core, stdio: 'inherit' })
+  if (result.error) throw result.error
+  if (result.status !== 0) {
+    console.log(`cargo-fuzz ${target} FAILED`)
+    process.exit(result.status ?? 1)
+  }
+}
+
+function main() {
+  const budgetMs = seconds(process.argv.slice(2)) * 1000
+  if (!cargoFuzzAvailable()) {
+    console.log('== cargo +nightly fuzz is not available here (rustup toolchain install nightly; cargo install cargo-fuzz): the property tests get all the time')
+    propertyTests(budgetMs)
+    return
+  }
+  // Half for the property tests, half for the fuzz targets; each at least a few seconds.
+  propertyTests(budgetMs / 2)
+  const perTarget = Math.max(5, Math.round(budgetMs / 2 / 1000 / FUZZ_TARGETS.length))
+  for (const target of FUZZ_TARGETS) cargoFuzz(target, perTarget)
+  console.log(`\n== cargo-fuzz: ${FUZZ_TARGETS.join(', ')}, ${perTarget} s each: no failure`)
 }
 
 main()

@@ -1,10 +1,10 @@
 //! Property tests of the direct connection's RESP code (protocol/resp.rs) and of the pairing of its replies with calls
-//! (direct/awaited.rs), run with many cases in place of a fuzzer (cargo-fuzz needs a nightly toolchain): the parser on
-//! arbitrary and hostile bytes, on valid replies however they are split, the writer against the redis crate's parser,
-//! and the pairing on arbitrary registrations and replies. Each property runs the cases [`config`] gives it, or
-//! `PROPTEST_CASES`; `npm run fuzz` (scripts/fuzz.js) runs them for a given time. The two modules are compiled into
-//! this test from their sources (with protocol/acquisition.rs, which awaited.rs reads acquisitions' replies by), as the
-//! crate keeps their writer and registrations to itself.
+//! (direct/awaited.rs), run with many cases on stable Rust (the cargo-fuzz targets of crates/core/fuzz need nightly):
+//! the parser on arbitrary and hostile bytes, on valid replies however they are split, the writer against the redis
+//! crate's parser, and the pairing on arbitrary registrations and replies. Each property runs the cases [`config`]
+//! gives it, or `PROPTEST_CASES`; `npm run fuzz` (scripts/fuzz.js) runs them for a given time. The two modules are
+//! compiled into this test from their sources (with protocol/acquisition.rs, which awaited.rs reads acquisitions'
+//! replies by), as the crate keeps their writer and registrations to itself.
 
 #[path = "../src/protocol/acquisition.rs"]
 #[allow(dead_code, reason = "awaited.rs needs only the commands and their outcome, not the script's or the writer")]

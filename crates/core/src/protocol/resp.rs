@@ -6,7 +6,8 @@
 //! script's for 12 locks), ours packs in 3.7 µs against 9.0 µs and parses in 2.2 µs against 8.0 µs
 //! (bench/experiments/resp-vs-redis, on the 2-CPU AMD VM of bench/README.md): about 0.9 µs more per withfn cycle with
 //! the crate's, a fifth of the 4–5 µs of node CPU a cycle costs, far over the 5% that would have decided for it. It
-//! is fuzzed instead (tests/fuzz_resp.rs, `npm run fuzz`).
+//! is fuzzed instead: property tests (tests/fuzz_resp.rs) and cargo-fuzz targets (crates/core/fuzz), both run by
+//! `npm run fuzz`.
 
 /// One reply, as far as our commands need it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,96 @@
+//! The pairing of replies with calls (direct/awaited.rs) on arbitrary commands written and replies read, in any
+//! order: no panic, and against a model, each reply completes the first command awaiting it when it is its last (a
+//! script call's one; a transaction's `EXEC`, after `MULTI`'s and one per queued command) and then gives exactly one
+//! reply per call of that command, none before; a reply no command awaits is an error.
+
+#![no_main]
+
+#[path = "../../src/protocol/acquisition.rs"]
+#[allow(dead_code, reason = "awaited.rs needs only the commands and their outcome, not the script's or the writer")]
+mod acquisition;
+#[path = "../../src/direct/awaited.rs"]
+mod awaited;
+#[path = "../../src/protocol/resp.rs"]
+#[allow(dead_code, reason = "the pairing needs only the reply type")]
+mod resp;
+/// The crate's `protocol` module, as awaited.rs and acquisition.rs name it.
+mod protocol {
+    pub(crate) use super::{acquisition, resp};
+}
+
+use awaited::AwaitedReplies;
+use libfuzzer_sys::arbitrary::{self, Arbitrary};
+use libfuzzer_sys::fuzz_target;
+use resp::Reply;
+use std::collections::VecDeque;
+
+/// A reply read, of each kind a socket of direct calls can get.
+#[derive(Debug, Arbitrary)]
+enum Read {
+    Int(i64),
+    Status,
+    Error(bool),
+    Nil,
+    Other,
+    /// An array of this many integers, or of as many nils (a transaction's `EXEC` holds both).
+    Array(u8, bool),
+}
+
+impl Read {
+    fn reply(&self) -> Reply {
+        match *self {
+            Read::Int(n) => Reply::Int(n),
+            Read::Status => Reply::Status("QUEUED".into()),
+            Read::Error(oom) => Reply::Error(if oom { "OOM command not allowed" } else { "WRONGTYPE" }.into()),
+            Read::Nil => Reply::Nil,
+            Read::Other => Reply::Other,
+            Read::Array(len, nils) => {
+                Reply::Array((0..len).map(|n| if nils && n % 3 == 0 { Reply::Nil } else { Reply::Int(1) }).collect())
+            }
+        }
+    }
+}
+
+/// What happens on the socket.
+#[derive(Debug, Arbitrary)]
+enum Event {
+    /// A script call for this many calls (mod 16) is written.
+    Script(u8),
+    /// A transaction of this many acquisitions (mod 16) is written.
+    Acquisitions(u8),
+    /// A reply is read.
+    Read(Read),
+}
+
+fuzz_target!(|events: Vec<Event>| {
+    let mut awaited = AwaitedReplies::default();
+    // For each command written, the replies it still awaits and how many calls it answers.
+    let mut model: VecDeque<(usize, usize)> = VecDeque::new();
+    for event in events {
+        match event {
+            Event::Script(calls) => {
+                let calls = usize::from(calls % 16);
+                awaited.script(calls);
+                model.push_back((1, calls));
+            }
+            Event::Acquisitions(calls) => {
+                let calls = usize::from(calls % 16);
+                awaited.acquisitions(calls);
+                model.push_back((2 + acquisition::COMMANDS.len() * calls, calls));
+            }
+            Event::Read(read) => {
+                let answers = awaited.take(read.reply()).map(|answers| answers.len());
+                let Some((left, calls)) = model.front_mut() else {
+                    assert!(answers.is_err(), "a reply no command awaits: {answers:?}");
+                    continue;
+                };
+                *left -= 1;
+                let expected = if *left == 0 { *calls } else { 0 };
+                if *left == 0 {
+                    model.pop_front();
+                }
+                assert_eq!(answers, Ok(expected));
+            }
+        }
+    }
+});

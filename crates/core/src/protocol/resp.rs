@@ -1,13 +1,13 @@
 //! The few pieces of the Redis protocol (RESP2) a caller needs to carry our commands on a socket of its own (see
 //! direct/calls.rs): commands written out, and replies read back.
 //!
-//! Ours rather than the redis crate's (`Cmd` packing, `ValueCodec`), which allocate per command and per reply value:
-//! on what a withfn c=50 batch writes and reads (12 acquisitions in a transaction, their replies and a release
-//! script's for 12 locks), ours packs in 3.7 µs against 9.0 µs and parses in 2.2 µs against 8.0 µs
-//! (bench/experiments/resp-vs-redis, on the 2-CPU AMD VM of bench/README.md): about 0.9 µs more per withfn cycle with
-//! the crate's, a fifth of the 4–5 µs of node CPU a cycle costs, far over the 5% that would have decided for it. It
-//! is fuzzed instead: property tests (tests/fuzz_resp.rs) and cargo-fuzz targets (crates/core/fuzz), both run by
-//! `npm run fuzz`.
+//! Ours rather than the redis crate's (`Cmd` packing, `ValueCodec`), which allocate per command and per reply value.
+//! Measured end to end, interleaved (bench/results/2026-11-25-resp-vs-redis-crate-interleaved.md, with
+//! bench/experiments/resp-vs-redis/crate-protocol.patch): with the crate's, withfn c=50 ran at 0.869× and
+//! uncontended c=50 at 0.905× the throughput (node CPU 3.38 → 4.30 µs per withfn cycle), far over the 5% that would
+//! have decided for it; per withfn batch, ours packs in 3.7 µs against 9.0 and parses in 2.2 µs against 8.0
+//! (bench/experiments/resp-vs-redis). It is fuzzed instead: property tests (tests/fuzz_resp.rs) and cargo-fuzz
+//! targets (crates/core/fuzz), both run by `npm run fuzz`.
 
 /// One reply, as far as our commands need it.
 #[derive(Debug, Clone, PartialEq, Eq)]

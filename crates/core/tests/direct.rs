@@ -491,10 +491,10 @@ fn outcome(
     }
 }
 
-/// Taking a lock is defined once (protocol/acquisition.rs): the acquire script (the locker's connection) starts with the
-/// commands the direct transaction sends. For every state a key can be in, both come to the same outcome, and both
-/// count the fence counter up, whether they got the key or not; a key of another type stops the script at its first
-/// command, while a transaction runs the rest.
+/// Taking a lock is defined once (protocol/acquisition.rs): the acquire script (the locker's connection) starts with
+/// the commands the direct transaction sends. For every state a key can be in, both come to the same outcome, and
+/// both count the fence counter up, whether they got the key or not; a key of another type stops the script at its
+/// first command, while a transaction runs the rest.
 #[tokio::test]
 async fn the_direct_transaction_and_the_acquire_script_agree_on_every_state_of_a_key() {
     let (_server, url) = redis_url();

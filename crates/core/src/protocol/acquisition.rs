@@ -68,7 +68,8 @@ pub(crate) fn write(buf: &mut Vec<u8>, values: &Values<'_>) {
 /// The Lua function `take(lock, fence, token, ttl, fence_ttl)`: runs [`COMMANDS`] and returns their replies, in
 /// order. Redis before 7.0 refuses `SET` with both `NX` and `GET`, so a `SET … GET` is run as `GET`, then the `SET`
 /// without it: within a script, which nothing runs between, that is the same command. A command that fails stops the
-/// script with its error (a transaction would go on with the next command; no outcome differs).
+/// script with its error; a transaction goes on with the next commands, so the outcome is the same error, but there
+/// the counter still counts up.
 pub(crate) fn lua() -> String {
     let word = |word: &Word| match word {
         Text(text) => format!("'{text}'"),

@@ -1,8 +1,8 @@
 'use strict'
 // A process taking permits of one semaphore for the semaphore tests. On `{ url, key, limit, ms, ttl }` it loops for
 // `ms` ms over withPermit (each fn holding 1-6 ms) and reports every fn's interval on the monotonic clock (shared by
-// all processes, and left alone by the wall-clock shift) with its fence; on `{ url, key, limit, ttl, hold: true }` it takes
-// one permit, reports its fence, and keeps it until killed.
+// all processes, and left alone by the wall-clock shift) with its fence; on `{ url, key, limit, ttl, hold: true }`
+// it takes one permit, reports its fence, and keeps it until killed.
 const { createLocker } = require('../..')
 
 process.on('message', async ({ url, key, limit, ms, ttl, hold }) => {

@@ -1,6 +1,6 @@
 /* A preload library for the clock-skew tests (wall-clock.js builds it with cc): shifts the process's wall clock by
  * WALL_CLOCK_SHIFT_MS milliseconds (CLOCK_REALTIME and its coarse kind, gettimeofday, time), leaving the monotonic
- * clock alone, as libfaketime does with FAKETIME_DONT_FAKE_MONOTONIC=1. Linux (glibc or musl) only. */
+ * clock alone, as libfaketime does with FAKETIME_DONT_FAKE_MONOTONIC=1. Linux only (tested with glibc). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdlib.h>

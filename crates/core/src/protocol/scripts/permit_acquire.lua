@@ -16,4 +16,6 @@ redis.call('ZADD', sem, now + ttl, token)
 -- The set lasts as long as its last permit.
 local last = redis.call('ZRANGE', sem, -1, -1, 'WITHSCORES')
 redis.call('PEXPIREAT', sem, tonumber(last[2]))
-return settle(fence, fence_ttl, redis.call('INCR', fence))
+local counter = redis.call('INCR', fence)
+redis.call('PEXPIRE', fence, fence_ttl)
+return settle(fence, fence_ttl, counter)

@@ -1,12 +1,12 @@
 'use strict'
 // `npm run fuzz [-- --seconds N]`: fuzzes the direct connection's RESP parser, writer and reply pairing for about N
 // seconds (60 by default), in two ways:
-// - the property tests of crates/core/tests/fuzz_resp.rs (stable Rust, as `npm test` runs them briefly): built
+// - the property tests of crates/protocol/tests/fuzz_resp.rs (stable Rust, as `npm test` runs them briefly): built
 //   (release; not counted in the time), then run again and again, each run with the next seed (PROPTEST_RNG_SEED,
 //   from a random start) and more cases per property (PROPTEST_CASES) than the last, as many as their share of the
 //   time holds;
-// - the cargo-fuzz targets of crates/core/fuzz (libFuzzer, coverage-guided; `cargo +nightly fuzz run`), each for its
-//   share of the time, from its corpus (crates/core/fuzz/corpus, kept between runs) and the seeds committed beside it.
+// - the cargo-fuzz targets of crates/protocol/fuzz (libFuzzer, coverage-guided; `cargo +nightly fuzz run`), each for its
+//   share of the time, from its corpus (crates/protocol/fuzz/corpus, kept between runs) and the seeds committed beside it.
 //   They need a nightly toolchain and cargo-fuzz (`rustup toolchain install nightly`, `cargo install cargo-fuzz`);
 //   without them the property tests get all the time, and this says so.
 // Prints each run and the cases in all. Stops at the first failure, with the output and the command that runs it
@@ -18,12 +18,12 @@ const fs = require('node:fs')
 const path = require('node:path')
 
 const root = path.join(__dirname, '..')
-const core = path.join(root, 'crates', 'core')
-/** The cargo-fuzz targets (crates/core/fuzz/fuzz_targets), and libFuzzer's options for every run: a reply's
+const protocol = path.join(root, 'crates', 'protocol')
+/** The cargo-fuzz targets (crates/protocol/fuzz/fuzz_targets), and libFuzzer's options for every run: a reply's
  *  declared length must not make the parser allocate it. */
 const FUZZ_TARGETS = ['parse_reply', 'reply_pairing']
 const LIBFUZZER_OPTIONS = ['-malloc_limit_mb=64', '-rss_limit_mb=2048']
-const CARGO_ARGS = ['test', '-p', 'snatch-core', '--release', '--test', 'fuzz_resp']
+const CARGO_ARGS = ['test', '-p', 'snatch-protocol', '--release', '--test', 'fuzz_resp']
 // Cases per property of the first run (about half a second), and the fewest worth a run.
 const FIRST_CASES = 5_000
 const MIN_CASES = 1_000
@@ -74,7 +74,7 @@ function run(cases, seed, timeoutMs) {
 
 /** Whether `cargo +nightly fuzz` runs here. */
 function cargoFuzzAvailable() {
-  const result = spawnSync('cargo', ['+nightly', 'fuzz', '--version'], { cwd: core, encoding: 'utf8' })
+  const result = spawnSync('cargo', ['+nightly', 'fuzz', '--version'], { cwd: protocol, encoding: 'utf8' })
   return !result.error && result.status === 0
 }
 
@@ -111,11 +111,11 @@ function propertyTests(budgetMs) {
  *  (libFuzzer prints the input it saved and how to run it again). */
 function cargoFuzz(target, seconds) {
   const args = ['+nightly', 'fuzz', 'run', target, `fuzz/corpus/${target}`]
-  if (fs.existsSync(path.join(core, 'fuzz', 'seeds', target))) args.push(`fuzz/seeds/${target}`)
+  if (fs.existsSync(path.join(protocol, 'fuzz', 'seeds', target))) args.push(`fuzz/seeds/${target}`)
   args.push('--', `-max_total_time=${seconds}`, ...LIBFUZZER_OPTIONS)
-  console.log(`\n== cargo-fuzz ${target}, ${seconds} s: cargo ${args.join(' ')} (in crates/core)`)
-  fs.mkdirSync(path.join(core, 'fuzz', 'corpus', target), { recursive: true })
-  const result = spawnSync('cargo', args, { cwd: core, stdio: 'inherit' })
+  console.log(`\n== cargo-fuzz ${target}, ${seconds} s: cargo ${args.join(' ')} (in crates/protocol)`)
+  fs.mkdirSync(path.join(protocol, 'fuzz', 'corpus', target), { recursive: true })
+  const result = spawnSync('cargo', args, { cwd: protocol, stdio: 'inherit' })
   if (result.error) throw result.error
   if (result.status !== 0) {
     console.log(`cargo-fuzz ${target} FAILED`)

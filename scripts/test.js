@@ -35,7 +35,7 @@ function main() {
   run('Rust lints', 'cargo', ['clippy', '--workspace', '--all-targets', '--', '-D', 'warnings'])
   // The binding of platforms without libuv socket polling (Windows), built here too so that it keeps compiling.
   run('Rust lints (no loop socket)', 'cargo', ['clippy', '--features', 'unsupported-loop-socket', '--', '-D', 'warnings'])
-  run('Rust tests', 'cargo', ['test', '-p', 'snatch-core'])
+  run('Rust tests', 'cargo', ['test', '-p', 'snatch-protocol', '-p', 'snatch-core'])
   run('type test', 'npx', ['tsc', '-p', '__test__/types/tsconfig.json'])
   run('Jest tests', 'npx', ['jest', ...process.argv.slice(2)])
   run('packaging test', 'node', ['scripts/pack-test.js'])

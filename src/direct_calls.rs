@@ -12,10 +12,9 @@ use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, Either, 
 use napi::{sys, Env, JsValue};
 use napi_derive::napi;
 use rustc_hash::FxHashMap;
-use snatch_core::{
-    run_under, Busy, DirectAcquire, DirectCall, DirectCommand, DirectRelease, Lease, LockOptions, Locker, NoReply,
-    Outcome, Settled, SnatchError,
-};
+use snatch_core::protocol::direct::commands::{DirectCall, DirectCommand};
+use snatch_core::protocol::direct::session::{CallReply, NoReply};
+use snatch_core::{run_under, Busy, DirectAcquire, DirectRelease, Lease, LockOptions, Locker, Settled, SnatchError};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -47,10 +46,16 @@ pub(crate) enum Call {
 }
 
 impl DirectCall for Call {
-    fn command(&mut self) -> DirectCommand<'_> {
+    fn command(&self) -> DirectCommand<'_> {
         match self {
-            Self::Acquire { attempt, .. } | Self::Lock { attempt, .. } => DirectCommand::Acquire(attempt),
-            Self::Release { release, .. } | Self::Unlock { release, .. } => DirectCommand::Release(release),
+            Self::Acquire { attempt, .. } | Self::Lock { attempt, .. } => attempt.command(),
+            Self::Release { release, .. } | Self::Unlock { release, .. } => release.command(),
+        }
+    }
+
+    fn encoded(&mut self, at: std::time::Instant) {
+        if let Self::Acquire { attempt, .. } | Self::Lock { attempt, .. } = self {
+            attempt.encoded(at);
         }
     }
 }
@@ -115,7 +120,7 @@ impl DirectCalls {
         if !options.wait.is_zero() {
             return Ok(false);
         }
-        let Some(attempt) = locker.direct_acquire(key, options)? else { return Ok(false) };
+        let Some(attempt) = DirectAcquire::new(locker, key, options)? else { return Ok(false) };
         let Some(socket) = self.sockets.for_slot(locker, || attempt.slot()) else { return Ok(false) };
         let busy = locker.enter()?;
         Ok(socket.send(call(attempt, busy)).is_ok())
@@ -157,7 +162,7 @@ impl DirectCalls {
     /// go that way (see `Lease::direct_release`).
     fn release(&self, id: u32, lease: &Arc<Lease>) -> bool {
         let Some(socket) = self.sockets.for_slot(&self.context.locker, || lease.slot()) else { return false };
-        let Some(release) = lease.direct_release() else { return false };
+        let Some(release) = DirectRelease::of(lease) else { return false };
         self.send(Some(&socket), Call::Unlock { id, release });
         true
     }
@@ -183,7 +188,7 @@ impl DirectCalls {
             return;
         };
         let (fence, lost) = (lease.fence(), lease.lapsed());
-        let Some(release) = lease.direct_release() else {
+        let Some(release) = DirectRelease::of(&lease) else {
             // minHold keeps the key, or it is released already: the locker's own release does it.
             let completions = self.context.completions.clone();
             spawn(async move {
@@ -211,7 +216,7 @@ impl DirectCalls {
 impl Context {
     /// Turns replies into completions to deliver now; calls without a usable reply go on over the locker's
     /// connection. Within the runtime.
-    fn settle(self: &Arc<Self>, replies: Vec<(Call, Outcome)>) -> Vec<Event> {
+    fn settle(self: &Arc<Self>, replies: Vec<(Call, CallReply)>) -> Vec<Event> {
         let mut out = Vec::with_capacity(replies.len());
         for (call, outcome) in replies {
             match call {

@@ -7,7 +7,10 @@
 use crate::loop_socket::{Handler, LoopSocket};
 use napi::bindgen_prelude::spawn;
 use napi::sys;
-use snatch_core::{ClusterMap, DirectCall, DirectTarget, Locker, Outcome, SnatchError, Topology};
+use snatch_core::protocol::direct::commands::DirectCall;
+use snatch_core::protocol::direct::session::CallReply;
+use snatch_core::protocol::direct::target::{ClusterMap, DirectTarget};
+use snatch_core::{DirectRoute, Locker, SnatchError};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,13 +62,15 @@ impl<C: DirectCall + 'static> DirectSockets<C> {
         stale: Arc<AtomicBool>,
     ) -> Self {
         let handler = Rc::new(handler);
-        let kind = if !locker.config().direct {
-            Kind::None
-        } else if locker.config().topology == Topology::Cluster {
-            let masters = Masters { map: None, sockets: Vec::new(), fetching: None, fetch_after: None };
-            Kind::Cluster(RefCell::new(masters))
-        } else {
-            Kind::Server(Rc::new(LoopSocket::new(env, DirectTarget::Server, timeout, forward(&handler))))
+        let kind = match locker.direct_route() {
+            None => Kind::None,
+            Some(DirectRoute::Cluster) => {
+                let masters = Masters { map: None, sockets: Vec::new(), fetching: None, fetch_after: None };
+                Kind::Cluster(RefCell::new(masters))
+            }
+            Some(DirectRoute::Server) => {
+                Kind::Server(Rc::new(LoopSocket::new(env, DirectTarget::Server, timeout, forward(&handler))))
+            }
         };
         Self { env, timeout, handler, kind, stale }
     }
@@ -115,7 +120,7 @@ impl<C: DirectCall + 'static> DirectSockets<C> {
         let (fetched, locker) = (Fetched::default(), locker.clone());
         masters.fetching = Some(fetched.clone());
         spawn(async move {
-            let map = locker.direct_cluster_map().await;
+            let map = snatch_core::direct_cluster_map(&locker).await;
             *fetched.lock().expect("slot map poisoned") = Some(map);
         });
     }
@@ -133,5 +138,5 @@ impl<C: DirectCall + 'static> DirectSockets<C> {
 /// A handler for one more socket that passes the replies on to `handler`.
 fn forward<C: 'static>(handler: &Rc<Handler<C>>) -> Handler<C> {
     let handler = handler.clone();
-    Box::new(move |replies: Vec<(C, Outcome)>| handler(replies))
+    Box::new(move |replies: Vec<(C, CallReply)>| handler(replies))
 }

@@ -18,9 +18,10 @@
 
 use napi::bindgen_prelude::spawn;
 use napi::sys;
-use snatch_core::{
-    Deadline, DirectCall, DirectSession, DirectStream, DirectTarget, Locker, NoReply, Outcome, SnatchError,
-};
+use snatch_core::protocol::direct::commands::DirectCall;
+use snatch_core::protocol::direct::session::{CallReply, Deadline, DirectSession, NoReply};
+use snatch_core::protocol::direct::target::DirectTarget;
+use snatch_core::{DirectStream, Locker, SnatchError};
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::io::{ErrorKind, Write};
@@ -70,7 +71,7 @@ const REOPEN_AFTER: Duration = Duration::from_secs(1);
 
 /// Receives replies on the JS thread, inside a handle scope. Calls made meanwhile are sent
 /// together when it returns.
-pub(crate) type Handler<C> = Box<dyn Fn(Vec<(C, Outcome)>)>;
+pub(crate) type Handler<C> = Box<dyn Fn(Vec<(C, CallReply)>)>;
 
 /// The socket of one locker; `C` is what a call carries until its reply.
 pub(crate) struct LoopSocket<C: 'static> {
@@ -146,7 +147,7 @@ impl<C: DirectCall + 'static> LoopSocket<C> {
                 let (opened, locker, target) = (Opened::default(), locker.clone(), state.target.clone());
                 state.phase = Phase::Opening(opened.clone());
                 spawn(async move {
-                    let socket = locker.direct_socket(&target).await;
+                    let socket = snatch_core::open_direct_socket(&locker, &target).await;
                     *opened.lock().expect("opened socket poisoned") = Some(socket);
                 });
                 return false;
@@ -407,7 +408,7 @@ extern "C" fn on_poll<C: DirectCall + 'static>(handle: *mut UvHandle, status: c_
 
 /// Reads everything available and takes the calls whose replies are complete. False when the stream ended or
 /// failed, or a reply made no sense (the calls whose replies were complete before are still taken).
-fn read<C: DirectCall>(open: &mut Open<C>, replies: &mut Vec<(C, Outcome)>) -> bool {
+fn read<C: DirectCall>(open: &mut Open<C>, replies: &mut Vec<(C, CallReply)>) -> bool {
     let healthy = loop {
         let room = open.session.read_room();
         let space = room.len();
@@ -459,7 +460,7 @@ fn millis(duration: Duration) -> u64 {
 
 /// Hands `replies` to the handler inside a handle scope, then sends what was called meanwhile, and closes the
 /// socket if it is closing and nothing is in flight any more.
-fn dispatch<C: DirectCall + 'static>(state: &Rc<RefCell<State<C>>>, replies: Vec<(C, Outcome)>) {
+fn dispatch<C: DirectCall + 'static>(state: &Rc<RefCell<State<C>>>, replies: Vec<(C, CallReply)>) {
     let (env, handler) = {
         let mut guard = state.borrow_mut();
         if let Phase::Open(open) = &mut guard.phase {

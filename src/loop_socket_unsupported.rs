@@ -2,12 +2,14 @@
 //! over the locker's own connection. Same interface as loop_socket.rs.
 
 use napi::sys;
-use snatch_core::{DirectTarget, Locker, Outcome};
+use snatch_core::protocol::direct::session::CallReply;
+use snatch_core::protocol::direct::target::DirectTarget;
+use snatch_core::Locker;
 use std::marker::PhantomData;
 use std::time::Duration;
 
 /// Receives replies on the JS thread.
-pub(crate) type Handler<C> = Box<dyn Fn(Vec<(C, Outcome)>)>;
+pub(crate) type Handler<C> = Box<dyn Fn(Vec<(C, CallReply)>)>;
 
 /// A socket that is never open.
 pub(crate) struct LoopSocket<C: 'static>(PhantomData<C>);

@@ -1,6 +1,6 @@
 //! Options of a locker and of one lock, with their defaults and validation.
 
-use crate::SnatchError;
+use snatch_protocol::SnatchError;
 use std::time::Duration;
 
 /// Longest duration accepted for any time option (ttl, wait, minHold, commandTimeout): 2^31 − 1 ms, as for timers.

@@ -3,9 +3,15 @@
 mod support;
 
 use redis::Commands;
+use snatch_core::protocol::direct::commands::{DirectCall, DirectCommand};
+use snatch_core::protocol::direct::handshake::DIRECT_CLIENT_NAME;
+use snatch_core::protocol::direct::session::{DirectSession, NoReply};
+use snatch_core::protocol::direct::target::DirectTarget;
+use snatch_core::protocol::keys::CLOCK_FLOOR;
+use snatch_core::protocol::resp::Reply;
 use snatch_core::{
-    Deadline, DirectAcquire, DirectCall, DirectCommand, DirectRelease, DirectSession, DirectStream, DirectTarget,
-    Lease, LeaseState, LockOptions, Locker, LockerConfig, NoReply, Reply, Settled, DIRECT_CLIENT_NAME,
+    open_direct_socket, DirectAcquire, DirectRelease, DirectStream, Lease, LeaseState, LockOptions, Locker,
+    LockerConfig, Settled,
 };
 use std::io::ErrorKind;
 use std::sync::Arc;
@@ -24,12 +30,28 @@ enum Call {
 }
 
 impl DirectCall for Call {
-    fn command(&mut self) -> DirectCommand<'_> {
+    fn command(&self) -> DirectCommand<'_> {
         match self {
-            Call::Acquire(attempt) => DirectCommand::Acquire(attempt),
-            Call::Release(release) => DirectCommand::Release(release),
+            Call::Acquire(attempt) => attempt.command(),
+            Call::Release(release) => release.command(),
         }
     }
+
+    fn encoded(&mut self, at: Instant) {
+        if let Call::Acquire(attempt) = self {
+            attempt.encoded(at);
+        }
+    }
+}
+
+/// One attempt on `key` by a direct call.
+fn attempt_on(locker: &Locker, key: &str, options: &LockOptions) -> DirectAcquire {
+    DirectAcquire::new(locker, key, options).unwrap().expect("a direct call")
+}
+
+/// The release of `lease` by a direct call.
+fn release_of(lease: &Arc<Lease>) -> DirectRelease {
+    DirectRelease::of(lease).expect("released directly")
 }
 
 /// Sends `calls` on `socket` (non-blocking, as the binding has it) through a [`DirectSession`], as the caller of
@@ -84,8 +106,7 @@ fn commands(written: &[u8]) -> Vec<&'static str> {
 }
 
 async fn socket(locker: &Locker) -> DirectStream {
-    locker
-        .direct_socket(&DirectTarget::Server)
+    open_direct_socket(locker, &DirectTarget::Server)
         .await
         .unwrap()
         .expect("a direct socket (direct calls need Redis 7.0 or newer)")
@@ -133,18 +154,18 @@ async fn acquires_and_releases_over_the_callers_socket() {
     let key = unique_key("direct");
     let options = LockOptions::default();
 
-    let lease = lease_of(acquire(&mut socket, locker.direct_acquire(&key, &options).unwrap().unwrap())).await;
+    let lease = lease_of(acquire(&mut socket, attempt_on(&locker, &key, &options))).await;
     let lease = lease.expect("acquired");
     assert!(lease.fence() > 0);
     let held: String = inspect(&url).get(format!("snatch:{key}")).unwrap();
     assert_eq!(held, lease.token());
 
-    let second = acquire(&mut socket, locker.direct_acquire(&key, &options).unwrap().unwrap());
+    let second = acquire(&mut socket, attempt_on(&locker, &key, &options));
     assert!(matches!(second, Settled::Done(Ok(None))), "{second:?}");
 
-    let release = lease.direct_release().expect("released directly");
+    let release = release_of(&lease);
     assert_eq!(lease.state(), LeaseState::Released);
-    assert!(lease.direct_release().is_none(), "a second release has nothing to send");
+    assert!(DirectRelease::of(&lease).is_none(), "a second release has nothing to send");
     assert!(matches!(self::release(&mut socket, release), Settled::Done(Ok(true))));
     let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
     assert!(!exists);
@@ -158,18 +179,18 @@ async fn a_new_counter_is_raised_to_the_server_clock_by_the_acquire_script_then_
     let mut socket = socket(&locker).await;
     let key = unique_key("new-counter");
     let options = LockOptions::default();
-    let first = acquire(&mut socket, locker.direct_acquire(&key, &options).unwrap().unwrap());
+    let first = acquire(&mut socket, attempt_on(&locker, &key, &options));
     let Settled::Fallback(attempt) = first else { panic!("a new counter needs the script: {first:?}") };
     let first = attempt.fallback().await.unwrap().expect("acquired by the script, with the same token");
     let (seconds, micros): (i64, i64) = redis::cmd("TIME").query(&mut inspect(&url)).unwrap();
-    assert!(first.fence() >= snatch_core::CLOCK_FLOOR, "{}", first.fence());
+    assert!(first.fence() >= CLOCK_FLOOR, "{}", first.fence());
     assert!(first.fence() <= seconds * 1_000_000 + micros, "from the server's clock, not the future");
     let pttl: i64 = inspect(&url).pttl(format!("{{snatch:{key}}}:fence")).unwrap();
     assert!(pttl > 0, "the counter expires (fenceTtl): {pttl}");
     assert!(first.release().await.unwrap());
 
     // Raised once: the next acquisition goes through directly, above it.
-    let second = acquire(&mut socket, locker.direct_acquire(&key, &options).unwrap().unwrap());
+    let second = acquire(&mut socket, attempt_on(&locker, &key, &options));
     let Settled::Done(Ok(Some(second))) = second else { panic!("acquired directly: {second:?}") };
     assert!(second.fence() > first.fence());
     locker.close().await;
@@ -183,7 +204,7 @@ async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_o
     let options = LockOptions::default();
     let [first, wrong_type, third] = [0, 1, 2].map(|n| unique_key(&format!("batch{n}")));
     let () = inspect(&url).hset(format!("snatch:{wrong_type}"), "field", "value").unwrap();
-    let attempt = |key: &str| Call::Acquire(Box::new(locker.direct_acquire(key, &options).unwrap().unwrap()));
+    let attempt = |key: &str| Call::Acquire(Box::new(attempt_on(&locker, key, &options)));
 
     let (replies, commands) = exchange(&mut socket, vec![attempt(&first), attempt(&wrong_type), attempt(&third)]);
     assert_eq!(commands, ["EXEC"], "one transaction for the three acquisitions");
@@ -199,11 +220,7 @@ async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_o
 
     // Two releases, then the first key again: a script call and a transaction, in order, so the key is free when it
     // is asked for.
-    let calls = vec![
-        Call::Release(first_lease.direct_release().unwrap()),
-        Call::Release(third_lease.direct_release().unwrap()),
-        attempt(&first),
-    ];
+    let calls = vec![Call::Release(release_of(&first_lease)), Call::Release(release_of(&third_lease)), attempt(&first)];
     let (mut replies, commands) = exchange(&mut socket, calls);
     assert_eq!(commands, ["EVALSHA", "EXEC"]);
     let again = settle_acquire(replies.pop().unwrap());
@@ -225,9 +242,9 @@ async fn acquisitions_need_no_script_and_a_release_the_server_cannot_run_goes_to
     let key = unique_key("noscript");
     let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
 
-    let lease = lease_of(acquire(&mut socket, locker.direct_acquire(&key, &LockOptions::default()).unwrap().unwrap()));
+    let lease = lease_of(acquire(&mut socket, attempt_on(&locker, &key, &LockOptions::default())));
     let lease = lease.await.expect("acquired without the release script");
-    let Settled::Fallback(release) = self::release(&mut socket, lease.direct_release().unwrap()) else {
+    let Settled::Fallback(release) = self::release(&mut socket, release_of(&lease)) else {
         panic!("expected a fallback")
     };
     assert!(release.fallback().await.unwrap());
@@ -242,14 +259,12 @@ async fn a_group_the_server_cannot_run_sends_each_of_its_calls_back_to_the_locke
     let locker = locker(&[&url]);
     let mut socket = socket(&locker).await;
     let keys = [0, 1, 2].map(|n| unique_key(&format!("group-noscript{n}")));
-    let calls = keys
-        .iter()
-        .map(|key| Call::Acquire(Box::new(locker.direct_acquire(key, &LockOptions::default()).unwrap().unwrap())));
+    let calls = keys.iter().map(|key| Call::Acquire(Box::new(attempt_on(&locker, key, &LockOptions::default()))));
     let (acquired, _) = exchange(&mut socket, calls.collect());
     let mut calls = Vec::new();
     for reply in acquired {
         let lease = lease_of(settle_acquire(reply)).await.expect("acquired");
-        calls.push(Call::Release(lease.direct_release().unwrap()));
+        calls.push(Call::Release(release_of(&lease)));
     }
     let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
 
@@ -271,8 +286,8 @@ async fn a_transaction_the_server_refuses_fails_each_acquisition_with_the_reason
     let locker = locker(&[&url]);
     let mut socket = socket(&locker).await;
     let () = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(1).query(&mut inspect(&url)).unwrap();
-    let calls = ["full0", "full1"]
-        .map(|key| Call::Acquire(Box::new(locker.direct_acquire(key, &LockOptions::default()).unwrap().unwrap())));
+    let calls =
+        ["full0", "full1"].map(|key| Call::Acquire(Box::new(attempt_on(&locker, key, &LockOptions::default()))));
 
     let (replies, commands) = exchange(&mut socket, calls.into());
     assert_eq!(commands, ["EXEC"]);
@@ -293,7 +308,7 @@ async fn the_socket_is_authenticated_and_on_the_urls_database() {
     let authed = locker(&[&url]);
     let mut socket = socket(&authed).await;
     let key = unique_key("db3");
-    let acquired = acquire(&mut socket, authed.direct_acquire(&key, &LockOptions::default()).unwrap().unwrap());
+    let acquired = acquire(&mut socket, attempt_on(&authed, &key, &LockOptions::default()));
     assert!(lease_of(acquired).await.is_some());
     let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
     assert!(exists, "the key is in database 3");
@@ -301,7 +316,7 @@ async fn the_socket_is_authenticated_and_on_the_urls_database() {
     assert!(clients.contains(&format!("name={DIRECT_CLIENT_NAME} ")), "{clients}");
 
     let wrong = locker(&[&format!("redis://:wrong@127.0.0.1:{}", server.port)]);
-    let err = wrong.direct_socket(&DirectTarget::Server).await.unwrap_err();
+    let err = open_direct_socket(&wrong, &DirectTarget::Server).await.unwrap_err();
     assert_eq!(err.code(), "ERR_SNATCH_REDIS");
     authed.close().await;
 }
@@ -311,7 +326,7 @@ async fn a_server_that_refuses_the_acquisitions_transaction_gets_no_direct_calls
     // Redis before 7.0 refuses `SET ... NX ... GET`; a server without MULTI refuses the probe the same way.
     let server = RedisServer::start_with(&["--rename-command", "MULTI", "multi-renamed-away"]);
     let locker = locker(&[&server.url()]);
-    assert!(locker.direct_socket(&DirectTarget::Server).await.unwrap().is_none());
+    assert!(open_direct_socket(&locker, &DirectTarget::Server).await.unwrap().is_none());
     let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut inspect(&server.url())).unwrap();
     assert!(!clients.contains(DIRECT_CLIENT_NAME), "the probing socket is closed: {clients}");
     // One attempt on the locker's own connection, by the acquire script, works on it.
@@ -329,10 +344,7 @@ async fn the_probe_of_the_handshake_leaves_nothing_behind() {
     let left: usize = inspect(&url).exists(&["snatch:redis-snatch-probe", "snatch:redis-snatch-probe:fence"]).unwrap();
     assert_eq!(left, 0, "the probe deleted its key and its fence counter");
     // The socket is out of the probe's transaction: an acquisition on it is answered at once.
-    let acquired = acquire(
-        &mut socket,
-        locker.direct_acquire(&unique_key("after-probe"), &LockOptions::default()).unwrap().unwrap(),
-    );
+    let acquired = acquire(&mut socket, attempt_on(&locker, &unique_key("after-probe"), &LockOptions::default()));
     assert!(lease_of(acquired).await.is_some());
     locker.close().await;
 }
@@ -340,19 +352,30 @@ async fn the_probe_of_the_handshake_leaves_nothing_behind() {
 #[tokio::test]
 async fn direct_calls_are_for_a_single_node_and_one_attempt() {
     let locker = locker(&["redis://127.0.0.1:1", "redis://127.0.0.1:2", "redis://127.0.0.1:3"]);
-    assert!(locker.direct_socket(&DirectTarget::Server).await.unwrap().is_none());
-    assert!(locker.direct_acquire("k", &LockOptions::default()).unwrap().is_none());
+    assert!(open_direct_socket(&locker, &DirectTarget::Server).await.unwrap().is_none());
+    assert!(DirectAcquire::new(&locker, "k", &LockOptions::default()).unwrap().is_none());
+    assert_eq!(locker.direct_route(), None);
 
     let single = Locker::new(LockerConfig::default()).unwrap();
+    assert_eq!(single.direct_route(), Some(snatch_core::DirectRoute::Server));
     let waiting = LockOptions { wait: std::time::Duration::from_millis(10), ..LockOptions::default() };
-    assert!(single.direct_acquire("k", &waiting).unwrap().is_none());
-    assert_eq!(single.direct_acquire("", &LockOptions::default()).err().unwrap().code(), "ERR_SNATCH_INVALID_ARG");
+    assert!(DirectAcquire::new(&single, "k", &waiting).unwrap().is_none());
+    let err = DirectAcquire::new(&single, "", &LockOptions::default()).err().unwrap();
+    assert_eq!(err.code(), "ERR_SNATCH_INVALID_ARG");
+    for config in [
+        LockerConfig { direct: false, ..LockerConfig::default() },
+        LockerConfig { wait_replicas: 1, ..LockerConfig::default() },
+        LockerConfig { urls: vec!["memory://".into()], ..LockerConfig::default() },
+        LockerConfig { urls: vec!["redis+unix:///tmp/redis.sock".into()], ..LockerConfig::default() },
+    ] {
+        assert_eq!(Locker::new(config.clone()).unwrap().direct_route(), None, "{config:?}");
+    }
 }
 
 #[tokio::test]
 async fn a_missing_reply_is_made_again_when_the_socket_dropped_and_fails_when_it_timed_out() {
     let locker = locker(&["redis://127.0.0.1:1"]);
-    let attempt = || locker.direct_acquire("k", &LockOptions::default()).unwrap().unwrap();
+    let attempt = || attempt_on(&locker, "k", &LockOptions::default());
     assert!(matches!(attempt().settle(Err(NoReply::Dropped)), Settled::Fallback(_)));
     let Settled::Done(Err(e)) = attempt().settle(Err(NoReply::TimedOut)) else { panic!("expected an error") };
     assert_eq!(e.code(), "ERR_SNATCH_REDIS");
@@ -367,13 +390,12 @@ async fn replies_read_a_byte_at_a_time_are_paired_with_their_calls() {
     let options = LockOptions::default();
     let [free, wrong_type] = [0, 1].map(|n| unique_key(&format!("split{n}")));
     let () = inspect(&url).hset(format!("snatch:{wrong_type}"), "field", "value").unwrap();
-    let attempt = |key: &str| Call::Acquire(Box::new(locker.direct_acquire(key, &options).unwrap().unwrap()));
+    let attempt = |key: &str| Call::Acquire(Box::new(attempt_on(&locker, key, &options)));
     // The first acquisition of a key goes through the script (a new counter): after it, the key's are direct.
-    let first = lease_of(acquire(&mut socket, locker.direct_acquire(&free, &options).unwrap().unwrap())).await;
+    let first = lease_of(acquire(&mut socket, attempt_on(&locker, &free, &options))).await;
     let first = first.expect("acquired");
 
-    let calls =
-        vec![Call::Release(first.direct_release().unwrap()), attempt(&free), attempt(&wrong_type), attempt(&free)];
+    let calls = vec![Call::Release(release_of(&first)), attempt(&free), attempt(&wrong_type), attempt(&free)];
     let (replies, commands) = exchange_in(&mut socket, calls, 1);
     assert_eq!(commands, ["EVALSHA", "EXEC"]);
     let [released, again, wrong, held] = <[_; 4]>::try_from(replies).ok().unwrap();
@@ -383,55 +405,6 @@ async fn replies_read_a_byte_at_a_time_are_paired_with_their_calls() {
     assert!(matches!(settle_acquire(wrong), Settled::Done(Err(_))), "a key of another type fails");
     assert!(matches!(settle_acquire(held), Settled::Done(Ok(None))), "held by the call before it");
     locker.close().await;
-}
-
-#[tokio::test]
-async fn a_sessions_deadline_counts_from_when_its_calls_are_encoded_and_failing_hands_back_every_call() {
-    let locker = locker(&["redis://127.0.0.1:1"]);
-    let attempt = || Call::Acquire(Box::new(locker.direct_acquire("k", &LockOptions::default()).unwrap().unwrap()));
-    let timeout = Duration::from_millis(1000);
-    let mut session = DirectSession::new(timeout, true);
-    let start = Instant::now();
-    assert_eq!(session.deadline(start), Deadline::Idle);
-    assert!(session.push(attempt()));
-    assert_eq!(session.deadline(start + timeout * 2), Deadline::In(timeout), "not encoded: the whole timeout ahead");
-    session.encode(|| start);
-    assert!(session.push(attempt()));
-    assert_eq!(session.deadline(start + Duration::from_millis(400)), Deadline::In(Duration::from_millis(600)));
-    assert_eq!(session.deadline(start + timeout), Deadline::Passed, "the oldest call's deadline");
-    let failed = session.fail(NoReply::TimedOut);
-    assert_eq!(failed.len(), 2, "the encoded call and the one not encoded yet");
-    for (call, outcome) in failed {
-        assert_eq!(outcome.err(), Some(NoReply::TimedOut));
-        let Call::Acquire(attempt) = call else { panic!("not an acquisition") };
-        assert!(matches!(attempt.settle(Err(NoReply::TimedOut)), Settled::Done(Err(_))));
-    }
-}
-
-#[test]
-fn while_replies_are_handed_out_calls_are_written_twelve_at_a_time() {
-    let locker = locker(&["redis://127.0.0.1:1"]);
-    let attempt = || Call::Acquire(Box::new(locker.direct_acquire("k", &LockOptions::default()).unwrap().unwrap()));
-    let mut session = DirectSession::new(Duration::from_secs(1), true);
-    session.set_dispatching(true);
-    let writes: Vec<bool> = (0..13).map(|_| session.push(attempt())).collect();
-    assert_eq!(writes.iter().filter(|w| **w).count(), 2, "{writes:?}");
-    assert!(writes[11] && writes[12], "the twelfth and every one after until encoded: {writes:?}");
-    session.encode(Instant::now);
-    assert!(!session.push(attempt()), "counted afresh after encoding");
-    session.set_dispatching(false);
-    assert!(session.push(attempt()), "at once when no replies are handed out");
-}
-
-#[test]
-fn a_reply_no_call_awaits_fails_the_session() {
-    let mut session = DirectSession::<Call>::new(Duration::from_secs(1), true);
-    let reply = b"+OK\r\n";
-    session.read_room()[..reply.len()].copy_from_slice(reply);
-    session.received(reply.len());
-    let mut replies = Vec::new();
-    assert!(session.take_replies(&mut replies).is_err());
-    assert!(replies.is_empty());
 }
 
 /// What an acquisition did to a key that was in one state before it: whether it got the lock (and a fence above the
@@ -447,7 +420,7 @@ enum Outcome {
 fn prepare(url: &str, key: &str, state: &str) -> i64 {
     let (lock, fence) = (format!("snatch:{key}"), format!("{{snatch:{key}}}:fence"));
     let mut redis = inspect(url);
-    let counter = snatch_core::CLOCK_FLOOR + 1_000;
+    let counter = CLOCK_FLOOR + 1_000;
     let () = redis.set(&fence, counter).unwrap();
     match state {
         "free" => {}
@@ -509,7 +482,7 @@ async fn the_direct_transaction_and_the_acquire_script_agree_on_every_state_of_a
         let counted = if state == "another type" { before } else { before + 1 };
         assert_eq!(counter, counted, "{state}: the script counts the fence up whatever its SET did");
         let before = prepare(&url, &direct, state);
-        let settled = match acquire(&mut socket, locker.direct_acquire(&direct, &options).unwrap().unwrap()) {
+        let settled = match acquire(&mut socket, attempt_on(&locker, &direct, &options)) {
             Settled::Done(result) => result,
             Settled::Fallback(attempt) => panic!("{state}: an existing counter needs no script ({attempt:?})"),
         };

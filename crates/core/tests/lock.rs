@@ -3,7 +3,8 @@
 mod support;
 
 use redis::Commands;
-use snatch_core::{LeaseState, LockOptions, Locker, LockerConfig, SnatchError, CLOCK_FLOOR};
+use snatch_core::protocol::keys::CLOCK_FLOOR;
+use snatch_core::{LeaseState, LockOptions, Locker, LockerConfig, SnatchError};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -173,7 +174,7 @@ async fn reasking_with_the_same_token_refreshes_the_lease_with_a_higher_fence_an
     let mut con = inspect(&url);
     let acquire = |token: &str, con: &mut redis::Connection| -> i64 {
         redis::cmd("EVAL")
-            .arg(snatch_core::acquire_script())
+            .arg(snatch_core::protocol::scripts::ACQUIRE.source())
             .arg(2)
             .arg(format!("snatch:{key}"))
             .arg(format!("{{snatch:{key}}}:fence"))

@@ -3,7 +3,8 @@
 
 mod support;
 
-use snatch_core::{Lease, LeaseState, LockOptions, Locker, LockerConfig, CLOCK_FLOOR};
+use snatch_core::protocol::keys::CLOCK_FLOOR;
+use snatch_core::{Lease, LeaseState, LockOptions, Locker, LockerConfig};
 use std::sync::Arc;
 use std::time::Duration;
 use support::{redis_url, unique_key};

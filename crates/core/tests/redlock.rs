@@ -238,8 +238,12 @@ async fn fences_rise_whichever_majority_grants_them_however_far_apart_the_counte
     let locker = redlock(urls(&servers), Duration::from_secs(1));
     let key = unique_key("apart");
     let counter = format!("{{snatch:{key}}}:fence");
-    let ahead = snatch_core::CLOCK_FLOOR + 1_000_000_000;
-    for (server, value) in servers.iter().zip([ahead, snatch_core::CLOCK_FLOOR + 100, snatch_core::CLOCK_FLOOR + 100]) {
+    let ahead = snatch_core::protocol::keys::CLOCK_FLOOR + 1_000_000_000;
+    for (server, value) in servers.iter().zip([
+        ahead,
+        snatch_core::protocol::keys::CLOCK_FLOOR + 100,
+        snatch_core::protocol::keys::CLOCK_FLOOR + 100,
+    ]) {
         let _: () = inspect(&server.url()).set(&counter, value).unwrap();
     }
     let first = locker.try_lock(&key, &once()).await.unwrap().expect("all three up");

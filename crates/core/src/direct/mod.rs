@@ -1,9 +1,7 @@
-//! The direct connection: acquisitions and releases whose commands the caller carries on a socket of its own (the
-//! Node binding: a socket node's event loop polls). The calls and their outcomes, the replies a socket awaits, the
-//! protocol of a socket without its I/O (which calls go together, replies paired with calls, deadlines, failure),
-//! and the byte stream (plain or TLS) the caller drives.
+//! The direct connection's I/O: sockets opened (TCP, TLS, the handshake), the byte stream a caller drives without
+//! blocking, and the calls (acquisitions and releases) whose replies become leases. Its protocol without I/O
+//! (grouping, reply pairing, deadlines) is snatch-protocol's direct/.
 
-pub(crate) mod awaited;
 pub(crate) mod calls;
-pub(crate) mod session;
+pub(crate) mod open;
 pub(crate) mod stream;

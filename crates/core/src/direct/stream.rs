@@ -1,4 +1,4 @@
-//! The byte stream of a socket for direct calls (calls.rs): plain TCP, or TLS over it by rustls, which a caller
+//! The byte stream of a socket for direct calls (open.rs): plain TCP, or TLS over it by rustls, which a caller
 //! drives without blocking (the Node binding, from node's event loop). It reads and writes what the socket takes
 //! now and tells when more must wait for the socket to become writable.
 

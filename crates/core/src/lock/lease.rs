@@ -1,8 +1,8 @@
 //! A held lock: its identity and the state of its lease (supervised by the locker's supervisor.rs).
 
-use crate::lock::keys::LockKeys;
 use crate::redlock::quorum::{Extend, Grant, Nodes};
-use crate::SnatchError;
+use snatch_protocol::keys::LockKeys;
+use snatch_protocol::SnatchError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -83,6 +83,11 @@ impl Lease {
     /// The fencing token: strictly increasing per key across all holders.
     pub fn fence(&self) -> i64 {
         self.fence
+    }
+
+    /// The cluster slot of the lock (which master of a cluster its release goes to).
+    pub fn slot(&self) -> u16 {
+        self.keys.slot()
     }
 
     /// The Redis names of the lock.

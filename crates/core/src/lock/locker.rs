@@ -3,7 +3,6 @@
 
 use crate::config::{is_memory, LockOptions, LockerConfig, Topology};
 use crate::lock::job::Job;
-use crate::lock::keys::LockKeys;
 use crate::lock::lease::Lease;
 use crate::lock::supervisor::Supervisor;
 use crate::redlock::quorum::{Acquire, Grant, Nodes};
@@ -12,7 +11,8 @@ use crate::server::endpoint::Access;
 use crate::server::memory::Memory;
 use crate::server::node::Node;
 use crate::server::sentinel::Sentinels;
-use crate::SnatchError;
+use snatch_protocol::keys::LockKeys;
+use snatch_protocol::SnatchError;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -64,6 +64,8 @@ pub struct Locker {
 struct Shared {
     config: LockerConfig,
     nodes: Arc<Nodes>,
+    /// Where direct calls go, if anywhere (see [`Locker::direct_route`]).
+    direct: Option<DirectRoute>,
     /// Renews the leases not yet ended, or declares them lost; `close` releases those still held.
     supervisor: Supervisor,
     closed: AtomicBool,
@@ -76,6 +78,16 @@ struct Shared {
     close_done: OnceCell<()>,
     /// Background work (schedules) started on this locker, stopped by `close`.
     jobs: Mutex<Vec<Job>>,
+}
+
+/// Where a locker's direct calls go: sockets of the caller's own (the Node binding's, polled by node's event loop)
+/// for one-attempt acquisitions and releases, instead of the locker's connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirectRoute {
+    /// To the locker's one server.
+    Server,
+    /// To the master of each key's slot of the locker's Redis Cluster.
+    Cluster,
 }
 
 /// Counts one call under way for as long as it lives (see [`Locker::enter`]).
@@ -95,10 +107,12 @@ impl Locker {
     pub fn new(config: LockerConfig) -> Result<Self, SnatchError> {
         config.validate()?;
         let nodes = Arc::new(Nodes::new(nodes_of(&config)?, config.drift_factor));
+        let direct = direct_route(&config, &nodes);
         Ok(Self {
             shared: Arc::new(Shared {
                 config,
                 nodes,
+                direct,
                 supervisor: Supervisor::new(),
                 closed: AtomicBool::new(false),
                 closing: Notify::new(),
@@ -113,6 +127,17 @@ impl Locker {
     /// The configuration in force.
     pub fn config(&self) -> &LockerConfig {
         &self.shared.config
+    }
+
+    /// Where one-attempt acquisitions and releases may go by direct calls; `None` when they all take the locker's
+    /// connection. Decided once, here.
+    pub fn direct_route(&self) -> Option<DirectRoute> {
+        self.shared.direct
+    }
+
+    /// The node direct calls go to, when they apply (see [`Locker::direct_route`]).
+    pub(crate) fn direct_node(&self) -> Option<&Node> {
+        self.shared.direct.and(self.shared.nodes.single())
     }
 
     /// One attempt; `None` when someone else holds the key.
@@ -400,6 +425,21 @@ fn nodes_of(config: &LockerConfig) -> Result<Vec<Node>, SnatchError> {
             vec![Node::new(format!("master '{master}' of sentinels ({})", labels()), target, config)]
         }
     })
+}
+
+/// Where `config`'s direct calls go, if anywhere: not when the runtime cannot poll sockets for them
+/// (`config.direct`), nor with `wait_replicas` (acquisitions that wait for replicas take the main connection, which
+/// sends `WAIT`), nor to several nodes (Redlock), a Sentinel master, a `memory://` store or a Unix socket.
+fn direct_route(config: &LockerConfig, nodes: &Nodes) -> Option<DirectRoute> {
+    if !config.direct || config.wait_replicas > 0 {
+        return None;
+    }
+    let node = nodes.single()?;
+    match (node.server(), node.cluster()) {
+        (Some(server), _) => server.connect_host().map(|_| DirectRoute::Server),
+        (None, Some(_)) => Some(DirectRoute::Cluster),
+        (None, None) => None,
+    }
 }
 
 /// Runs `task` with `lease`, then releases it (subject to `min_hold`): the end of [`Locker::run`], for a lease

@@ -7,11 +7,11 @@
 //! (a second round), so that fences rise whichever majority grants the next one.
 
 use crate::lock::cleanup::Cleanups;
-use crate::lock::keys::LockKeys;
 use crate::server::node::{Node, NodeAcquire};
 use crate::server::waker::Watch;
-use crate::SnatchError;
 use futures_util::future::join_all;
+use snatch_protocol::keys::LockKeys;
+use snatch_protocol::SnatchError;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;

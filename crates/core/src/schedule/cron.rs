@@ -1,10 +1,10 @@
 //! Cron expressions in a time zone: parsing and the occurrences after a given instant.
 
-use crate::SnatchError;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use croner::parser::CronParser;
 use croner::Cron;
+use snatch_protocol::SnatchError;
 
 /// A parsed cron expression evaluated in an IANA time zone.
 ///

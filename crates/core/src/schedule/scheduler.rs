@@ -8,12 +8,12 @@
 
 use crate::config::LockOptions;
 use crate::lock::job::Job;
-use crate::lock::keys::LockKeys;
 use crate::lock::lease::Lease;
 use crate::lock::locker::Locker;
 use crate::schedule::cron::CronSchedule;
-use crate::SnatchError;
 use chrono::{DateTime, Utc};
+use snatch_protocol::keys::LockKeys;
+use snatch_protocol::SnatchError;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

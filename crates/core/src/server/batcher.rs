@@ -4,11 +4,12 @@
 //! so that their calls join the batch; a call that finds nothing in flight goes out at once. Several batches can be
 //! in flight at once.
 
-use crate::protocol::scripts::{as_eval, Lua, ScriptCall};
 use crate::server::connection::{is_dropped, is_read_only, Connection, Link};
-use crate::SnatchError;
+use crate::server::script_call::{as_eval, ScriptCall};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use redis::{Cmd, ErrorKind, Pipeline, RedisResult, ServerErrorKind, Value};
+use snatch_protocol::scripts::Script;
+use snatch_protocol::SnatchError;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::{oneshot, Notify};
@@ -122,7 +123,7 @@ async fn send(connection: Arc<Connection>, calls: Vec<(ScriptCall, Reply)>) {
 async fn run(
     connection: &Connection,
     pipe: &Pipeline,
-    scripts: &[&'static Lua],
+    scripts: &[&'static Script],
 ) -> Result<(Vec<RedisResult<Value>>, Link), SnatchError> {
     let mut link = connection.get().await?;
     let mut results = match link.send_each(pipe).await {

@@ -6,12 +6,12 @@
 use crate::server::endpoint::{Access, Endpoint};
 use crate::server::memory::Memory;
 use crate::server::sentinel::Sentinels;
-use crate::SnatchError;
 use futures_util::future::join_all;
 use redis::aio::{AsyncPushSender, ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Cmd, ErrorKind, Pipeline, ProtocolVersion, RedisError, RedisFuture, RedisResult, ServerErrorKind, Value};
+use snatch_protocol::SnatchError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -4,7 +4,6 @@
 
 use crate::config::{LockerConfig, TlsOptions};
 use crate::server::redact::redact;
-use crate::SnatchError;
 use base64::Engine;
 use redis::aio::{AsyncPushSender, MultiplexedConnection};
 use redis::io::AsyncDNSResolver;
@@ -14,6 +13,7 @@ use redis::{
 };
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use snatch_protocol::SnatchError;
 use std::net::SocketAddr;
 use std::sync::{Arc, Once};
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! process's clock; within a script, expiries are judged at the time it started, as on Redis, where time stands
 //! still in a script. Lockers on the same `memory://` URL in one process share one store; it is not distributed.
 
-use crate::protocol::scripts::ScriptCall;
+use crate::server::script_call::ScriptCall;
 use crate::server::waiters::{wake, WaiterMap};
 use mlua::{Function, Lua, MultiValue, Table, Value as LuaValue};
 use redis::{Arg, Value};

@@ -8,6 +8,7 @@ pub(crate) mod endpoint;
 pub(crate) mod memory;
 pub(crate) mod node;
 pub(crate) mod redact;
+pub(crate) mod script_call;
 pub(crate) mod sentinel;
 pub(crate) mod waiters;
 pub(crate) mod waker;

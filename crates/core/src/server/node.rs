@@ -2,14 +2,15 @@
 //! connection (calls batched, see batcher.rs), its release notifications, and the lock scripts run on it.
 
 use crate::config::LockerConfig;
-use crate::lock::keys::LockKeys;
-use crate::protocol::scripts::{self, ScriptCall};
 use crate::server::batcher::{call_alone, Batcher};
 use crate::server::connection::{Cluster, Connection, Target};
 use crate::server::endpoint::Endpoint;
+use crate::server::script_call::ScriptCall;
 use crate::server::waker::{Waker, Watch};
-use crate::SnatchError;
 use redis::{FromRedisValue, Value};
+use snatch_protocol::keys::LockKeys;
+use snatch_protocol::scripts;
+use snatch_protocol::SnatchError;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;

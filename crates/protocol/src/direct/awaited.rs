@@ -1,10 +1,10 @@
-//! The replies a socket of direct calls awaits (see calls.rs), in the order its commands were written, and which
+//! The replies a socket of direct calls awaits (see commands.rs), in the order its commands were written, and which
 //! calls each answers: a release script called for several locks answers them all with one reply; a transaction of
 //! acquisitions answers with `MULTI`'s reply, one per queued command (those of protocol/acquisition.rs for each
 //! acquisition) and `EXEC`'s, which come to one per acquisition.
 
-use crate::protocol::acquisition;
-use crate::protocol::resp::{ProtocolError, Reply};
+use crate::acquisition;
+use crate::resp::{ProtocolError, Reply};
 use std::collections::VecDeque;
 
 /// A command written for direct calls, or a transaction of them.
@@ -28,12 +28,12 @@ pub struct AwaitedReplies {
 
 impl AwaitedReplies {
     /// Awaits the reply of a script call for `calls` calls.
-    pub(crate) fn script(&mut self, calls: usize) {
+    pub fn script(&mut self, calls: usize) {
         self.written.push_back(Written::Script(calls));
     }
 
     /// Awaits the replies of a transaction of `calls` acquisitions.
-    pub(crate) fn acquisitions(&mut self, calls: usize) {
+    pub fn acquisitions(&mut self, calls: usize) {
         self.written.push_back(Written::Acquisitions(calls));
     }
 

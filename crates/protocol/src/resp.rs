@@ -1,5 +1,5 @@
 //! The few pieces of the Redis protocol (RESP2) a caller needs to carry our commands on a socket of its own (see
-//! direct/calls.rs): commands written out, and replies read back.
+//! direct/): commands written out, and replies read back.
 //!
 //! Ours rather than the redis crate's (`Cmd` packing, `ValueCodec`), which allocate per command and per reply value.
 //! Measured end to end, interleaved (bench/results/2026-11-25-resp-vs-redis-crate-interleaved.md, with
@@ -7,7 +7,7 @@
 //! uncontended c=50 at 0.905× the throughput (node CPU 3.38 → 4.30 µs per withfn cycle), far over the 5% that would
 //! have decided for it; per withfn batch, ours packs in 3.7 µs against 9.0 and parses in 2.2 µs against 8.0
 //! (bench/experiments/resp-vs-redis). It is fuzzed instead: property tests (tests/fuzz_resp.rs) and cargo-fuzz
-//! targets (crates/core/fuzz), both run by `npm run fuzz`.
+//! targets (fuzz/), both run by `npm run fuzz`.
 
 /// One reply, as far as our commands need it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,19 +51,19 @@ pub fn encode<A: AsRef<[u8]>>(buf: &mut Vec<u8>, args: &[A]) {
 }
 
 /// Appends the start of a command of `count` arguments, each to be appended with [`arg_bytes`].
-pub(crate) fn header(buf: &mut Vec<u8>, count: usize) {
+pub fn header(buf: &mut Vec<u8>, count: usize) {
     write_line(buf, b'*', count);
 }
 
 /// Appends one argument of a command.
-pub(crate) fn arg_bytes(buf: &mut Vec<u8>, arg: &[u8]) {
+pub fn arg_bytes(buf: &mut Vec<u8>, arg: &[u8]) {
     write_line(buf, b'$', arg.len());
     buf.extend_from_slice(arg);
     buf.extend_from_slice(b"\r\n");
 }
 
 /// Appends one number as an argument of a command.
-pub(crate) fn arg_number(buf: &mut Vec<u8>, n: impl itoa::Integer) {
+pub fn arg_number(buf: &mut Vec<u8>, n: impl itoa::Integer) {
     arg_bytes(buf, itoa::Buffer::new().format(n).as_bytes());
 }
 

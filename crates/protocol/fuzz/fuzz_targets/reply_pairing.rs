@@ -5,23 +5,11 @@
 
 #![no_main]
 
-#[path = "../../src/protocol/acquisition.rs"]
-#[allow(dead_code, reason = "awaited.rs needs only the commands and their outcome, not the script's or the writer")]
-mod acquisition;
-#[path = "../../src/direct/awaited.rs"]
-mod awaited;
-#[path = "../../src/protocol/resp.rs"]
-#[allow(dead_code, reason = "the pairing needs only the reply type")]
-mod resp;
-/// The crate's `protocol` module, as awaited.rs and acquisition.rs name it.
-mod protocol {
-    pub(crate) use super::{acquisition, resp};
-}
-
-use awaited::AwaitedReplies;
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use resp::Reply;
+use snatch_protocol::acquisition;
+use snatch_protocol::direct::awaited::AwaitedReplies;
+use snatch_protocol::resp::Reply;
 use std::collections::VecDeque;
 
 /// A reply read, of each kind a socket of direct calls can get.

@@ -1,16 +1,17 @@
-//! Taking a lock, defined once: [`COMMANDS`], the commands every acquisition of a lock starts with. The direct
-//! connection sends them as a `MULTI`/`EXEC` transaction ([`write`], direct/calls.rs); the acquire script runs them
-//! first, as the Lua function `take` that [`lua`] writes from the same definition (scripts.rs puts it before
-//! scripts/acquire.lua), then does what only a script can: a holder asking again, marking a lock waited for, naming
-//! the holder and its lease, raising a new fence counter to the server's clock. A change to how a lock is taken is
-//! made here, once, and both paths have it.
+//! Taking a lock, defined once: [`COMMANDS`], the commands every acquisition of a lock starts with, and what an
+//! acquisition's reply says ([`Acquired`]). The direct connection sends them as a `MULTI`/`EXEC` transaction
+//! ([`write`], direct/commands.rs); the acquire script runs them first, as the Lua function `take` that [`lua`] writes
+//! from the same definition (scripts.rs puts it before scripts/acquire.lua), then does what only a script can: a
+//! holder asking again, marking a lock waited for, naming the holder and its lease, raising a new fence counter to the
+//! server's clock. A change to how a lock is taken is made here, once, and both paths have it.
 
-use crate::protocol::resp::{self, Reply};
+use crate::keys::CLOCK_FLOOR;
+use crate::resp::{self, Reply};
 use std::fmt::Write as _;
 
 /// A word of one of [`COMMANDS`]: itself, or a value of the acquisition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Word {
+pub enum Word {
     /// This literal.
     Text(&'static str),
     /// The lock's key.
@@ -33,19 +34,25 @@ use Word::{Fence, FenceTtl, Lock, Text, Token, Ttl};
 /// - `INCR fence`: counts the fence counter up. A transaction cannot branch, so the counter goes up whether the
 ///   `SET` took the lock or not: an attempt that finds the lock held uses up a fence, and fences only rise.
 /// - `PEXPIRE fence fenceTtl`: keeps the counter `fenceTtl` from now.
-pub(crate) const COMMANDS: [&[Word]; 3] = [
+pub const COMMANDS: [&[Word]; 3] = [
     &[Text("SET"), Lock, Token, Text("NX"), Text("PX"), Ttl, Text("GET")],
     &[Text("INCR"), Fence],
     &[Text("PEXPIRE"), Fence, FenceTtl],
 ];
 
 /// The values of one acquisition, for [`write`].
-pub(crate) struct Values<'a> {
-    pub(crate) lock: &'a str,
-    pub(crate) fence: &'a str,
-    pub(crate) token: &'a str,
-    pub(crate) ttl_ms: u128,
-    pub(crate) fence_ttl_ms: u128,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Values<'a> {
+    /// The lock's key.
+    pub lock: &'a str,
+    /// The fence counter's key.
+    pub fence: &'a str,
+    /// The owner token.
+    pub token: &'a str,
+    /// The lease, in ms.
+    pub ttl_ms: u128,
+    /// How long the fence counter is kept, in ms.
+    pub fence_ttl_ms: u128,
 }
 
 /// Appends [`COMMANDS`] for `values`, in RESP (for a transaction: the caller writes `MULTI` and `EXEC` around).
@@ -98,9 +105,35 @@ pub(crate) fn lua() -> String {
     lua
 }
 
-/// One acquisition's reply, as the acquire script answers a one-attempt call, from the replies of [`COMMANDS`]: the
-/// counter when the lock was free (now ours), a negative number when it is held (a transaction does not read the
-/// holder's lease, which one attempt has no use for), or the error (say, the key holds another type).
+/// What an acquisition came to on one server, read from its reply by [`Acquired::of`]: the acquire script's, or the
+/// one [`outcome`] makes of a transaction's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquired {
+    /// The lock is ours, with this fence.
+    Won { fence: i64 },
+    /// The lock is ours, but its fence counter was new (below [`CLOCK_FLOOR`]): only a transaction leaves it so.
+    /// The acquire script, asked again with the same token, raises it to the server's clock and gives that fence.
+    NewCounter,
+    /// Someone else holds it for about `pttl_ms` more (-1 when not known: a transaction does not read it), named by
+    /// `holder` when the script was asked to name it.
+    Taken { pttl_ms: i64, holder: Option<String> },
+}
+
+impl Acquired {
+    /// Reads an acquisition's reply: the fence when the lock is ours (a counter below [`CLOCK_FLOOR`] is new), else
+    /// `-2 - pttl` of the holder; `holder` is the holder's token when the script named it.
+    pub fn of(reply: i64, holder: Option<String>) -> Self {
+        match reply {
+            fence if fence >= CLOCK_FLOOR => Self::Won { fence },
+            0.. => Self::NewCounter,
+            taken => Self::Taken { pttl_ms: -2 - taken, holder },
+        }
+    }
+}
+
+/// One acquisition's reply, in the shape of the acquire script's, from the replies of [`COMMANDS`]: the counter
+/// when the lock was free (now ours), -1 when it is held (a transaction does not read the holder's lease, which one
+/// attempt has no use for), or the error (say, the key holds another type). [`Acquired::of`] reads it.
 pub(crate) fn outcome(set: Reply, incr: Reply, pexpire: Reply) -> Reply {
     match (set, pexpire) {
         (Reply::Nil, Reply::Error(e)) => Reply::Error(e),
@@ -128,6 +161,18 @@ mod tests {
                 "end",
             ]
         );
+    }
+
+    #[test]
+    fn a_reply_is_read_the_same_whichever_path_made_it() {
+        assert_eq!(Acquired::of(CLOCK_FLOOR + 7, None), Acquired::Won { fence: CLOCK_FLOOR + 7 });
+        assert_eq!(Acquired::of(3, None), Acquired::NewCounter);
+        assert_eq!(Acquired::of(-1, None), Acquired::Taken { pttl_ms: -1, holder: None });
+        let named = Acquired::of(-2 - 250, Some("t".into()));
+        assert_eq!(named, Acquired::Taken { pttl_ms: 250, holder: Some("t".into()) });
+        // A transaction that found the lock held answers as the script does for a holder of unknown lease.
+        assert_eq!(outcome(Reply::Other, Reply::Int(9), Reply::Int(1)), Reply::Int(-1));
+        assert_eq!(outcome(Reply::Nil, Reply::Int(9), Reply::Int(1)), Reply::Int(9));
     }
 
     #[test]

@@ -1,15 +1,11 @@
-//! The reply parser (protocol/resp.rs) on arbitrary bytes, split at an arbitrary point: no panic, no stack overflow,
+//! The reply parser (resp.rs) on arbitrary bytes, split at an arbitrary point: no panic, no stack overflow,
 //! no allocation beyond libFuzzer's `-malloc_limit_mb` (a declared length must not reserve room), and the same
 //! replies, or the same error, however the bytes arrive: all at once, or in two pieces, as a socket may deliver them.
 
 #![no_main]
 
-#[path = "../../src/protocol/resp.rs"]
-#[allow(dead_code, reason = "the writer is not fuzzed here (tests/fuzz_resp.rs checks it against the redis crate)")]
-mod resp;
-
 use libfuzzer_sys::fuzz_target;
-use resp::{ProtocolError, Reply};
+use snatch_protocol::resp::{self, ProtocolError, Reply};
 
 fuzz_target!(|data: &[u8]| {
     let Some((cut, bytes)) = data.split_first() else { return };

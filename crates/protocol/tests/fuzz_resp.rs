@@ -1,27 +1,13 @@
-//! Property tests of the direct connection's RESP code (protocol/resp.rs) and of the pairing of its replies with calls
-//! (direct/awaited.rs), run with many cases on stable Rust (the cargo-fuzz targets of crates/core/fuzz need nightly):
-//! the parser on arbitrary and hostile bytes, on valid replies however they are split, the writer against the redis
-//! crate's parser, and the pairing on arbitrary registrations and replies. Each property runs the cases [`config`]
-//! gives it, or `PROPTEST_CASES`; `npm run fuzz` (scripts/fuzz.js) runs them for a given time. The two modules are
-//! compiled into this test from their sources (with protocol/acquisition.rs, which awaited.rs reads acquisitions'
-//! replies by), as the crate keeps their writer and registrations to itself.
+//! Property tests of the direct connection's RESP code (resp.rs) and of the pairing of its replies with calls
+//! (direct/awaited.rs), run with many cases on stable Rust (the cargo-fuzz targets of fuzz/ need nightly): the parser
+//! on arbitrary and hostile bytes, on valid replies however they are split, the writer against the redis crate's
+//! parser, and the pairing on arbitrary registrations and replies. Each property runs the cases [`config`] gives it,
+//! or `PROPTEST_CASES`; `npm run fuzz` (scripts/fuzz.js) runs them for a given time.
 
-#[path = "../src/protocol/acquisition.rs"]
-#[allow(dead_code, reason = "awaited.rs needs only the commands and their outcome, not the script's or the writer")]
-mod acquisition;
-#[path = "../src/direct/awaited.rs"]
-mod awaited;
-#[path = "../src/protocol/resp.rs"]
-mod resp;
-/// The crate's `protocol` module, as awaited.rs names it.
-mod protocol {
-    pub(crate) use super::{acquisition, resp};
-}
-
-use awaited::AwaitedReplies;
 use proptest::prelude::*;
 use proptest::sample::Index;
-use resp::{ProtocolError, Reply};
+use snatch_protocol::direct::awaited::AwaitedReplies;
+use snatch_protocol::resp::{self, ProtocolError, Reply};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -367,7 +353,7 @@ proptest! {
                 }
                 Event::Acquisitions(calls) => {
                     awaited.acquisitions(calls);
-                    model.push_back((2 + acquisition::COMMANDS.len() * calls, calls));
+                    model.push_back((2 + snatch_protocol::acquisition::COMMANDS.len() * calls, calls));
                 }
                 Event::Read(reply) => {
                     let answers = awaited.take(reply).map(|answers| answers.len());

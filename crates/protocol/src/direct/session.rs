@@ -1,11 +1,11 @@
 //! The protocol of one socket of direct calls, without the socket (sans-IO): which calls are written together, the
 //! bytes to write, the bytes read turned into replies paired with their calls, the calls' deadlines, and the calls
 //! in flight when the socket fails. The caller moves the bytes between the session and its socket and tells the
-//! time; the Node binding does it from node's event loop (src/loop_socket.rs).
+//! time; the Node binding does it from node's event loop (its src/loop_socket.rs).
 
 use crate::direct::awaited::AwaitedReplies;
-use crate::direct::calls::{write_commands, DirectCall, NoReply};
-use crate::protocol::resp::{parse, ProtocolError, Reply};
+use crate::direct::commands::{write_commands, DirectCall};
+use crate::resp::{parse, ProtocolError, Reply};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,17 @@ const WRITE_EVERY: usize = 12;
 const READ_ROOM: usize = 16 * 1024;
 
 /// A call's reply, or why it has none.
-pub type Outcome = Result<Reply, NoReply>;
+pub type CallReply = Result<Reply, NoReply>;
+
+/// Why a direct call got no reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoReply {
+    /// The socket failed first: whether Redis ran the call is not known. Made again on the locker's own connection
+    /// with the same token, it is safe (an acquisition asked again with its token finds the key ours and keeps it).
+    Dropped,
+    /// The command timeout passed: the call fails and is not made again, as on the locker's own connection.
+    TimedOut,
+}
 
 /// When the oldest call in flight runs out of time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,18 +105,25 @@ impl<C: DirectCall> DirectSession<C> {
     }
 
     /// Encodes the calls not encoded yet after the bytes not sent yet; their deadline is `timeout` after `now`,
-    /// which is asked only when there is something to encode (one clock read for the calls encoded together).
+    /// which is asked only when there is something to encode (one clock read for the calls encoded together). Each
+    /// call hears when it was encoded ([`DirectCall::encoded`]).
     pub fn encode(&mut self, now: impl FnOnce() -> Instant) {
         if self.unwritten == 0 {
             return;
         }
         let first = self.pending.len() - self.unwritten;
-        let deadline = now() + self.timeout;
-        let calls = self.pending.range_mut(first..).map(|(at, call)| {
-            *at = Some(deadline);
-            call
-        });
-        write_commands(calls, &mut self.unsent, &mut self.awaited, self.group);
+        let at = now();
+        let deadline = at + self.timeout;
+        for (call_deadline, call) in self.pending.range_mut(first..) {
+            *call_deadline = Some(deadline);
+            call.encoded(at);
+        }
+        write_commands(
+            self.pending.range(first..).map(|(_, call)| call),
+            &mut self.unsent,
+            &mut self.awaited,
+            self.group,
+        );
         self.unwritten = 0;
     }
 
@@ -132,7 +149,7 @@ impl<C: DirectCall> DirectSession<C> {
 
     /// Appends to `replies` each call whose reply is complete, with its reply, in order. An error when a reply
     /// makes no sense or answers no call: the socket must fail (the calls before it are still taken).
-    pub fn take_replies(&mut self, replies: &mut Vec<(C, Outcome)>) -> Result<(), ProtocolError> {
+    pub fn take_replies(&mut self, replies: &mut Vec<(C, CallReply)>) -> Result<(), ProtocolError> {
         let mut at = 0;
         let result = loop {
             match parse(&self.received.unparsed()[at..]) {
@@ -171,7 +188,7 @@ impl<C: DirectCall> DirectSession<C> {
     }
 
     /// The socket failed (`why`): every call in flight, without a reply, in order. A new socket gets a new session.
-    pub fn fail(self, why: NoReply) -> Vec<(C, Outcome)> {
+    pub fn fail(self, why: NoReply) -> Vec<(C, CallReply)> {
         self.pending.into_iter().map(|(_, call)| (call, Err(why))).collect()
     }
 }
@@ -214,5 +231,95 @@ impl Received {
         if self.start == self.end {
             (self.start, self.end) = (0, 0);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::direct::commands::DirectCommand;
+
+    /// A call as a test keeps it: a release, and when it was encoded.
+    #[derive(Debug, Default)]
+    struct Call {
+        encoded: Option<Instant>,
+    }
+
+    impl DirectCall for Call {
+        fn command(&self) -> DirectCommand<'_> {
+            DirectCommand::Release { lock: "lock", token: "token" }
+        }
+
+        fn encoded(&mut self, at: Instant) {
+            self.encoded = Some(at);
+        }
+    }
+
+    #[test]
+    fn a_deadline_counts_from_when_the_calls_are_encoded_and_failing_hands_back_every_call() {
+        let timeout = Duration::from_millis(1000);
+        let mut session = DirectSession::new(timeout, true);
+        let start = Instant::now();
+        assert_eq!(session.deadline(start), Deadline::Idle);
+        assert!(session.push(Call::default()));
+        assert_eq!(
+            session.deadline(start + timeout * 2),
+            Deadline::In(timeout),
+            "not encoded: the whole timeout ahead"
+        );
+        session.encode(|| start);
+        assert!(session.push(Call::default()));
+        assert_eq!(session.deadline(start + Duration::from_millis(400)), Deadline::In(Duration::from_millis(600)));
+        assert_eq!(session.deadline(start + timeout), Deadline::Passed, "the oldest call's deadline");
+        let failed = session.fail(NoReply::TimedOut);
+        assert_eq!(failed.len(), 2, "the encoded call and the one not encoded yet");
+        assert_eq!(failed[0].0.encoded, Some(start), "told when it was encoded");
+        assert_eq!(failed[1].0.encoded, None);
+        assert!(failed.iter().all(|(_, reply)| *reply == Err(NoReply::TimedOut)));
+    }
+
+    #[test]
+    fn while_replies_are_handed_out_calls_are_written_twelve_at_a_time() {
+        let mut session = DirectSession::new(Duration::from_secs(1), true);
+        session.set_dispatching(true);
+        let writes: Vec<bool> = (0..13).map(|_| session.push(Call::default())).collect();
+        assert_eq!(writes.iter().filter(|w| **w).count(), 2, "{writes:?}");
+        assert!(writes[11] && writes[12], "the twelfth and every one after until encoded: {writes:?}");
+        session.encode(Instant::now);
+        assert!(!session.push(Call::default()), "counted afresh after encoding");
+        session.set_dispatching(false);
+        assert!(session.push(Call::default()), "at once when no replies are handed out");
+    }
+
+    #[test]
+    fn consecutive_releases_share_one_script_call_and_each_gets_its_part_of_the_reply() {
+        let mut session = DirectSession::new(Duration::from_secs(1), true);
+        for _ in 0..3 {
+            session.push(Call::default());
+        }
+        session.encode(Instant::now);
+        let written = String::from_utf8_lossy(session.unsent()).into_owned();
+        assert_eq!(written.matches("EVALSHA").count(), 1, "{written}");
+        let n = session.unsent().len();
+        session.sent(n);
+        let reply = b"*3\r\n:1\r\n:0\r\n:1\r\n";
+        session.read_room()[..reply.len()].copy_from_slice(reply);
+        session.received(reply.len());
+        let mut replies = Vec::new();
+        session.take_replies(&mut replies).unwrap();
+        let replies: Vec<CallReply> = replies.into_iter().map(|(_, reply)| reply).collect();
+        assert_eq!(replies, [Ok(Reply::Int(1)), Ok(Reply::Int(0)), Ok(Reply::Int(1))]);
+        assert!(session.is_idle());
+    }
+
+    #[test]
+    fn a_reply_no_call_awaits_fails_the_session() {
+        let mut session = DirectSession::<Call>::new(Duration::from_secs(1), true);
+        let reply = b"+OK\r\n";
+        session.read_room()[..reply.len()].copy_from_slice(reply);
+        session.received(reply.len());
+        let mut replies = Vec::new();
+        assert!(session.take_replies(&mut replies).is_err());
+        assert!(replies.is_empty());
     }
 }

@@ -1,0 +1,150 @@
+//! What a socket of direct calls says first, and what its replies come to: the credentials, the database, the
+//! client name, the release script loaded, and a probe of whether the server runs the acquisitions' transaction.
+
+use crate::acquisition;
+use crate::direct::target::DirectTarget;
+use crate::keys;
+use crate::resp::{self, Reply};
+use crate::scripts;
+
+/// The client name of a socket for direct calls, as `CLIENT LIST` shows it.
+pub const DIRECT_CLIENT_NAME: &str = "redis-snatch-direct";
+
+/// Who the socket is and where: what the handshake needs to know.
+#[derive(Debug, Clone, Copy)]
+pub struct Greeting<'a> {
+    /// The ACL user, if any (with `password`).
+    pub username: Option<&'a str>,
+    pub password: Option<&'a str>,
+    /// The database number of the URL.
+    pub db: i64,
+    /// The locker's key prefix: the probe's key is under it.
+    pub prefix: &'a str,
+    /// What the socket connects to: on a cluster master, the probe's key is of a slot it serves.
+    pub target: &'a DirectTarget,
+}
+
+/// The replies of a handshake, read one at a time.
+#[derive(Debug)]
+pub struct Handshake {
+    /// Replies of the handshake's own commands still to come; an error among them fails the socket.
+    commands: usize,
+    /// Replies of the probe still to come.
+    probe: usize,
+    /// No reply of the probe was (or held) an error so far.
+    accepted: bool,
+}
+
+impl Handshake {
+    /// The bytes to send first, and what reads their replies.
+    pub fn new(greeting: &Greeting<'_>) -> (Self, Vec<u8>) {
+        let mut commands: Vec<Vec<&str>> = Vec::new();
+        if let Some(password) = greeting.password {
+            commands.push(["AUTH"].into_iter().chain(greeting.username).chain([password]).collect());
+        }
+        let db = greeting.db.to_string();
+        if greeting.db != 0 {
+            commands.push(vec!["SELECT", &db]);
+        }
+        commands.push(vec!["CLIENT", "SETNAME", DIRECT_CLIENT_NAME]);
+        commands.push(vec!["SCRIPT", "LOAD", scripts::RELEASE.source()]);
+        let mut bytes = Vec::new();
+        for command in &commands {
+            resp::encode(&mut bytes, command);
+        }
+        let probe = write_probe(&mut bytes, &probe_key(greeting.prefix, greeting.target));
+        (Self { commands: commands.len(), probe, accepted: true }, bytes)
+    }
+
+    /// Takes the next reply: `None` while more are to come; then whether the server runs direct acquisitions, or the
+    /// refusal of a handshake command (say, AUTH's), which fails the socket.
+    pub fn take(&mut self, reply: Reply) -> Option<Result<bool, String>> {
+        if self.commands > 0 {
+            self.commands -= 1;
+            return match reply {
+                Reply::Error(text) => Some(Err(text)),
+                _ => None,
+            };
+        }
+        self.accepted &= !holds_error(&reply);
+        self.probe = self.probe.saturating_sub(1);
+        (self.probe == 0).then_some(Ok(self.accepted))
+    }
+}
+
+/// The key the probe uses: under the locker's prefix and, on a cluster master, of a slot it serves (another would be
+/// answered MOVED).
+fn probe_key(prefix: &str, target: &DirectTarget) -> String {
+    match target {
+        DirectTarget::Server => [prefix, "redis-snatch-probe"].concat(),
+        DirectTarget::Master { slot, .. } => {
+            let tag = (0u32..).map(|n| n.to_string()).find(|tag| keys::slot(tag) == *slot).expect("a tag");
+            [prefix, "redis-snatch-probe{", &tag, "}"].concat()
+        }
+    }
+}
+
+/// Appends the commands with which the handshake asks whether the server runs direct acquisitions, and returns how
+/// many replies they get: a transaction as direct calls send it (Redis accepts `SET` with both `NX` and `GET` from
+/// 7.0 on, and finds an option it refuses only when the transaction runs) on `key` and a fence counter beside it,
+/// which it then deletes. A server that answers any of them with an error gets no direct calls: its one-attempt
+/// calls go over the locker's own connection, by the acquire script.
+fn write_probe(bytes: &mut Vec<u8>, key: &str) -> usize {
+    let fence = [key, ":fence"].concat();
+    resp::encode(bytes, &["MULTI"]);
+    let values = acquisition::Values { lock: key, fence: &fence, token: "", ttl_ms: 1, fence_ttl_ms: 1 };
+    acquisition::write(bytes, &values);
+    resp::encode(bytes, &["DEL", key, &fence]);
+    resp::encode(bytes, &["EXEC"]);
+    acquisition::COMMANDS.len() + 3
+}
+
+/// Whether `reply` is an error or, for a transaction's, holds one.
+fn holds_error(reply: &Reply) -> bool {
+    match reply {
+        Reply::Error(_) => true,
+        Reply::Array(replies) => replies.iter().any(holds_error),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn greeting(password: Option<&'static str>, db: i64) -> (Handshake, Vec<u8>) {
+        let target = DirectTarget::Server;
+        Handshake::new(&Greeting { username: Some("u"), password, db, prefix: "p:", target: &target })
+    }
+
+    #[test]
+    fn commands_come_first_and_a_refusal_among_them_fails_the_socket() {
+        let (mut handshake, bytes) = greeting(Some("secret"), 2);
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(text.starts_with("*3\r\n$4\r\nAUTH\r\n$1\r\nu\r\n$6\r\nsecret\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n2\r\n"));
+        assert_eq!(handshake.take(Reply::Error("WRONGPASS".into())), Some(Err("WRONGPASS".into())));
+    }
+
+    #[test]
+    fn the_probe_is_accepted_unless_a_reply_holds_an_error() {
+        for refused in [false, true] {
+            let (mut handshake, _) = greeting(None, 0);
+            // CLIENT SETNAME, SCRIPT LOAD.
+            assert_eq!(handshake.take(Reply::Status("OK".into())), None);
+            assert_eq!(handshake.take(Reply::Other), None);
+            // MULTI, three QUEUED, DEL's QUEUED: then EXEC's.
+            for _ in 0..5 {
+                assert_eq!(handshake.take(Reply::Status("QUEUED".into())), None);
+            }
+            let set = if refused { Reply::Error("ERR syntax error".into()) } else { Reply::Nil };
+            let exec = Reply::Array(vec![set, Reply::Int(1), Reply::Int(1), Reply::Int(2)]);
+            assert_eq!(handshake.take(exec), Some(Ok(!refused)));
+        }
+    }
+
+    #[test]
+    fn on_a_cluster_master_the_probe_is_of_a_slot_it_serves() {
+        let target = DirectTarget::Master { address: "h:1".into(), slot: 4242 };
+        assert_eq!(keys::slot(&probe_key("p:", &target)), 4242);
+    }
+}

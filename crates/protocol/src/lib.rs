@@ -1,0 +1,15 @@
+//! What redis-snatch says to Redis, without I/O: RESP, how a lock is taken (the commands and the Lua scripts, each
+//! written once) and what each reply means, the Redis names of a lock, the errors, and the direct connection's
+//! protocol (grouping, reply pairing, deadlines). snatch-core does the I/O (tokio, the redis crate); the fuzz targets
+//! and property tests use this crate as it is.
+
+#![forbid(unsafe_code)]
+
+pub mod acquisition;
+pub mod direct;
+pub mod error;
+pub mod keys;
+pub mod resp;
+pub mod scripts;
+
+pub use error::{ArgKind, SnatchError};

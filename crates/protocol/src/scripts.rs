@@ -1,0 +1,121 @@
+//! The Lua scripts, each written once: their sources (scripts/*.lua, and the acquisition's commands that
+//! acquisition.rs writes as Lua) and their SHA1, as EVALSHA names them. The main connection calls them by EVALSHA
+//! (snatch-core's server/batcher.rs sends a call the server has no script for again as EVAL), the direct connection
+//! calls [`RELEASE`], and `memory://` runs their sources in-process.
+
+use crate::acquisition;
+use std::sync::LazyLock;
+
+/// A Lua script: its source, and its SHA1 for EVALSHA.
+#[derive(Debug)]
+pub struct Script {
+    source: String,
+    hash: String,
+}
+
+impl Script {
+    fn new(source: String) -> Self {
+        let hash = sha1_smol::Sha1::from(&source).digest().to_string();
+        Self { source, hash }
+    }
+
+    /// The script's SHA1 in lowercase hex, as EVALSHA names it.
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+
+    /// The script's source.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+}
+
+/// Acquire or refresh a lock: the commands of [`acquisition::COMMANDS`] (as the Lua function `take` that
+/// [`acquisition::lua`] writes), then what only a script can do.
+///
+/// KEYS: lock key, fence key. ARGV: token, ttl in ms, the fence counter's ttl in ms, then optionally `'1'` to have
+/// the holder named and `'1'` to mark a held lock as waited for. The fence counter goes up on every call. The fence
+/// (≥ 0) when the lock is ours: the counter, when the lock was free (now ours) or held with our token (its lease
+/// is refreshed: a call made again with its token, say after a reply was lost, is safe). Else `-2 - pttl` of the
+/// holder (< 0; pttl is -1 for a key without expiry), or when named `{-2 - pttl, holder's token}`. One integer unless
+/// the holder is named (a table reply costs Redis about a tenth more per call, and only Redlock needs the name). Either way the counter is kept for its ttl from now; one
+/// below [`crate::keys::CLOCK_FLOOR`] (new, or from before counters expired) is first raised to the server clock's
+/// microseconds, so fences keep rising across its expiry. Direct acquisitions send only [`acquisition::COMMANDS`],
+/// as a transaction, and have this script raise a counter they find below the floor.
+///
+/// A waited-for lock holds its token followed by `*`, which has [`RELEASE`] wake the waiters: a release that no one
+/// waits for publishes nothing (bench/README.md, profile step 24).
+pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(acquisition::lua() + include_str!("scripts/fence.lua") + include_str!("scripts/acquire.lua"))
+});
+
+/// Raise a fence counter to a fence a Redlock majority gave (see snatch-core's redlock/quorum.rs).
+///
+/// KEYS: fence key. ARGV: the fence, the counter's ttl in ms. A counter below the fence is set to it; returns 1.
+pub static RAISE_FENCE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/raise_fence.lua").to_owned()));
+
+/// Set the lease of a lock we own: extension, and the minHold release (the key stays for the remainder).
+///
+/// KEYS: lock key. ARGV: token, ttl in ms. Returns 1 when the key was ours (waited for or not), else 0.
+pub static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/extend.lua").to_owned()));
+
+/// Delete locks we own (compare-and-delete) and wake their waiters, if any (see [`ACQUIRE`]).
+///
+/// KEYS: lock key, for each lock. ARGV: token, for each lock (the channel to wake waiters on is derived from the
+/// key, as [`crate::keys::LockKeys::channel`]). For each lock 1 when the key was ours, else 0: one integer for one
+/// lock, an array of them for several, where a lock whose work failed has its error. One call for several locks
+/// costs Redis less per lock than a call each (bench/README.md, profile step 19).
+pub static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/release.lua").to_owned()));
+
+/// What Redis holds for a lock: `inspect`, for dashboards and debugging.
+///
+/// KEYS: lock key, fence key. Returns `{pttl, fence}`: the lock key's lease left in ms (-2 when free) and the fence
+/// counter's value (nil when it has none).
+pub static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/inspect.lua").to_owned()));
+
+/// Delete a lock whoever holds it and wake its waiters: `forceRelease`, an operator's tool.
+///
+/// KEYS: lock key. Returns 1 when there was a lock, else 0.
+pub static FORCE_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/force_release.lua").to_owned()));
+
+/// Take a permit of a semaphore: [`ACQUIRE`] for a key that `limit` may hold at once.
+///
+/// KEYS: the semaphore (a sorted set of its holders' tokens, scored by when each permit expires on the server's
+/// clock), its fence key. ARGV: token, ttl in ms, the fence counter's ttl in ms, the limit. Permits expired on the
+/// server's clock are dropped first. The fence (a new one each time, raised like [`ACQUIRE`]'s) when the permit is
+/// ours, else `-2 - ms` until the first permit expires.
+pub static PERMIT_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("scripts/fence.lua"), include_str!("scripts/permit_acquire.lua")).to_owned())
+});
+
+/// Set the expiry of a permit we hold ([`EXTEND`] for a semaphore).
+///
+/// KEYS: the semaphore. ARGV: token, ttl in ms. Returns 1 when the permit was ours and had not expired, else 0.
+pub static PERMIT_EXTEND: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/permit_extend.lua").to_owned()));
+
+/// Give back a permit we hold and wake the semaphore's waiters ([`RELEASE`] for a semaphore, one at a time).
+///
+/// KEYS: the semaphore. ARGV: token. Returns 1 when the permit was ours and had not expired, else 0.
+pub static PERMIT_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/permit_release.lua").to_owned()));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_acquire_scripts_raise_counters_below_the_same_floor() {
+        let literal = format!("if f < {} then", crate::keys::CLOCK_FLOOR);
+        assert!(ACQUIRE.source().contains(&literal), "fence.lua has `{literal}`");
+        assert!(PERMIT_ACQUIRE.source().contains(&literal));
+    }
+
+    #[test]
+    fn hashes_are_the_sha1_redis_names_a_script_by() {
+        // `redis-cli SCRIPT LOAD "return 1"` answers this.
+        assert_eq!(Script::new("return 1".to_owned()).hash(), "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
+    }
+}

@@ -90,7 +90,7 @@ pub struct LockerConfig {
 impl std::fmt::Debug for LockerConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the password, nor one in a URL.
-        let urls: Vec<String> = self.urls.iter().map(|u| crate::server::redact::redact(u)).collect();
+        let urls: Vec<String> = self.urls.iter().map(|u| crate::redact::redact(u)).collect();
         f.debug_struct("LockerConfig")
             .field("urls", &urls)
             .field("topology", &self.topology)

@@ -8,6 +8,7 @@
 mod config;
 mod direct;
 mod lock;
+mod redact;
 mod redlock;
 mod schedule;
 mod server;

@@ -1,16 +1,12 @@
 //! The locker: acquisition (one attempt or waiting), run-under-lock, and the bookkeeping that lets `close` release
 //! everything it still holds.
 
-use crate::config::{is_memory, LockOptions, LockerConfig, Topology};
+use crate::config::{LockOptions, LockerConfig, Topology};
 use crate::lock::job::Job;
 use crate::lock::lease::Lease;
 use crate::lock::supervisor::Supervisor;
 use crate::redlock::quorum::{Acquire, Grant, Nodes};
-use crate::server::connection::Target;
-use crate::server::endpoint::Access;
-use crate::server::memory::Memory;
 use crate::server::node::Node;
-use crate::server::sentinel::Sentinels;
 use snatch_protocol::keys::LockKeys;
 use snatch_protocol::SnatchError;
 use std::future::Future;
@@ -106,7 +102,7 @@ impl Locker {
     /// Validates `config` and parses its URLs. Nothing connects until the first command.
     pub fn new(config: LockerConfig) -> Result<Self, SnatchError> {
         config.validate()?;
-        let nodes = Arc::new(Nodes::new(nodes_of(&config)?, config.drift_factor));
+        let nodes = Arc::new(Nodes::new(Node::all(&config)?, config.drift_factor));
         let direct = direct_route(&config, &nodes);
         Ok(Self {
             shared: Arc::new(Shared {
@@ -392,39 +388,6 @@ impl Locker {
     pub(crate) fn register_job(&self, job: Job) {
         self.shared.jobs.lock().expect("jobs poisoned").push(job);
     }
-}
-
-/// The nodes `config` writes to: each URL a server (one, or a Redlock set), or one node for a whole cluster or
-/// for the master that sentinels name.
-fn nodes_of(config: &LockerConfig) -> Result<Vec<Node>, SnatchError> {
-    let access = Access::new(config)?;
-    let timeout = config.command_timeout;
-    let labels = || config.urls.iter().map(|u| crate::server::redact::redact(u)).collect::<Vec<_>>().join(", ");
-    Ok(match &config.topology {
-        Topology::Servers if config.urls.iter().any(|url| is_memory(url)) => {
-            let memory = Memory::of(&config.urls[0]).map_err(|e| SnatchError::Redis { cause: e })?;
-            vec![Node::new(config.urls[0].clone(), Target::Memory(memory), config)]
-        }
-        Topology::Servers => config
-            .urls
-            .iter()
-            .map(|url| {
-                let endpoint = access.endpoint(url)?;
-                Ok(Node::new(endpoint.label.clone(), Target::Server(endpoint), config))
-            })
-            .collect::<Result<_, SnatchError>>()?,
-        Topology::Cluster => {
-            let target = Target::cluster(config.urls.clone(), access, timeout)?;
-            vec![Node::new(format!("cluster ({})", labels()), target, config)]
-        }
-        Topology::Sentinel { master } => {
-            // The sentinels' own credentials are in their URLs; the locker's are the master's.
-            let bare = access.without_credentials();
-            let sentinels = config.urls.iter().map(|url| bare.endpoint(url)).collect::<Result<_, _>>()?;
-            let target = Target::Sentinel(Sentinels::new(sentinels, master.clone(), access));
-            vec![Node::new(format!("master '{master}' of sentinels ({})", labels()), target, config)]
-        }
-    })
 }
 
 /// Where `config`'s direct calls go, if anywhere: not when the runtime cannot poll sockets for them

@@ -6,10 +6,11 @@
 //! first request. A won acquisition's fence, the highest counter of its majority, is then recorded on a majority
 //! (a second round), so that fences rise whichever majority grants the next one.
 
-use crate::lock::cleanup::Cleanups;
-use crate::server::node::{Node, NodeAcquire};
+use crate::redlock::cleanup::Cleanups;
+use crate::server::node::Node;
 use crate::server::waker::Watch;
 use futures_util::future::join_all;
+use snatch_protocol::acquisition::Acquired;
 use snatch_protocol::keys::LockKeys;
 use snatch_protocol::SnatchError;
 use std::sync::Arc;
@@ -115,15 +116,17 @@ impl Nodes {
         let mut failures = Vec::new();
         for (index, answer) in answers.into_iter().enumerate() {
             match answer {
-                Ok(NodeAcquire::Acquired { fence: f }) => {
+                Ok(Acquired::Won { fence: f }) => {
                     won += 1;
                     fence = fence.max(f);
                     granted.push((index, f));
                 }
-                Ok(NodeAcquire::Taken { pttl_ms, holder }) => {
+                Ok(Acquired::Taken { pttl_ms, holder }) => {
                     retry_in = retry_in.min(Duration::from_millis(pttl_ms.max(0) as u64));
                     holders.extend(holder);
                 }
+                // The acquire script raises a new counter itself: a fence below the floor is no fence.
+                Ok(Acquired::NewCounter) => failures.push(self.nodes[index].failure("a fence below the clock floor")),
                 Err(e) => failures.push(e),
             }
         }

@@ -3,7 +3,7 @@
 //! password ([`redact`]).
 
 use crate::config::{LockerConfig, TlsOptions};
-use crate::server::redact::redact;
+use crate::redact::redact;
 use base64::Engine;
 use redis::aio::{AsyncPushSender, MultiplexedConnection};
 use redis::io::AsyncDNSResolver;

@@ -7,7 +7,6 @@ pub(crate) mod connection;
 pub(crate) mod endpoint;
 pub(crate) mod memory;
 pub(crate) mod node;
-pub(crate) mod redact;
 pub(crate) mod script_call;
 pub(crate) mod sentinel;
 pub(crate) mod waiters;

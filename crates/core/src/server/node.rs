@@ -1,28 +1,23 @@
 //! One Redis deployment a lock is written to (a server, a Sentinel master, or a whole Redis Cluster): its command
 //! connection (calls batched, see batcher.rs), its release notifications, and the lock scripts run on it.
 
-use crate::config::LockerConfig;
+use crate::config::{is_memory, LockerConfig, Topology};
 use crate::server::batcher::{call_alone, Batcher};
 use crate::server::connection::{Cluster, Connection, Target};
+use crate::server::endpoint::Access;
 use crate::server::endpoint::Endpoint;
+use crate::server::memory::Memory;
 use crate::server::script_call::ScriptCall;
+use crate::server::sentinel::Sentinels;
 use crate::server::waker::{Waker, Watch};
 use redis::{FromRedisValue, Value};
+use snatch_protocol::acquisition::Acquired;
 use snatch_protocol::keys::LockKeys;
 use snatch_protocol::scripts;
 use snatch_protocol::SnatchError;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
-
-/// What one node answered to an acquire.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum NodeAcquire {
-    /// The lock is ours on this node, with this node's fence.
-    Acquired { fence: i64 },
-    /// Someone else holds it for about `pttl_ms` more; `holder` is their token when it was asked for.
-    Taken { pttl_ms: i64, holder: Option<String> },
-}
 
 /// One Redis deployment.
 pub(crate) struct Node {
@@ -46,6 +41,39 @@ impl Node {
         Self { batcher: Batcher::new(connection.clone()), connection, waker, wait_replicas, fence_ttl_ms }
     }
 
+    /// The nodes `config` writes to: each URL a server (one, or a Redlock set), or one node for a whole cluster or
+    /// for the master that sentinels name, or a `memory://` store.
+    pub(crate) fn all(config: &LockerConfig) -> Result<Vec<Node>, SnatchError> {
+        let access = Access::new(config)?;
+        let timeout = config.command_timeout;
+        let labels = || config.urls.iter().map(|u| crate::redact::redact(u)).collect::<Vec<_>>().join(", ");
+        Ok(match &config.topology {
+            Topology::Servers if config.urls.iter().any(|url| is_memory(url)) => {
+                let memory = Memory::of(&config.urls[0]).map_err(|e| SnatchError::Redis { cause: e })?;
+                vec![Self::new(config.urls[0].clone(), Target::Memory(memory), config)]
+            }
+            Topology::Servers => config
+                .urls
+                .iter()
+                .map(|url| {
+                    let endpoint = access.endpoint(url)?;
+                    Ok(Self::new(endpoint.label.clone(), Target::Server(endpoint), config))
+                })
+                .collect::<Result<_, SnatchError>>()?,
+            Topology::Cluster => {
+                let target = Target::cluster(config.urls.clone(), access, timeout)?;
+                vec![Self::new(format!("cluster ({})", labels()), target, config)]
+            }
+            Topology::Sentinel { master } => {
+                // The sentinels' own credentials are in their URLs; the locker's are the master's.
+                let bare = access.without_credentials();
+                let sentinels = config.urls.iter().map(|url| bare.endpoint(url)).collect::<Result<_, _>>()?;
+                let target = Target::Sentinel(Sentinels::new(sentinels, master.clone(), access));
+                vec![Self::new(format!("master '{master}' of sentinels ({})", labels()), target, config)]
+            }
+        })
+    }
+
     /// Runs ACQUIRE (PERMIT_ACQUIRE for a semaphore) for `keys` with `token` and a lease of `ttl_ms`; when a lock is
     /// taken, the holder's token is read too if `name_holder`, and the lock marked as waited for (its release then
     /// wakes the waiters) if `waiting`.
@@ -56,7 +84,7 @@ impl Node {
         ttl_ms: u64,
         name_holder: bool,
         waiting: bool,
-    ) -> Result<NodeAcquire, SnatchError> {
+    ) -> Result<Acquired, SnatchError> {
         let mut call =
             ScriptCall::new(if keys.limit.is_some() { &scripts::PERMIT_ACQUIRE } else { &scripts::ACQUIRE }, 2);
         call.arg(&keys.lock).arg(&keys.fence).arg(token).arg(ttl_ms).arg(self.fence_ttl_ms);
@@ -73,8 +101,8 @@ impl Node {
         self.acquire_reply(reply)
     }
 
-    /// An acquisition's reply, read.
-    fn acquire_reply(&self, reply: Value) -> Result<NodeAcquire, SnatchError> {
+    /// An acquire script's reply, read ([`Acquired::of`]): an integer, or with the holder named `{integer, holder}`.
+    fn acquire_reply(&self, reply: Value) -> Result<Acquired, SnatchError> {
         let (reply, holder) = match reply {
             Value::Int(reply) => (reply, None),
             table => {
@@ -82,25 +110,16 @@ impl Node {
                 (reply, Some(holder))
             }
         };
-        Ok(if reply >= 0 {
-            NodeAcquire::Acquired { fence: reply }
-        } else {
-            NodeAcquire::Taken { pttl_ms: -2 - reply, holder }
-        })
+        Ok(Acquired::of(reply, holder))
     }
 
     /// Runs the acquisition `call` on its own, then has Redis wait (`WAIT`, on the same connection) until
     /// `wait_replicas` replicas acknowledged it. When fewer did within the command timeout, the key is given back and
     /// the acquisition fails.
-    async fn acquire_confirmed(
-        &self,
-        keys: &LockKeys,
-        token: &str,
-        call: ScriptCall,
-    ) -> Result<NodeAcquire, SnatchError> {
+    async fn acquire_confirmed(&self, keys: &LockKeys, token: &str, call: ScriptCall) -> Result<Acquired, SnatchError> {
         let (reply, mut link) = call_alone(&self.connection, call).await?;
         let acquired = self.acquire_reply(reply)?;
-        if !matches!(acquired, NodeAcquire::Acquired { .. }) {
+        if !matches!(acquired, Acquired::Won { .. }) {
             return Ok(acquired);
         }
         let (wanted, timeout) = (self.wait_replicas, self.timeout());

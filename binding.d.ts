@@ -12,44 +12,39 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 /** A locker; the facade's `Locker` wraps it. */
 export declare class NativeLocker {
   /**
-   * Validates the options. `deliver(completions)` receives results, task calls and lost notices;
-   * `deliverEvent(kind, id, fence, extra)` the frequent ones of the direct socket as plain values (kinds in
-   * direct_calls.rs, `Event`).
+   * Validates the options. `deliver(kind, id, fence, extra)` hears every outcome (kinds and their arguments:
+   * delivery.rs, `OutcomeKind`).
    */
-  constructor(init: LockerInit, deliver: (completions: Completion[]) => void, deliverEvent: (kind: number, id: number, fence?: bigint, extra?: boolean | string) => void)
+  constructor(init: LockerInit, deliver: (kind: OutcomeKind, id: number, fence?: bigint, extra?: boolean | string | OccurrenceArgs | HeldArgs | NativeError | SkippedArgs | UnclaimedArgs) => void)
   /** `{ run, taskDone, tryLock, release }`, the calls every run or one-attempt lock makes (see run_calls.rs). */
   runCalls(): { run(id: number, key: string, required: boolean, ttl?: number, minHold?: number, autoExtend?: boolean, wait?: number): void; taskDone(id: number): void; tryLock(id: number, key: string, ttl?: number, minHold?: number, autoExtend?: boolean): void; release(id: number, lock: number): void }
   /**
    * Starts acquisition `id` of `key`, waiting up to `options.wait` (one attempt is `tryLock` of
-   * [`NativeLocker::run_calls`]). Completes with the fence and token when acquired (then a lost notice follows if
-   * the lease is lost), with a timeout error when waiting ran out.
+   * [`NativeLocker::run_calls`]): a lock, or a timeout error when waiting ran out.
    */
   acquire(id: number, key: string, options?: LockInit | undefined | null): void
   /**
    * Starts acquisition `id` of a permit of semaphore `key` of `limit` holders: one attempt, or waiting up to
-   * `options.wait` when `wait`. Completes as `acquire` does; the permit is then a lock like the others (extend,
-   * release, remainingMs, lost notices).
+   * `options.wait` when `wait`. The permit is then a lock like the others (extend, release, remainingMs, loss).
    */
   acquirePermit(id: number, key: string, limit: number, options: LockInit | undefined | null, wait: boolean): void
   /**
-   * Starts operation `id`: extend lock `lock` to `ttl` ms (default: its acquisition's ttl). Completes with
-   * whether it was still ours.
+   * Starts operation `id`: extend lock `lock` to `ttl` ms (default: its acquisition's). Answers whether it was still
+   * ours.
    */
   extend(id: number, lock: number, ttl?: number | undefined | null): void
-  /**
-   * Starts operation `id`: what Redis holds for `key`. Completes with its lease left, fence and holders when it
-   * is held, with none of them when it is free.
-   */
+  /** Starts operation `id`: what Redis holds for `key`. */
   inspect(id: number, key: string): void
-  /** Starts operation `id`: delete `key`'s lock whoever holds it. Completes with whether there was one. */
+  /** Starts operation `id`: delete `key`'s lock whoever holds it. Answers whether there was one. */
   forceRelease(id: number, key: string): void
   /** Milliseconds lock `lock` is still guaranteed; 0 once lost or released. */
   remainingMs(lock: number): number
   /**
-   * Runs `task(tick, fence)` at every occurrence of `cron` on exactly one replica; `on_event` hears each
-   * occurrence's outcome. Throws on a bad name, expression, zone or ttl.
+   * Starts schedule `id` (the facade's id for it): at every occurrence of `cron`, on exactly one replica, its fn
+   * is called as a run's (an occurrence's [`crate::delivery::OutcomeKind::Call`]); the occurrences it does not
+   * run are told as the schedule's. Throws on a bad name, expression, zone or ttl.
    */
-  schedule(name: string, cron: string, options: ScheduleInit, task: (tick: number, fence: bigint) => Promise<void>, onEvent: (event: ScheduleEvent) => void): NativeSchedule
+  schedule(id: number, name: string, cron: string, options: ScheduleInit): NativeSchedule
   /**
    * Starts operation `id`: stop schedules, wait for calls under way, release every lock still held, close the
    * connections. Idempotent.
@@ -57,34 +52,10 @@ export declare class NativeLocker {
   close(id: number): void
 }
 
-/** A running schedule; the facade's `ScheduledTask` wraps it. */
+/** A running schedule. */
 export declare class NativeSchedule {
-  /** No new occurrences; resolves once a running task has settled. */
+  /** No new occurrences; resolves once a running fn has settled and its locks are given back. */
   stop(): Promise<void>
-}
-
-/** The end of one operation, or a notice that the lease of acquisition `id` was lost. */
-export interface Completion {
-  /** The operation (for a notice: the acquisition) this is about. */
-  id: number
-  /** A notice that the lease of acquisition `id` was lost, not the end of an operation. */
-  lostNotice?: boolean
-  /** A call to run the task of run `id` with `fence`, not the end of an operation. */
-  task?: boolean
-  /** The operation failed: why. */
-  error?: NativeError
-  /** Acquired (run, tryLock, lock): the fence. Absent when not acquired. */
-  fence?: bigint
-  /** tryLock / lock: the token of the acquisition. */
-  token?: string
-  /** run: the lease could not be guaranteed for the whole run. */
-  lost?: boolean
-  /** extend / release: whether the lock was still ours; forceRelease: whether there was a lock. */
-  ok?: boolean
-  /** inspect of a held key: its lease left in ms (with `fence`, its fence counter). */
-  ttl?: number
-  /** inspect of a held key: how many hold it. */
-  holders?: number
 }
 
 /** The exported JS error class the facade makes of a core error (lib/errors.js has one for each name). */
@@ -97,19 +68,12 @@ export declare const enum ErrorClass {
   ClosedError = 'ClosedError',
 }
 
-/**
- * The `kind` of `deliverEvent(kind, id, fence, extra)`: the facade reads the same values from the binding
- * (`EventKind` of binding.js), so that both sides share one definition.
- */
-export declare const enum EventKind {
-  /** Call the task of run `id` under `fence`. */
-  Task = 0,
-  /** Run `id` ended (`extra`: its lease lapsed), or a run or tryLock without the lock (no fence). */
-  End = 1,
-  /** tryLock `id` got the lock (`extra`: the token). */
-  Locked = 2,
-  /** Release `id` ended (`extra`: the key was still ours). */
-  Released = 3,
+/** `extra` of a held key's [`OutcomeKind::Inspected`]. */
+export interface HeldArgs {
+  /** Its lease left, in ms. */
+  ttl: number
+  /** How many hold it. */
+  holders: number
 }
 
 /**
@@ -155,20 +119,39 @@ export interface NativeError {
   cause?: string
 }
 
-/** One event of a schedule, for the facade's emitter. */
-export interface ScheduleEvent {
-  /** `run`, `skip`, `error` (claiming failed) or `lost` (the lease of a running task was lost). */
-  kind: string
+/** `extra` of an occurrence's [`OutcomeKind::Call`]. */
+export interface OccurrenceArgs {
+  /** The schedule, by the facade's id for it. */
+  schedule: number
   /** The occurrence, in epoch milliseconds. */
   tick: number
-  fence?: bigint
-  durationMs?: number
-  /** With `run`: the lease could not be guaranteed for the whole run. */
-  lost?: boolean
-  /** With `skip`: `taken` or `overlap`. */
-  reason?: string
-  /** With `error`: what failed. */
-  error?: NativeError
+}
+
+/**
+ * The `kind` of `deliver(kind, id, fence, extra)`, with what `fence` and `extra` then are; the facade reads the
+ * values from the binding (`OutcomeKind` of binding.js), so that both sides share one definition.
+ */
+export declare const enum OutcomeKind {
+  /** Call the fn of run `id` under `fence`; `extra`: the schedule's [`OccurrenceArgs`], for an occurrence. */
+  Call = 0,
+  /** The lease of run or lock `id` was lost. */
+  Lost = 1,
+  /** Run `id` ended after its fn ran under `fence`; `extra`: its lease lapsed. */
+  Ran = 2,
+  /** Run or acquisition `id` ended without the lock. */
+  NotAcquired = 3,
+  /** Acquisition `id` got the lock, with `fence`; `extra`: its token. */
+  Locked = 4,
+  /** Operation `id` answered `extra` (a boolean). */
+  Done = 5,
+  /** Inspection `id`: the key is held, with `fence`, `extra` its [`HeldArgs`]; free without them. */
+  Inspected = 6,
+  /** Run, acquisition or operation `id` failed: `extra` is the [`NativeError`]. */
+  Failed = 7,
+  /** Schedule `id` did not run an occurrence here: `extra` is its [`SkippedArgs`]. */
+  Skipped = 8,
+  /** Schedule `id` could not claim an occurrence: `extra` is its [`UnclaimedArgs`]. */
+  Unclaimed = 9,
 }
 
 /** Options of a schedule (the facade has applied the test-only clock offset from the environment). */
@@ -180,6 +163,13 @@ export interface ScheduleInit {
   clockOffset?: number
 }
 
+/** `extra` of [`OutcomeKind::Skipped`]. */
+export interface SkippedArgs {
+  tick: number
+  /** `taken` or `overlap`. */
+  reason: string
+}
+
 /** TLS options, PEM text (the facade has turned Buffers into strings and read `NODE_EXTRA_CA_CERTS`). */
 export interface TlsInit {
   ca?: Array<string>
@@ -188,4 +178,10 @@ export interface TlsInit {
   key?: string
   servername?: string
   rejectUnauthorized?: boolean
+}
+
+/** `extra` of [`OutcomeKind::Unclaimed`]. */
+export interface UnclaimedArgs {
+  tick: number
+  error: NativeError
 }

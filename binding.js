@@ -838,4 +838,4 @@ module.exports = nativeBinding
 module.exports.NativeLocker = nativeBinding.NativeLocker
 module.exports.NativeSchedule = nativeBinding.NativeSchedule
 module.exports.ErrorClass = nativeBinding.ErrorClass
-module.exports.EventKind = nativeBinding.EventKind
+module.exports.OutcomeKind = nativeBinding.OutcomeKind

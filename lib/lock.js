@@ -19,17 +19,18 @@ class Lock {
   #releasePublished = false
 
   /**
-   * @internal Built by the Locker: `ops` runs this lock's native operations (extend, release, remainingMs);
+   * @internal Built by the Locker from the outcome of its acquisition (`fence`, and the token as `extra`): `ops` runs
+   * this lock's native operations (extend, release: each resolves its outcome, the answer as `extra`; remainingMs);
    * `onEnd` runs once when the lock is released or lost.
    */
-  constructor(key, id, completion, ops, onEnd) {
+  constructor(key, id, locked, ops, onEnd) {
     this.#ops = ops
     this.#id = id
     this.#onEnd = onEnd
     this.#acquiredAt = diagnostics.now()
     this.key = key
-    this.token = completion.token
-    this.fence = completion.fence
+    this.token = locked.extra
+    this.fence = locked.fence
     Object.freeze(this)
   }
 
@@ -50,7 +51,7 @@ class Lock {
   /** Sets the lease to `ttl` ms from now (default: the ttl it was acquired with); false if it was no longer ours. */
   async extend(ttl) {
     checkType('ttl', ttl, 'number')
-    const { ok } = await this.#ops.extend(this.#id, ttl)
+    const { extra: ok } = await this.#ops.extend(this.#id, ttl)
     if (!ok) this._lost()
     return ok
   }
@@ -59,7 +60,7 @@ class Lock {
   async release() {
     let released
     try {
-      released = (await this.#ops.release(this.#id)).ok
+      released = (await this.#ops.release(this.#id)).extra
     } catch (err) {
       diagnostics.publishError(this.key, this.fence, this.#acquiredAt, err)
       throw err

@@ -1,6 +1,6 @@
 'use strict'
 
-const { NativeLocker, EventKind } = require('../binding')
+const { NativeLocker, OutcomeKind } = require('../binding')
 const diagnostics = require('./diagnostics')
 const { fromNative, fromNativeError } = require('./errors')
 const { KeepAlive } = require('./keep-alive')
@@ -10,52 +10,48 @@ const { Run } = require('./run')
 const { ScheduledTask } = require('./schedule')
 const { Semaphore, checkLimit } = require('./semaphore')
 
-/** The kinds of `event`, defined once in the binding (src/direct_calls.rs). */
-const { Task: TASK, End: END, Locked: LOCKED } = EventKind
+/** What the native side tells, defined once in the binding (src/delivery.rs, `OutcomeKind`). */
+const { Call: CALL, Lost: LOST, Failed: FAILED, Skipped: SKIPPED, Unclaimed: UNCLAIMED } = OutcomeKind
 
-/** The completion an `event` stands for. */
-function completionOf(kind, id, fence, extra) {
-  switch (kind) {
-    case TASK:
-      return { id, task: true, fence }
-    case END:
-      return { id, fence, lost: extra }
-    case LOCKED:
-      return { id, fence, token: extra }
-    default:
-      return { id, ok: extra }
-  }
-}
+/** The ids the facade gives its operations and schedules: below 2^31 (the native side numbers its own runs above). */
+const MAX_ID = 2 ** 31 - 1
 
 /**
- * The native side's delivery callbacks: `batch(completions)` settles operations, calls run tasks, reports lost
- * leases; `event(kind, id, fence, extra)` takes the frequent events of the direct socket as plain values, cheaper
- * than completion objects made natively (kinds: the binding's `EventKind`). Made outside the Locker so that they do
- * not hold the Locker (the native side keeps them for as long as the locker lives, and closures made in one function
- * share their captured variables): an unreachable Locker is collected, and then closed.
+ * The native side's delivery, `deliver(kind, id, fence, extra)`: every outcome of an operation (it settles the
+ * operation's promise with `{ kind, fence, extra }`), of a run (call its fn, abort its signal), of a held lock (its
+ * loss) and of a schedule (its occurrences' fns and events); kinds and their arguments: the binding's `OutcomeKind`.
+ * Made outside the Locker so that it does not hold the Locker (the native side keeps it for as long as the locker
+ * lives, and closures made in one function share their captured variables): an unreachable Locker is collected, and
+ * then closed.
  */
-function deliverTo(pending, runs, locks, keepAlive) {
-  const one = (c) => {
-    if (c.task) {
-      runs.get(c.id).task(c.id, c.fence)
+function deliverTo(pending, runs, locks, schedules, keepAlive) {
+  return (kind, id, fence, extra) => {
+    switch (kind) {
+      case CALL:
+        if (extra === undefined) runs.get(id).task(id, fence)
+        else schedules.get(extra.schedule)?._occurrence(id, extra.tick, fence)
+        return
+      case LOST:
+        if (runs.has(id)) runs.get(id).lost()
+        else locks.get(id)?._lost()
+        return
+      case SKIPPED:
+      case UNCLAIMED:
+        schedules.get(id)?._told(kind, extra)
+        return
+    }
+    const settle = pending.get(id)
+    if (settle === undefined) {
+      // The end of a schedule's occurrence: its run is the schedule's, not an operation of the facade's.
+      const occurrence = runs.get(id)
+      runs.delete(id)
+      occurrence?.end(kind, fence, extra)
       return
     }
-    if (c.lostNotice) {
-      if (runs.has(c.id)) runs.get(c.id).lost()
-      else locks.get(c.id)?._lost()
-      return
-    }
-    const settle = pending.get(c.id)
-    pending.delete(c.id)
+    pending.delete(id)
     keepAlive.drop()
-    if (c.error === undefined || c.error === null) settle.resolve(c)
-    else settle.reject(fromNativeError(c.error))
-  }
-  return {
-    batch: (completions) => {
-      for (const c of completions) one(c)
-    },
-    event: (kind, id, fence, extra) => one(completionOf(kind, id, fence, extra)),
+    if (kind === FAILED) settle.reject(fromNativeError(extra))
+    else settle.resolve({ kind, fence, extra })
   }
 }
 
@@ -65,8 +61,10 @@ class Locker {
   #nextId = 1
   /** Operation id → its promise's settlers. */
   #pending = new Map()
-  /** Run id → its Run, which the native side has call the task and hear of loss. */
+  /** Run id → its Run, which the native side has call the fn and hear of loss (a schedule's occurrences too). */
   #runs = new Map()
+  /** Schedule id → its ScheduledTask. */
+  #schedules = new Map()
   /** Acquisition id → a Lock not yet released or lost. */
   #locks = new Map()
   /** Alive while operations are pending or autoExtend locks are held. */
@@ -84,9 +82,9 @@ class Locker {
 
   constructor(options) {
     const init = lockerInit(options)
-    const deliver = deliverTo(this.#pending, this.#runs, this.#locks, this.#keepAlive)
+    const deliver = deliverTo(this.#pending, this.#runs, this.#locks, this.#schedules, this.#keepAlive)
     try {
-      this.#native = new NativeLocker(init, deliver.batch, deliver.event)
+      this.#native = new NativeLocker(init, deliver)
     } catch (err) {
       throw fromNative(err)
     }
@@ -136,13 +134,16 @@ class Locker {
     checkString('cron', cron)
     checkFn(fn)
     const init = scheduleInit(options)
-    return new ScheduledTask(name, fn, this, (task, onEvent) => {
-      try {
-        return this.#native.schedule(name, cron, init, task, onEvent)
-      } catch (err) {
-        throw fromNative(err)
-      }
-    })
+    const id = this.#newId()
+    let native
+    try {
+      native = this.#native.schedule(id, name, cron, init)
+    } catch (err) {
+      throw fromNative(err)
+    }
+    const task = new ScheduledTask(name, fn, this, native, this.#runs, this.#taskDone, () => this.#schedules.delete(id))
+    this.#schedules.set(id, task)
+    return task
   }
 
   /**
@@ -160,9 +161,9 @@ class Locker {
   /** What Redis holds for `key` now, for dashboards and debugging: `null` when it is free. */
   async inspect(key) {
     checkKey(key)
-    const completion = await this.#call((op) => this.#native.inspect(op, key))
-    if (completion.fence === undefined || completion.fence === null) return null
-    return { ttl: completion.ttl, fence: completion.fence, holders: completion.holders }
+    const { fence, extra } = await this.#call((op) => this.#native.inspect(op, key))
+    if (fence === undefined) return null
+    return { ttl: extra.ttl, fence, holders: extra.holders }
   }
 
   /**
@@ -171,33 +172,44 @@ class Locker {
    */
   async forceRelease(key) {
     checkKey(key)
-    return (await this.#call((op) => this.#native.forceRelease(op, key))).ok
+    return (await this.#call((op) => this.#native.forceRelease(op, key))).extra
   }
 
   /** Stops schedules, waits for running tasks, releases every lock still held, closes the connections. Idempotent. */
   async close() {
     await this.#call((op) => this.#native.close(op))
     for (const lock of this.#locks.values()) lock._released()
+    for (const schedule of this.#schedules.values()) schedule._closed()
   }
 
   /**
-   * Starts a native operation under `id` (`start(id)` may throw for bad input) and resolves its completion. The
-   * process stays alive while it is pending.
+   * Starts a native operation under `id` (`start(id)` may throw for bad input) and resolves its outcome
+   * (`{ kind, fence, extra }`), which may be told while `start` runs. The process stays alive while it is pending.
    */
-  #call(start, id = this.#nextId++) {
+  #call(start, id = this.#newId()) {
+    const outcome = new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }))
+    this.#keepAlive.hold()
     try {
       start(id)
     } catch (err) {
+      this.#pending.delete(id)
+      this.#keepAlive.drop()
       return Promise.reject(fromNative(err))
     }
-    this.#keepAlive.hold()
-    return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }))
+    return outcome
+  }
+
+  /** A new id for an operation or a schedule (the ids wrap around below the native side's own). */
+  #newId() {
+    const id = this.#nextId
+    this.#nextId = id === MAX_ID ? 1 : id + 1
+    return id
   }
 
   /** Acquires `key` with `init` by `start(op)`; resolves a Lock, or null when not acquired. */
   async #acquire(key, init, start) {
     checkKey(key)
-    const id = this.#nextId++
+    const id = this.#newId()
     const started = diagnostics.now()
     let completion
     try {
@@ -206,7 +218,7 @@ class Locker {
       diagnostics.publishError(key, undefined, started, err)
       throw err
     }
-    if (completion.fence === undefined || completion.fence === null) return null
+    if (completion.fence === undefined) return null
     if (diagnostics.acquire.hasSubscribers) {
       diagnostics.acquire.publish({ key, fence: completion.fence, ms: diagnostics.since(started) })
     }
@@ -225,7 +237,7 @@ class Locker {
   async #run(key, fn, init, required) {
     checkKey(key)
     checkFn(fn)
-    const id = this.#nextId++
+    const id = this.#newId()
     const run = new Run(key, fn, this.#taskDone)
     this.#runs.set(id, run)
     let completion

@@ -1,7 +1,10 @@
 'use strict'
 
+const { OutcomeKind } = require('../binding')
 const diagnostics = require('./diagnostics')
-const { ClosedError, LockLostError } = require('./errors')
+const { LockLostError } = require('./errors')
+
+const { Ran: RAN } = OutcomeKind
 
 /** What a run's task receives: the key, the fence of its lease, and a signal that aborts if the lease is lost. */
 class TaskContext {
@@ -30,7 +33,6 @@ class Run {
   #ctx
   /** Made on first read of ctx.signal, or on loss: most tasks never look at it. */
   #controller = null
-  #called = false
   #threw = false
   #value
   #error
@@ -61,7 +63,6 @@ class Run {
 
   /** Calls the task under the lease with `fence`, then reports back with `taskDone(id)`. */
   async task(id, fence) {
-    this.#called = true
     this.#ctx.fence = fence
     this.#acquiredAt = diagnostics.now()
     if (diagnostics.acquire.hasSubscribers) {
@@ -77,16 +78,14 @@ class Run {
   }
 
   /**
-   * The run's result from its native completion: undefined when not acquired, `{ ran, value, fence }` when the task
-   * ran; throws the task's error, or LockLostError (with `cause` and `value`) when the lease lapsed meanwhile.
+   * The run's result from its end (`kind`, `fence`, and whether the lease lapsed as `extra`): undefined when not
+   * acquired, `{ ran, value, fence }` when the task ran; throws the task's error, or LockLostError (with `cause` and
+   * `value`) when the lease lapsed meanwhile.
    */
-  outcome(completion) {
-    if (completion.fence === undefined || completion.fence === null) return undefined
-    if (!this.#called) {
-      throw new ClosedError(`the task for '${this.#key}' could not be called: the JS environment is closing`)
-    }
-    if (diagnostics.release.hasSubscribers || diagnostics.lost.hasSubscribers) this.#publishEnd(completion.lost)
-    if (completion.lost) {
+  outcome({ kind, fence, extra: lost }) {
+    if (kind !== RAN) return undefined
+    if (diagnostics.release.hasSubscribers || diagnostics.lost.hasSubscribers) this.#publishEnd(lost)
+    if (lost) {
       const err = this.#lostError()
       this.controller().abort(err)
       if (this.#threw && this.#error !== err) err.cause = this.#error
@@ -94,7 +93,7 @@ class Run {
       throw err
     }
     if (this.#threw) throw this.#error
-    return { ran: true, value: this.#value, fence: completion.fence }
+    return { ran: true, value: this.#value, fence }
   }
 
   /** Publishes the loss of the lease, once. */

@@ -1,96 +1,144 @@
 'use strict'
 
 const { EventEmitter } = require('node:events')
+const { performance } = require('node:perf_hooks')
+const { OutcomeKind } = require('../binding')
 const diagnostics = require('./diagnostics')
-const { ClosedError, LockLostError, fromNativeError, native } = require('./errors')
+const { LockLostError, fromNativeError, native } = require('./errors')
 
-/** Publishes the loss of `run`'s lease, once. */
-function publishLost(run) {
-  if (!run.lostPublished) run.lostPublished = diagnostics.publishLost(run.key, run.fence, run.acquiredAt)
-}
+const { Ran: RAN, Skipped: SKIPPED } = OutcomeKind
 
-/** Publishes the end of `run`: its loss first if `lost` and not published yet, then the release. */
-function publishEnd(run, lost) {
-  if (lost) publishLost(run)
-  diagnostics.publishRelease(run.key, run.fence, run.acquiredAt, !lost)
+/** One occurrence's run of a schedule's fn, in this process: its context, and what fn came to. */
+class Occurrence {
+  #schedule
+  controller = new AbortController()
+  lostPublished = false
+  threw = false
+  value
+  error
+
+  constructor(schedule, key, tick, fence) {
+    this.#schedule = schedule
+    this.key = key
+    this.tick = tick
+    this.fence = fence
+    this.acquiredAt = diagnostics.now()
+    this.startedAt = performance.now()
+    this.durationMs = 0
+  }
+
+  /** Calls `fn` with the occurrence's context; resolves once it settled. */
+  async call(fn) {
+    const { controller, fence, key, tick } = this
+    if (diagnostics.acquire.hasSubscribers) diagnostics.acquire.publish({ key, fence, ms: Date.now() - tick })
+    try {
+      this.value = await fn({ signal: controller.signal, fence, key, tick: new Date(tick) })
+    } catch (err) {
+      this.threw = true
+      this.error = err
+    }
+    this.durationMs = performance.now() - this.startedAt
+  }
+
+  /** The lease was lost while fn runs: abort its signal. */
+  lost() {
+    this.#publishLost()
+    this.controller.abort(new LockLostError(this.key))
+  }
+
+  /** The run ended (`kind` Ran, with `lost` as `extra`): the schedule hears of it. */
+  end(kind, fence, lost) {
+    if (kind !== RAN) return
+    if (lost) this.#publishLost()
+    diagnostics.publishRelease(this.key, this.fence, this.acquiredAt, !lost)
+    this.#schedule._ran(this, lost)
+  }
+
+  #publishLost() {
+    if (!this.lostPublished) this.lostPublished = diagnostics.publishLost(this.key, this.fence, this.acquiredAt)
+  }
 }
 
 /**
  * A cluster-safe cron schedule, from `Locker.schedule()`. Events: 'run' { tick, fence, durationMs } after fn
  * resolved; 'skip' { tick, reason: 'taken' | 'overlap' }; 'error' (err, { tick }) when fn threw or rejected, its
- * lease was lost (LockLostError with fn's value), or claiming the occurrence failed (RedisError, QuorumError).
+ * lease was lost (LockLostError with fn's value), or claiming the occurrence failed (RedisError, QuorumError). An
+ * active schedule keeps the process alive, as a timer would.
  */
 class ScheduledTask extends EventEmitter {
   /** The Locker: a schedule keeps it alive, as a collected Locker closes (stopping its schedules). */
   #locker
   #native
   #fn
-  /** Occurrence (epoch ms) → the state of its run in this process. */
-  #runs = new Map()
+  /** The locker's runs, where this schedule's occurrences are kept while their fn runs. */
+  #runs
+  /** Tells the native side that the fn of run `id` has settled. */
+  #taskDone
+  /** Takes the schedule off the locker's list. */
+  #forget
+  /** Keeps the process, and through this schedule its locker, alive until the schedule ends. */
+  #alive
   #warned = false
 
-  /** @internal Built by `locker`; `start(task, onEvent)` starts the native schedule. */
-  constructor(name, fn, locker, start) {
+  /** @internal Built by `locker` around its native schedule. */
+  constructor(name, fn, locker, nativeSchedule, runs, taskDone, forget) {
     super()
     this.name = name
     this.#locker = locker
     this.#fn = fn
-    this.#native = start(
-      (tick, fence) => this.#run(tick, fence),
-      (event) => this.#onEvent(event),
-    )
+    this.#native = nativeSchedule
+    this.#runs = runs
+    this.#taskDone = taskDone
+    this.#forget = forget
+    this.#alive = setInterval(() => this, 2 ** 31 - 1)
   }
 
   /** No new occurrences; resolves once a running fn has settled. */
   async stop() {
     await native(this.#native.stop())
+    this._closed()
   }
 
-  async #run(tickMs, fence) {
-    const key = `${this.name}:${tickMs}`
-    const run = { controller: new AbortController(), key, fence, acquiredAt: diagnostics.now(), lostPublished: false }
-    this.#runs.set(tickMs, run)
-    if (diagnostics.acquire.hasSubscribers) diagnostics.acquire.publish({ key, fence, ms: Date.now() - tickMs })
-    try {
-      run.value = await this.#fn({ signal: run.controller.signal, fence, key, tick: new Date(tickMs) })
-    } catch (err) {
-      run.threw = true
-      run.error = err
+  /** @internal The schedule ended (stopped, or its locker closed). */
+  _closed() {
+    clearInterval(this.#alive)
+    this.#forget()
+  }
+
+  /** @internal The native side calls the fn of occurrence `tickMs` as run `id`, under `fence`. */
+  _occurrence(id, tickMs, fence) {
+    const occurrence = new Occurrence(this, `${this.name}:${tickMs}`, tickMs, fence)
+    this.#runs.set(id, occurrence)
+    occurrence.call(this.#fn).then(() => this.#taskDone(id))
+  }
+
+  /** @internal An occurrence ran: 'run', or 'error' when fn failed or its lease lapsed (`lost`). */
+  _ran(occurrence, lost) {
+    const tick = new Date(occurrence.tick)
+    if (lost) {
+      const err = occurrence.controller.signal.reason ?? new LockLostError(occurrence.key)
+      occurrence.controller.abort(err)
+      if (occurrence.threw && occurrence.error !== err) err.cause = occurrence.error
+      err.value = occurrence.value
+      this.#error(err, tick)
+    } else if (occurrence.threw) {
+      this.#error(occurrence.error, tick)
+    } else {
+      this.emit('run', { tick, fence: occurrence.fence, durationMs: occurrence.durationMs })
     }
   }
 
-  #onEvent(event) {
-    const tick = new Date(event.tick)
-    if (event.kind === 'skip') {
-      this.emit('skip', { tick, reason: event.reason })
-    } else if (event.kind === 'error') {
-      const error = fromNativeError(event.error)
-      if (diagnostics.error.hasSubscribers) {
-        diagnostics.error.publish({ key: `${this.name}:${event.tick}`, ms: Date.now() - event.tick, error })
-      }
-      this.#error(error, tick)
-    } else if (event.kind === 'lost') {
-      const run = this.#runs.get(event.tick)
-      if (run !== undefined) publishLost(run)
-      run?.controller.abort(new LockLostError(run.key))
-    } else if (event.kind === 'run') {
-      const run = this.#runs.get(event.tick)
-      this.#runs.delete(event.tick)
-      if (run !== undefined) publishEnd(run, event.lost)
-      if (run === undefined) {
-        this.#error(new ClosedError(`the task of '${this.name}' could not be called: the JS environment is closing`), tick)
-      } else if (event.lost) {
-        const err = run.controller.signal.reason ?? new LockLostError(run.key)
-        run.controller.abort(err)
-        if (run.threw && run.error !== err) err.cause = run.error
-        err.value = run.value
-        this.#error(err, tick)
-      } else if (run.threw) {
-        this.#error(run.error, tick)
-      } else {
-        this.emit('run', { tick, fence: event.fence, durationMs: event.durationMs })
-      }
+  /** @internal An occurrence did not run here (`kind` Skipped or Unclaimed, with its `{ tick, reason | error }`). */
+  _told(kind, { tick, reason, error }) {
+    if (kind === SKIPPED) {
+      this.emit('skip', { tick: new Date(tick), reason })
+      return
     }
+    const err = fromNativeError(error)
+    if (diagnostics.error.hasSubscribers) {
+      diagnostics.error.publish({ key: `${this.name}:${tick}`, ms: Date.now() - tick, error: err })
+    }
+    this.#error(err, new Date(tick))
   }
 
   /** Emits 'error'; without a listener, logs the first one to stderr instead of crashing the process. */

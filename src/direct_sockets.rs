@@ -10,7 +10,7 @@ use napi::sys;
 use snatch_core::protocol::direct::commands::DirectCall;
 use snatch_core::protocol::direct::session::CallReply;
 use snatch_core::protocol::direct::target::{ClusterMap, DirectTarget};
-use snatch_core::{DirectRoute, Locker, SnatchError};
+use snatch_core::{Call, DirectRoute, Locker, SnatchError};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +26,7 @@ type Fetched = Arc<Mutex<Option<Result<Option<ClusterMap>, SnatchError>>>>;
 /// The sockets of one locker's direct calls.
 pub(crate) struct DirectSockets<C: DirectCall + 'static> {
     env: sys::napi_env,
+    locker: Locker,
     timeout: Duration,
     handler: Rc<Handler<C>>,
     kind: Kind<C>,
@@ -72,13 +73,14 @@ impl<C: DirectCall + 'static> DirectSockets<C> {
                 Kind::Server(Rc::new(LoopSocket::new(env, DirectTarget::Server, timeout, forward(&handler))))
             }
         };
-        Self { env, timeout, handler, kind, stale }
+        Self { env, locker: locker.clone(), timeout, handler, kind, stale }
     }
 
     /// The socket for a call on the slot `slot()` gives (asked on a cluster only), when one is open; otherwise starts
     /// what it takes to have one (opening the socket, fetching the slot map) and the call takes the locker's own
     /// connection.
-    pub(crate) fn for_slot(&self, locker: &Locker, slot: impl FnOnce() -> u16) -> Option<Rc<LoopSocket<C>>> {
+    fn for_slot(&self, slot: impl FnOnce() -> u16) -> Option<Rc<LoopSocket<C>>> {
+        let locker = &self.locker;
         let masters = match &self.kind {
             Kind::None => return None,
             Kind::Server(socket) => return socket.ready(locker).then(|| socket.clone()),
@@ -139,4 +141,15 @@ impl<C: DirectCall + 'static> DirectSockets<C> {
 fn forward<C: 'static>(handler: &Rc<Handler<C>>) -> Handler<C> {
     let handler = handler.clone();
     Box::new(move |replies: Vec<(C, CallReply)>| handler(replies))
+}
+
+impl DirectSockets<Call> {
+    /// Sends `call` on the socket of its slot; hands it back when none is open now.
+    #[allow(clippy::result_large_err, reason = "the call handed back is no error: boxing it would cost every call")]
+    pub(crate) fn send(&self, call: Call) -> Result<(), Call> {
+        match self.for_slot(|| call.slot()) {
+            Some(socket) => socket.send(call),
+            None => Err(call),
+        }
+    }
 }

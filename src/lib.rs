@@ -1,15 +1,16 @@
-//! N-API binding of the redis-snatch core: converts options, calls the user's function through a
-//! ThreadsafeFunction, and maps core errors to coded JS errors. The JS facade (`index.js`) wraps these classes.
+//! N-API binding of the redis-snatch core: converts options, feeds a locker's runner (snatch-core's run/) the
+//! facade's calls, its direct sockets' replies and the runtime's results, delivers the runner's outcomes to the
+//! facade, and maps core errors to coded JS errors. The JS facade (`index.js`) wraps these classes.
 
-mod completions;
-mod direct_calls;
+mod delivery;
 mod direct_sockets;
 mod errors;
+mod host;
+mod inbox;
 mod locker;
 #[cfg_attr(any(not(unix), feature = "unsupported-loop-socket"), path = "loop_socket_unsupported.rs")]
 mod loop_socket;
 mod options;
-mod outcomes;
 mod run_calls;
 mod schedule;
 

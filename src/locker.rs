@@ -1,72 +1,79 @@
-//! `NativeLocker`: the core locker for the facade. Operations start synchronously and end as completions (see
-//! completions.rs); a run's task is called through the same completions.
+//! `NativeLocker`: a core locker's runner for the facade. Every operation starts synchronously (bad input throws)
+//! and is heard of through the facade's `deliver` (delivery.rs); the calls every run makes are plain functions
+//! (run_calls.rs).
 
-use crate::completions::{Completion, Completions};
-use crate::direct_calls::{Context, DirectCalls, EventArgs, Running};
+use crate::delivery::Delivery;
+use crate::direct_sockets::DirectSockets;
 use crate::errors::throw;
+use crate::host::Host;
+use crate::inbox::Inbox;
 use crate::options::{lock_options, millis, LockInit, LockerInit, ScheduleInit};
-use crate::outcomes::{acquired, start_op, Leases, Settling};
 use crate::run_calls;
-use crate::schedule::{JsTickHandler, NativeSchedule, ScheduleEvent, TickTask};
-use napi::bindgen_prelude::{spawn, within_runtime_if_available, BigInt, Function, Unknown};
+use crate::schedule::NativeSchedule;
+use napi::bindgen_prelude::{within_runtime_if_available, Function, Unknown};
 use napi::Env;
 use napi_derive::napi;
-use snatch_core::{CronSchedule, Lease, Locker, LockerConfig, SnatchError};
-use std::future::Future;
-use std::rc::Rc;
+use snatch_core::{CronSchedule, Input, Locker, LockerConfig, Runner, SnatchError};
+use std::cell::OnceCell;
+use std::rc::{Rc, Weak};
 use std::sync::Arc;
 
 /// A locker; the facade's `Locker` wraps it.
 #[napi]
 pub struct NativeLocker {
-    locker: Locker,
-    completions: Arc<Completions>,
-    leases: Leases,
-    /// On a single Redis, one-attempt runs and locks, and releases, go by direct calls once its socket is open.
-    direct: Rc<DirectCalls>,
+    host: Rc<Host>,
 }
 
 #[napi]
 impl NativeLocker {
-    /// Validates the options. `deliver(completions)` receives results, task calls and lost notices;
-    /// `deliverEvent(kind, id, fence, extra)` the frequent ones of the direct socket as plain values (kinds in
-    /// direct_calls.rs, `Event`).
+    /// Validates the options. `deliver(kind, id, fence, extra)` hears every outcome (kinds and their arguments:
+    /// delivery.rs, `OutcomeKind`).
     #[napi(
         constructor,
-        ts_args_type = "init: LockerInit, deliver: (completions: Completion[]) => void, deliverEvent: (kind: number, id: number, fence?: bigint, extra?: boolean | string) => void"
+        ts_args_type = "init: LockerInit, deliver: (kind: OutcomeKind, id: number, fence?: bigint, extra?: boolean | string | OccurrenceArgs | HeldArgs | NativeError | SkippedArgs | UnclaimedArgs) => void"
     )]
-    pub fn new(
-        env: Env,
-        init: LockerInit,
-        deliver: Function<Vec<Completion>, ()>,
-        deliver_event: Function<EventArgs, ()>,
-    ) -> napi::Result<Self> {
+    pub fn new(env: Env, init: LockerInit, deliver: Function<(), ()>) -> napi::Result<Self> {
         let locker = LockerConfig::try_from(init).and_then(Locker::new).map_err(|e| throw(&env, e))?;
-        let (settling, running, leases) = (Settling::default(), Running::default(), Leases::default());
-        // Once JS is gone (a worker thread terminated, say), nothing can use this locker: the runs waiting for a
-        // task that will not report back go on to release, and the locker closes, releasing what it holds and
-        // stopping its schedules, instead of renewing locks and claiming occurrences for nobody.
         // At process exit the runtime is shut down first: spawning on its handle then drops the task, where napi's
         // `spawn` would panic.
         let runtime = within_runtime_if_available(tokio::runtime::Handle::current);
-        let (direct_deliver, direct_deliver_event) = (deliver.create_ref()?, deliver_event.create_ref()?);
-        let (waiting, direct_tasks, closing) = (settling.clone(), running.clone(), locker.clone());
-        let completions = Completions::new(deliver, move || {
-            waiting.lock().expect("settling poisoned").clear();
-            direct_tasks.lock().expect("running poisoned").clear();
-            runtime.spawn(async move { closing.close().await });
-        })?;
-        let completions = Arc::new(completions);
-        let context = Context {
-            locker: locker.clone(),
-            completions: completions.clone(),
-            settling,
-            running,
-            leases: leases.clone(),
-            stale: Default::default(),
-        };
-        let direct = DirectCalls::new(&env, context, direct_deliver, direct_deliver_event)?;
-        Ok(Self { locker, completions, leases, direct: Rc::new(direct) })
+        let delivery = Delivery::new(&env, deliver.create_ref()?)?;
+        // The inbox takes its batches to the host, made below (hence the cell).
+        let host_of_inbox: Rc<OnceCell<Weak<Host>>> = Rc::default();
+        let (taker, closer, undo_runtime) = (host_of_inbox.clone(), host_of_inbox.clone(), runtime.clone());
+        let inbox = Inbox::new(
+            &env,
+            move |inputs| {
+                if let Some(host) = taker.get().and_then(Weak::upgrade) {
+                    host.step(|runner, out| inputs.into_iter().for_each(|input| runner.handle(input, out)));
+                }
+            },
+            // Once JS is gone (a worker thread terminated, say), nothing can use this locker: what the inbox still
+            // held is given back, and so is every lock held for JS; the locker closes, stopping its schedules,
+            // instead of renewing locks and claiming occurrences for nobody.
+            move |left| {
+                let _runtime = undo_runtime.enter();
+                left.into_iter().for_each(Input::undo);
+                if let Some(host) = closer.get().and_then(Weak::upgrade) {
+                    host.runner.borrow_mut().abandon();
+                }
+            },
+        )?;
+        let runner = Runner::new(locker.clone(), Arc::new(inbox), runtime);
+        let stale = runner.stale().clone();
+        let timeout = locker.config().command_timeout;
+        let host = Rc::new_cyclic(|host: &Weak<Host>| {
+            let host = host.clone();
+            let handler = Box::new(move |replies| {
+                if let Some(host) = host.upgrade() {
+                    host.step(|runner, out| runner.settle(replies, out));
+                }
+            });
+            let sockets = DirectSockets::new(env.raw(), &locker, timeout, handler, stale);
+            Host::new(runner, sockets, delivery)
+        });
+        let _ = host_of_inbox.set(Rc::downgrade(&host));
+        Ok(Self { host })
     }
 
     /// `{ run, taskDone, tryLock, release }`, the calls every run or one-attempt lock makes (see run_calls.rs).
@@ -74,27 +81,21 @@ impl NativeLocker {
         ts_return_type = "{ run(id: number, key: string, required: boolean, ttl?: number, minHold?: number, autoExtend?: boolean, wait?: number): void; taskDone(id: number): void; tryLock(id: number, key: string, ttl?: number, minHold?: number, autoExtend?: boolean): void; release(id: number, lock: number): void }"
     )]
     pub fn run_calls(&self, env: Env) -> napi::Result<Unknown<'_>> {
-        let calls = run_calls::create(env.raw(), &self.direct)?;
+        let calls = run_calls::create(env.raw(), &self.host)?;
         // SAFETY: a value just made in this environment.
         Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), calls) })
     }
 
     /// Starts acquisition `id` of `key`, waiting up to `options.wait` (one attempt is `tryLock` of
-    /// [`NativeLocker::run_calls`]). Completes with the fence and token when acquired (then a lost notice follows if
-    /// the lease is lost), with a timeout error when waiting ran out.
+    /// [`NativeLocker::run_calls`]): a lock, or a timeout error when waiting ran out.
     #[napi]
     pub fn acquire(&self, env: Env, id: u32, key: String, options: Option<LockInit>) -> napi::Result<()> {
         let options = lock_options(options, false).map_err(|e| throw(&env, e))?;
-        let (locker, leases, completions) = (self.locker.clone(), self.leases.clone(), self.completions.clone());
-        spawn(async move {
-            acquired(id, locker.lock(&key, &options).await.map(Some), &leases, &completions);
-        });
-        Ok(())
+        self.step(&env, |runner| runner.lock(id, &key, &options))
     }
 
     /// Starts acquisition `id` of a permit of semaphore `key` of `limit` holders: one attempt, or waiting up to
-    /// `options.wait` when `wait`. Completes as `acquire` does; the permit is then a lock like the others (extend,
-    /// release, remainingMs, lost notices).
+    /// `options.wait` when `wait`. The permit is then a lock like the others (extend, release, remainingMs, loss).
     #[napi]
     pub fn acquire_permit(
         &self,
@@ -106,91 +107,54 @@ impl NativeLocker {
         wait: bool,
     ) -> napi::Result<()> {
         let options = lock_options(options, false).map_err(|e| throw(&env, e))?;
-        let (locker, leases, completions) = (self.locker.clone(), self.leases.clone(), self.completions.clone());
-        spawn(async move {
-            let lease = if wait {
-                locker.acquire_permit(&key, limit, &options).await.map(Some)
-            } else {
-                locker.try_acquire_permit(&key, limit, &options).await
-            };
-            acquired(id, lease, &leases, &completions);
-        });
-        Ok(())
+        self.step(&env, |runner| runner.acquire_permit(id, &key, limit, &options, wait))
     }
 
-    /// Starts operation `id`: extend lock `lock` to `ttl` ms (default: its acquisition's ttl). Completes with
-    /// whether it was still ours.
+    /// Starts operation `id`: extend lock `lock` to `ttl` ms (default: its acquisition's). Answers whether it was still
+    /// ours.
     #[napi]
     pub fn extend(&self, env: Env, id: u32, lock: u32, ttl: Option<f64>) -> napi::Result<()> {
-        // Checked here too so that a bad ttl is an error whether or not the lock is still held.
-        let ttl =
-            ttl.map(|v| millis("ttl", v).and_then(|ttl| snatch_core::validate_ttl(ttl).map(|()| ttl))).transpose();
-        let ttl = ttl.map_err(|e| throw(&env, e))?;
-        let lease = self.lease(lock);
-        self.start(id, async move {
-            let ok = match lease {
-                Some(lease) => lease.extend(ttl).await?,
-                None => false,
-            };
-            Ok(Completion { ok: Some(ok), ..Completion::done(id) })
-        });
-        Ok(())
+        let ttl = ttl.map(|v| millis("ttl", v)).transpose().map_err(|e| throw(&env, e))?;
+        self.step(&env, |runner| runner.extend(id, lock, ttl))
     }
 
-    /// Starts operation `id`: what Redis holds for `key`. Completes with its lease left, fence and holders when it
-    /// is held, with none of them when it is free.
+    /// Starts operation `id`: what Redis holds for `key`.
     #[napi]
     pub fn inspect(&self, id: u32, key: String) {
-        let locker = self.locker.clone();
-        self.start(id, async move {
-            Ok(match locker.inspect(&key).await? {
-                Some(held) => Completion {
-                    ttl: Some(held.ttl_ms as f64),
-                    fence: Some(BigInt::from(held.fence)),
-                    holders: Some(held.holders),
-                    ..Completion::done(id)
-                },
-                None => Completion::done(id),
-            })
-        });
+        self.host.step(|runner, _| runner.inspect(id, &key));
     }
 
-    /// Starts operation `id`: delete `key`'s lock whoever holds it. Completes with whether there was one.
+    /// Starts operation `id`: delete `key`'s lock whoever holds it. Answers whether there was one.
     #[napi]
     pub fn force_release(&self, id: u32, key: String) {
-        let locker = self.locker.clone();
-        self.start(id, async move {
-            let deleted = locker.force_release(&key).await?;
-            Ok(Completion { ok: Some(deleted), ..Completion::done(id) })
-        });
+        self.host.step(|runner, _| runner.force_release(id, &key));
     }
 
     /// Milliseconds lock `lock` is still guaranteed; 0 once lost or released.
     #[napi]
     pub fn remaining_ms(&self, lock: u32) -> f64 {
-        self.lease(lock).map_or(0.0, |l| l.remaining().as_secs_f64() * 1000.0)
+        self.host.runner.borrow().remaining(lock).as_secs_f64() * 1000.0
     }
 
-    /// Runs `task(tick, fence)` at every occurrence of `cron` on exactly one replica; `on_event` hears each
-    /// occurrence's outcome. Throws on a bad name, expression, zone or ttl.
-    #[napi(
-        ts_args_type = "name: string, cron: string, options: ScheduleInit, task: (tick: number, fence: bigint) => Promise<void>, onEvent: (event: ScheduleEvent) => void"
-    )]
+    /// Starts schedule `id` (the facade's id for it): at every occurrence of `cron`, on exactly one replica, its fn
+    /// is called as a run's (an occurrence's [`crate::delivery::OutcomeKind::Call`]); the occurrences it does not
+    /// run are told as the schedule's. Throws on a bad name, expression, zone or ttl.
+    #[napi]
     pub fn schedule(
         &self,
         env: Env,
+        id: u32,
         name: String,
         cron: String,
         options: ScheduleInit,
-        task: TickTask,
-        on_event: Function<ScheduleEvent, ()>,
     ) -> napi::Result<NativeSchedule> {
         let zone = options.timezone.clone().unwrap_or_else(|| "UTC".to_owned());
         let cron = CronSchedule::new(&cron, &zone).map_err(|e| throw(&env, e))?;
         let options = options.try_into().map_err(|e| throw(&env, e))?;
-        let sink = on_event.build_threadsafe_function().callee_handled::<false>().build()?;
-        let handler = Arc::new(JsTickHandler { task: Arc::new(task), sink: Arc::new(sink) });
-        let schedule = within_runtime_if_available(|| self.locker.schedule(&name, cron, options, handler));
+        let runner = self.host.runner.borrow();
+        let schedule = within_runtime_if_available(|| {
+            snatch_core::schedule(runner.locker(), id, &name, cron, options, runner.post())
+        });
         schedule.map(NativeSchedule::new).map_err(|e| throw(&env, e))
     }
 
@@ -198,21 +162,12 @@ impl NativeLocker {
     /// connections. Idempotent.
     #[napi]
     pub fn close(&self, id: u32) {
-        self.direct.close();
-        let (locker, leases) = (self.locker.clone(), self.leases.clone());
-        self.start(id, async move {
-            locker.close().await;
-            leases.lock().expect("leases poisoned").clear();
-            Ok(Completion::done(id))
-        });
+        self.host.sockets.close();
+        self.host.step(|runner, _| runner.close(id));
     }
 
-    fn lease(&self, lock: u32) -> Option<Arc<Lease>> {
-        self.leases.lock().expect("leases poisoned").get(&lock).cloned()
-    }
-
-    /// Runs `op` on the runtime and queues its completion (or its error) for operation `id`.
-    fn start(&self, id: u32, op: impl Future<Output = Result<Completion, SnatchError>> + Send + 'static) {
-        start_op(&self.completions, id, op);
+    /// Runs `step` on the runner; an error it returns is thrown.
+    fn step(&self, env: &Env, step: impl FnOnce(&mut Runner) -> Result<(), SnatchError>) -> napi::Result<()> {
+        self.host.step(|runner, _| step(runner)).map_err(|e| throw(env, e))
     }
 }

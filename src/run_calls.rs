@@ -4,19 +4,17 @@
 //! more than the direct call it starts (bench/README.md, profile step 23; about 0.9 µs a call against 0.06 µs). The
 //! facade gets them once per locker from `NativeLocker::runCalls()`.
 
-use crate::completions::Completion;
-use crate::direct_calls::DirectCalls;
 use crate::errors::throw;
+use crate::host::Host;
 use crate::options::{lock_options, LockInit};
-use crate::outcomes::{ran_completion, start_op, task_under};
 use napi::{sys, Env};
 use snatch_core::SnatchError;
 use std::ffi::{c_void, CStr};
 use std::ptr;
 use std::rc::Rc;
 
-/// `{ run, taskDone, tryLock, release }` for the locker whose direct path is `calls`; each function keeps `calls` until collected.
-pub(crate) fn create(env: sys::napi_env, calls: &Rc<DirectCalls>) -> napi::Result<sys::napi_value> {
+/// `{ run, taskDone, tryLock, release }` for the locker of `host`; each function keeps `host` until collected.
+pub(crate) fn create(env: sys::napi_env, host: &Rc<Host>) -> napi::Result<sys::napi_value> {
     let functions: [(&CStr, Callback); 4] =
         [(c"run", run), (c"taskDone", task_done), (c"tryLock", try_lock), (c"release", release)];
     let mut object = ptr::null_mut();
@@ -24,7 +22,7 @@ pub(crate) fn create(env: sys::napi_env, calls: &Rc<DirectCalls>) -> napi::Resul
     unsafe {
         made(sys::napi_create_object(env, &mut object))?;
         for (name, callback) in functions {
-            let data = Box::into_raw(Box::new(calls.clone())).cast::<c_void>();
+            let data = Box::into_raw(Box::new(host.clone())).cast::<c_void>();
             let mut function = ptr::null_mut();
             let function_made = made(sys::napi_create_function(
                 env,
@@ -47,44 +45,23 @@ pub(crate) fn create(env: sys::napi_env, calls: &Rc<DirectCalls>) -> napi::Resul
     Ok(object)
 }
 
-/// Starts run `id`: acquire `key` (waiting up to `options.wait`), have the facade call the task, release; by a
-/// direct call when it can go by one. Completes with the fence and whether the lease lapsed; without a fence when
-/// not acquired, or with a timeout error if `required`.
-fn start_run(calls: &DirectCalls, id: u32, key: String, init: LockInit, required: bool) -> Result<(), SnatchError> {
-    let options = lock_options(Some(init), true)?;
-    if calls.start(id, &key, &options, required)? {
-        return Ok(());
-    }
-    let context = calls.context();
-    let (locker, completions, settling) =
-        (context.locker.clone(), context.completions.clone(), context.settling.clone());
-    start_op(&context.completions, id, async move {
-        let ran = locker.run(&key, &options, |lease| task_under(id, lease, completions, settling)).await?;
-        Ok(match ran {
-            None if required => return Err(snatch_core::not_acquired(&key, options.wait)),
-            None => Completion::done(id),
-            Some(ran) => ran_completion(id, ran.fence, ran.lost),
-        })
-    });
-    Ok(())
-}
-
 // SAFETY: N-API calls these on the JS thread of the `env` it passes, with the `info` of that call.
 type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
 
-/// `run(id, key, required, ttl?, minHold?, autoExtend?, wait?)`: see [`start_run`]. Throws bad input as the
-/// binding's methods do (errors.rs).
+/// `run(id, key, required, ttl?, minHold?, autoExtend?, wait?)`: starts run `id` (see `Runner::run`). Throws bad
+/// input as the binding's methods do (errors.rs).
 // SAFETY: a `Callback`, made by `create` only.
 unsafe extern "C" fn run(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     // SAFETY: called by N-API for a function made by `create`, with the `env` and `info` of the call.
-    let Some((calls, argv)) = (unsafe { arguments::<7>(env, info) }) else { return ptr::null_mut() };
+    let Some((host, argv)) = (unsafe { arguments::<7>(env, info) }) else { return ptr::null_mut() };
     let started = (|| {
         // SAFETY: the arguments of this call, on its thread.
         let (id, key, required, init) = unsafe {
             let init = lock_init(env, [argv[3], argv[4], argv[5]], Some(argv[6]))?;
             (uint32(env, argv[0])?, string(env, argv[1])?, boolean(env, argv[2])?, init)
         };
-        start_run(calls, id, key, init, required)
+        let options = lock_options(Some(init), true)?;
+        host.step(|runner, out| runner.run(id, &key, &options, required, out))
     })();
     if let Err(e) = started {
         throw(&Env::from_raw(env), e);
@@ -96,10 +73,10 @@ unsafe extern "C" fn run(env: sys::napi_env, info: sys::napi_callback_info) -> s
 // SAFETY: a `Callback`, made by `create` only.
 unsafe extern "C" fn task_done(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     // SAFETY: called by N-API for a function made by `create`, with the `env` and `info` of the call.
-    let Some((calls, argv)) = (unsafe { arguments::<1>(env, info) }) else { return ptr::null_mut() };
+    let Some((host, argv)) = (unsafe { arguments::<1>(env, info) }) else { return ptr::null_mut() };
     // SAFETY: the argument of this call, on its thread.
     match unsafe { uint32(env, argv[0]) } {
-        Ok(id) => calls.task_done(id),
+        Ok(id) => host.step(|runner, out| runner.task_done(id, out)),
         Err(e) => {
             throw(&Env::from_raw(env), e);
         }
@@ -107,19 +84,20 @@ unsafe extern "C" fn task_done(env: sys::napi_env, info: sys::napi_callback_info
     ptr::null_mut()
 }
 
-/// `tryLock(id, key, ttl?, minHold?, autoExtend?)`: see `DirectCalls::start_try_lock`. Throws bad input as the
-/// binding's methods do (errors.rs).
+/// `tryLock(id, key, ttl?, minHold?, autoExtend?)`: starts acquisition `id` (see `Runner::try_lock`). Throws bad
+/// input as the binding's methods do (errors.rs).
 // SAFETY: a `Callback`, made by `create` only.
 unsafe extern "C" fn try_lock(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     // SAFETY: called by N-API for a function made by `create`, with the `env` and `info` of the call.
-    let Some((calls, argv)) = (unsafe { arguments::<5>(env, info) }) else { return ptr::null_mut() };
+    let Some((host, argv)) = (unsafe { arguments::<5>(env, info) }) else { return ptr::null_mut() };
     let started = (|| {
         // SAFETY: the arguments of this call, on its thread.
         let (id, key, init) = unsafe {
             let init = lock_init(env, [argv[2], argv[3], argv[4]], None)?;
             (uint32(env, argv[0])?, string(env, argv[1])?, init)
         };
-        calls.start_try_lock(id, key, lock_options(Some(init), false)?)
+        let options = lock_options(Some(init), false)?;
+        host.step(|runner, out| runner.try_lock(id, &key, &options, out))
     })();
     if let Err(e) = started {
         throw(&Env::from_raw(env), e);
@@ -127,14 +105,14 @@ unsafe extern "C" fn try_lock(env: sys::napi_env, info: sys::napi_callback_info)
     ptr::null_mut()
 }
 
-/// `release(id, lock)`: see `DirectCalls::start_release`.
+/// `release(id, lock)`: starts operation `id`, the release of lock `lock` (see `Runner::release`).
 // SAFETY: a `Callback`, made by `create` only.
 unsafe extern "C" fn release(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     // SAFETY: called by N-API for a function made by `create`, with the `env` and `info` of the call.
-    let Some((calls, argv)) = (unsafe { arguments::<2>(env, info) }) else { return ptr::null_mut() };
+    let Some((host, argv)) = (unsafe { arguments::<2>(env, info) }) else { return ptr::null_mut() };
     // SAFETY: the arguments of this call, on its thread.
     match unsafe { uint32(env, argv[0]).and_then(|id| Ok((id, uint32(env, argv[1])?))) } {
-        Ok((id, lock)) => calls.start_release(id, lock),
+        Ok((id, lock)) => host.step(|runner, out| runner.release(id, lock, out)),
         Err(e) => {
             throw(&Env::from_raw(env), e);
         }
@@ -142,13 +120,13 @@ unsafe extern "C" fn release(env: sys::napi_env, info: sys::napi_callback_info) 
     ptr::null_mut()
 }
 
-/// The direct path a function was made for, and its first `N` arguments (`undefined` for those not passed). `None`
-/// when N-API could not say (an exception is then pending).
+/// The host a function was made for, and its first `N` arguments (`undefined` for those not passed). `None` when
+/// N-API could not say (an exception is then pending).
 // SAFETY: callers pass the `env` and `info` of a call of a function made by `create`, on its thread.
 unsafe fn arguments<'a, const N: usize>(
     env: sys::napi_env,
     info: sys::napi_callback_info,
-) -> Option<(&'a DirectCalls, [sys::napi_value; N])> {
+) -> Option<(&'a Host, [sys::napi_value; N])> {
     let (mut argc, mut argv, mut data) = (N, [ptr::null_mut(); N], ptr::null_mut());
     // SAFETY: per this function's contract; `argv` has room for `argc` values.
     let status = unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), &mut data) };
@@ -156,15 +134,15 @@ unsafe fn arguments<'a, const N: usize>(
         return None;
     }
     // SAFETY: the data of a function made by `create`, alive until the function is collected.
-    Some((unsafe { &*data.cast::<Rc<DirectCalls>>() }, argv))
+    Some((unsafe { &*data.cast::<Rc<Host>>() }, argv))
 }
 
-/// Drops a function's count of the direct path when the function is collected.
+/// Drops a function's count of the host when the function is collected.
 // SAFETY: node calls it once, as the finalizer `create` registered with the `data` it leaked; `create` calls it
 // instead when the registration failed.
 unsafe extern "C" fn drop_calls(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
     // SAFETY: `data` is the box `create` leaked for this function, dropped once.
-    drop(unsafe { Box::from_raw(data.cast::<Rc<DirectCalls>>()) });
+    drop(unsafe { Box::from_raw(data.cast::<Rc<Host>>()) });
 }
 
 /// The lock options given positionally: `ttl?, minHold?, autoExtend?` in `options`, and `wait?` when the call takes it.

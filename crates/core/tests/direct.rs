@@ -49,9 +49,9 @@ fn attempt_on(locker: &Locker, key: &str, options: &LockOptions) -> DirectAcquir
     DirectAcquire::new(locker, key, options).unwrap().expect("a direct call")
 }
 
-/// The release of `lease` by a direct call.
-fn release_of(lease: &Arc<Lease>) -> DirectRelease {
-    DirectRelease::of(lease).expect("released directly")
+/// The release of `lease`, held on `locker`, by a direct call.
+fn release_of(locker: &Locker, lease: &Arc<Lease>) -> DirectRelease {
+    DirectRelease::of(locker, lease).expect("released directly")
 }
 
 /// Sends `calls` on `socket` (non-blocking, as the binding has it) through a [`DirectSession`], as the caller of
@@ -163,9 +163,9 @@ async fn acquires_and_releases_over_the_callers_socket() {
     let second = acquire(&mut socket, attempt_on(&locker, &key, &options));
     assert!(matches!(second, Settled::Done(Ok(None))), "{second:?}");
 
-    let release = release_of(&lease);
+    let release = release_of(&locker, &lease);
     assert_eq!(lease.state(), LeaseState::Released);
-    assert!(DirectRelease::of(&lease).is_none(), "a second release has nothing to send");
+    assert!(DirectRelease::of(&locker, &lease).is_none(), "a second release has nothing to send");
     assert!(matches!(self::release(&mut socket, release), Settled::Done(Ok(true))));
     let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
     assert!(!exists);
@@ -220,7 +220,11 @@ async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_o
 
     // Two releases, then the first key again: a script call and a transaction, in order, so the key is free when it
     // is asked for.
-    let calls = vec![Call::Release(release_of(&first_lease)), Call::Release(release_of(&third_lease)), attempt(&first)];
+    let calls = vec![
+        Call::Release(release_of(&locker, &first_lease)),
+        Call::Release(release_of(&locker, &third_lease)),
+        attempt(&first),
+    ];
     let (mut replies, commands) = exchange(&mut socket, calls);
     assert_eq!(commands, ["EVALSHA", "EXEC"]);
     let again = settle_acquire(replies.pop().unwrap());
@@ -244,7 +248,7 @@ async fn acquisitions_need_no_script_and_a_release_the_server_cannot_run_goes_to
 
     let lease = lease_of(acquire(&mut socket, attempt_on(&locker, &key, &LockOptions::default())));
     let lease = lease.await.expect("acquired without the release script");
-    let Settled::Fallback(release) = self::release(&mut socket, release_of(&lease)) else {
+    let Settled::Fallback(release) = self::release(&mut socket, release_of(&locker, &lease)) else {
         panic!("expected a fallback")
     };
     assert!(release.fallback().await.unwrap());
@@ -264,7 +268,7 @@ async fn a_group_the_server_cannot_run_sends_each_of_its_calls_back_to_the_locke
     let mut calls = Vec::new();
     for reply in acquired {
         let lease = lease_of(settle_acquire(reply)).await.expect("acquired");
-        calls.push(Call::Release(release_of(&lease)));
+        calls.push(Call::Release(release_of(&locker, &lease)));
     }
     let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
 
@@ -395,7 +399,7 @@ async fn replies_read_a_byte_at_a_time_are_paired_with_their_calls() {
     let first = lease_of(acquire(&mut socket, attempt_on(&locker, &free, &options))).await;
     let first = first.expect("acquired");
 
-    let calls = vec![Call::Release(release_of(&first)), attempt(&free), attempt(&wrong_type), attempt(&free)];
+    let calls = vec![Call::Release(release_of(&locker, &first)), attempt(&free), attempt(&wrong_type), attempt(&free)];
     let (replies, commands) = exchange_in(&mut socket, calls, 1);
     assert_eq!(commands, ["EVALSHA", "EXEC"]);
     let [released, again, wrong, held] = <[_; 4]>::try_from(replies).ok().unwrap();

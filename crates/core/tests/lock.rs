@@ -4,10 +4,12 @@ mod support;
 
 use redis::Commands;
 use snatch_core::protocol::keys::CLOCK_FLOOR;
+use snatch_core::protocol::run::Outcome;
 use snatch_core::{LeaseState, LockOptions, Locker, LockerConfig, SnatchError};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::caller::Caller;
 use support::{inspect, redis_url, unique_key, RedisServer};
 
 fn locker(url: &str) -> Locker {
@@ -27,14 +29,14 @@ async fn one_of_many_concurrent_attempts_wins() {
     let attempts = (0..20).map(|_| {
         let (locker, key, ran) = (locker.clone(), key.clone(), ran.clone());
         tokio::spawn(async move {
-            locker
+            let run = Caller::new(&locker)
                 .run(&key, &LockOptions::default(), |_| async {
                     ran.fetch_add(1, Ordering::SeqCst);
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 })
                 .await
-                .unwrap()
-                .is_some()
+                .unwrap();
+            matches!(run.end, Outcome::Ran { .. })
         })
     });
     let won = futures_util::future::join_all(attempts).await.into_iter().filter(|r| *r.as_ref().unwrap()).count();
@@ -282,10 +284,10 @@ async fn an_unreachable_redis_fails_within_the_command_timeout_and_skips_the_tas
     let locker =
         Locker::new(LockerConfig { urls: vec![url], command_timeout: timeout, ..LockerConfig::default() }).unwrap();
     let started = Instant::now();
-    let mut ran = false;
-    let err = locker.run("down", &LockOptions::default(), |_| async { ran = true }).await.unwrap_err();
+    let run = Caller::new(&locker).run("down", &LockOptions::default(), |_| async {}).await.unwrap();
+    let Outcome::Failed(err) = run.end else { panic!("expected a failure: {run:?}") };
     assert!(matches!(err, SnatchError::Redis { .. }), "{err}");
-    assert!(!ran);
+    assert!(run.output.is_none(), "the task did not run");
     assert!(started.elapsed() < timeout * 2, "took {:?}", started.elapsed());
 }
 
@@ -365,7 +367,7 @@ async fn close_waits_for_the_runs_under_way() {
     let run = {
         let (locker, key) = (locker.clone(), key.clone());
         tokio::spawn(async move {
-            locker
+            Caller::new(&locker)
                 .run(&key, &LockOptions::default(), |_| async move {
                     started.send(()).unwrap();
                     finished.await.unwrap();
@@ -388,7 +390,7 @@ async fn close_waits_for_the_runs_under_way() {
     assert!(exists, "the run's lock is still held");
     finish.send(()).unwrap();
     close.await.unwrap();
-    assert!(run.await.unwrap().unwrap().is_some(), "the run ended normally");
+    assert!(matches!(run.await.unwrap().unwrap().end, Outcome::Ran { .. }), "the run ended normally");
     let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
     assert!(!exists, "released by the run");
 }
@@ -529,14 +531,15 @@ async fn calls_after_the_script_cache_was_flushed_load_the_scripts_again() {
     let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
     let calls = (0..20).map(|i| {
         let (locker, key) = (locker.clone(), unique_key(&format!("flushed{i}")));
-        tokio::spawn(
-            async move { locker.run(&key, &LockOptions::default(), |lease| async move { lease.fence() }).await },
-        )
+        tokio::spawn(async move {
+            Caller::new(&locker).run(&key, &LockOptions::default(), |task| async move { task.fence }).await
+        })
     });
     for call in futures_util::future::join_all(calls).await {
-        let ran = call.unwrap().unwrap().expect("free key");
-        assert!(ran.output >= CLOCK_FLOOR, "a new counter starts from the server's clock: {}", ran.output);
-        assert!(!ran.lost);
+        let run = call.unwrap().unwrap();
+        let fence = run.output.expect("free key");
+        assert!(fence >= CLOCK_FLOOR, "a new counter starts from the server's clock: {fence}");
+        assert_eq!(run.end, Outcome::Ran { fence, lost: false });
     }
 }
 
@@ -547,31 +550,29 @@ async fn a_run_is_renewed_while_its_task_lasts_and_reports_a_loss() {
     let opts = LockOptions { auto_extend: true, ..ttl(150) };
     let key = unique_key("run-renew");
     let (other, contender) = (locker.clone(), key.clone());
-    let ran = locker
+    let mut caller = Caller::new(&locker);
+    let run = caller
         .run(&key, &opts, |_| async move {
             tokio::time::sleep(Duration::from_millis(600)).await;
             other.try_lock(&contender, &LockOptions::default()).await.unwrap().is_none()
         })
         .await
-        .unwrap()
-        .expect("free key");
-    assert!(ran.output, "the key was free again during the run");
-    assert!(!ran.lost);
+        .unwrap();
+    assert_eq!(run.output, Some(true), "the key was not free again during the run");
+    assert!(matches!(run.end, Outcome::Ran { lost: false, .. }), "{run:?}");
+    assert!(!run.lost_told);
 
     let key = unique_key("run-lost");
-    let ran = locker
-        .run(&key, &opts, |lease| {
-            let url = url.clone();
-            async move {
-                let _: () = inspect(&url).del(format!("snatch:{}", lease.key())).unwrap();
-                lease.ended().await
-            }
+    let deleted = format!("snatch:{key}");
+    let run = caller
+        .run(&key, &opts, |task| async move {
+            let _: () = inspect(&url).del(&deleted).unwrap();
+            task.lost().await;
         })
         .await
-        .unwrap()
-        .expect("free key");
-    assert!(ran.output, "the loss was not noticed during the run");
-    assert!(ran.lost);
+        .unwrap();
+    assert!(run.lost_told, "the loss was told while fn ran");
+    assert!(matches!(run.end, Outcome::Ran { lost: true, .. }), "{run:?}");
 }
 
 #[tokio::test]

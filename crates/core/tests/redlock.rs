@@ -3,9 +3,11 @@
 mod support;
 
 use redis::Commands;
+use snatch_core::protocol::run::Outcome;
 use snatch_core::{LeaseState, LockOptions, Locker, LockerConfig, SnatchError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::caller::Caller;
 use support::{inspect, unique_key, RedisServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -117,9 +119,9 @@ async fn two_of_three_down_is_a_quorum_error_in_bounded_time_and_the_task_does_n
     let timeout = Duration::from_millis(300);
     let locker = redlock(urls(&servers), timeout);
     let started = Instant::now();
-    let mut ran = false;
-    let err = locker.run(&unique_key("quorum"), &once(), |_| async { ran = true }).await.unwrap_err();
-    assert!(!ran);
+    let run = Caller::new(&locker).run(&unique_key("quorum"), &once(), |_| async {}).await.unwrap();
+    assert!(run.output.is_none(), "the task did not run");
+    let Outcome::Failed(err) = run.end else { panic!("expected a failure: {run:?}") };
     let SnatchError::Quorum { failures } = &err else { panic!("expected a quorum error, got {err}") };
     assert_eq!(failures.len(), 2, "{failures:?}");
     assert!(failures[0].contains(&servers[0].port.to_string()), "{failures:?}");

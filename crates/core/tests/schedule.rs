@@ -1,36 +1,25 @@
-//! The cluster-safe scheduler against a real redis-server: replicas with skewed clocks, overlaps, stop.
+//! The cluster-safe scheduler against a real redis-server: replicas with skewed clocks, overlaps, stop. Each replica's
+//! occurrences run through its runner, as the binding's do.
 
 mod support;
 
-use snatch_core::chrono::{DateTime, Utc};
-use snatch_core::{CronSchedule, Lease, Locker, LockerConfig, ScheduleOptions, SkipReason, TickEvent, TickHandler};
-use std::future::Future;
-use std::pin::Pin;
+use snatch_core::protocol::run::{Outcome, SkipReason};
+use snatch_core::{CronSchedule, Locker, LockerConfig, ScheduleOptions};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use support::caller::{Caller, Occurrences};
 use support::{redis_url, unique_key};
 
 /// Occurrences run, with the replica that ran each.
-type Runs = Arc<Mutex<Vec<(DateTime<Utc>, usize)>>>;
+type Runs = Arc<Mutex<Vec<(i64, usize)>>>;
 
-/// Records runs and events; each run takes `work`.
-struct Recorder {
-    replica: usize,
-    work: Duration,
-    runs: Runs,
-    events: Mutex<Vec<TickEvent>>,
-}
-
-impl TickHandler for Recorder {
-    fn run(&self, tick: DateTime<Utc>, _lease: Arc<Lease>) -> Pin<Box<dyn Future<Output = ()> + Send>> {
-        self.runs.lock().unwrap().push((tick, self.replica));
-        let work = self.work;
-        Box::pin(async move { tokio::time::sleep(work).await })
-    }
-
-    fn event(&self, event: TickEvent) {
-        self.events.lock().unwrap().push(event);
-    }
+/// A schedule's fn that records its occurrence as run by `replica`, then takes `work`.
+fn recorder(replica: usize, work: Duration, runs: &Runs) -> Occurrences {
+    let runs = runs.clone();
+    Box::new(move |tick| {
+        runs.lock().unwrap().push((tick, replica));
+        Box::pin(tokio::time::sleep(work))
+    })
 }
 
 fn every_second() -> CronSchedule {
@@ -45,26 +34,21 @@ fn locker(url: &str) -> Locker {
 async fn skewed_replicas_run_each_occurrence_once() {
     let (_server, url) = redis_url();
     let name = unique_key("skew");
-    let runs = Arc::new(Mutex::new(Vec::new()));
-    let mut schedules = Vec::new();
-    let mut recorders = Vec::new();
-    for (replica, offset) in [0i64, 450, -450].into_iter().enumerate() {
-        let recorder = Arc::new(Recorder {
-            replica,
-            work: Duration::from_millis(50),
-            runs: runs.clone(),
-            events: Mutex::default(),
-        });
-        let options = ScheduleOptions { clock_offset_ms: offset, ..ScheduleOptions::default() };
-        schedules.push((locker(&url), recorder.clone(), options));
-        recorders.push(recorder);
-    }
-    let running: Vec<_> =
-        schedules.iter().map(|(l, r, o)| l.schedule(&name, every_second(), o.clone(), r.clone()).unwrap()).collect();
-    tokio::time::sleep(Duration::from_millis(4500)).await;
-    for s in &running {
-        s.stop().await;
-    }
+    let runs: Runs = Arc::default();
+    let replicas = [0i64, 450, -450].into_iter().enumerate().map(|(replica, offset)| {
+        let (name, url, runs) = (name.clone(), url.clone(), runs.clone());
+        tokio::spawn(async move {
+            let mut caller = Caller::new(&locker(&url));
+            let options = ScheduleOptions { clock_offset_ms: offset, ..ScheduleOptions::default() };
+            let schedule = caller.schedule(&name, every_second(), options).unwrap();
+            let until = async {
+                tokio::time::sleep(Duration::from_millis(4500)).await;
+                schedule.stop().await;
+            };
+            caller.serve(recorder(replica, Duration::from_millis(50), &runs), until).await
+        })
+    });
+    let told = futures_util::future::join_all(replicas).await;
     let runs = runs.lock().unwrap().clone();
     let mut ticks: Vec<_> = runs.iter().map(|(t, _)| *t).collect();
     ticks.sort();
@@ -72,12 +56,10 @@ async fn skewed_replicas_run_each_occurrence_once() {
     ticks.dedup();
     assert_eq!(ticks.len(), total, "an occurrence ran twice: {runs:?}");
     assert!(total >= 3, "too few runs: {runs:?}");
-    for r in &recorders {
-        for e in r.events.lock().unwrap().iter() {
-            assert!(!matches!(e, TickEvent::Error { .. }), "{e:?}");
-            if let TickEvent::Ran { lost, .. } = e {
-                assert!(!lost);
-            }
+    for told in told {
+        for (_, outcome) in told.unwrap() {
+            assert!(!matches!(outcome, Outcome::Unclaimed { .. } | Outcome::Failed(_)), "{outcome:?}");
+            assert!(!matches!(outcome, Outcome::Ran { lost: true, .. }), "{outcome:?}");
         }
     }
 }
@@ -86,43 +68,34 @@ async fn skewed_replicas_run_each_occurrence_once() {
 async fn a_run_still_going_at_the_next_occurrence_skips_it_as_an_overlap() {
     let (_server, url) = redis_url();
     let name = unique_key("overlap");
-    let runs = Arc::new(Mutex::new(Vec::new()));
-    let recorder = Arc::new(Recorder {
-        replica: 0,
-        work: Duration::from_millis(2200),
-        runs: runs.clone(),
-        events: Mutex::default(),
-    });
-    let locker = locker(&url);
-    let schedule = locker.schedule(&name, every_second(), ScheduleOptions::default(), recorder.clone()).unwrap();
-    tokio::time::sleep(Duration::from_millis(2600)).await;
-    schedule.stop().await;
-    let events = recorder.events.lock().unwrap().clone();
+    let runs: Runs = Arc::default();
+    let mut caller = Caller::new(&locker(&url));
+    let schedule = caller.schedule(&name, every_second(), ScheduleOptions::default()).unwrap();
+    let until = async {
+        tokio::time::sleep(Duration::from_millis(2600)).await;
+        schedule.stop().await;
+    };
+    let told = caller.serve(recorder(0, Duration::from_millis(2200), &runs), until).await;
     assert!(
-        events.iter().any(|e| matches!(e, TickEvent::Skip { reason: SkipReason::Overlap, .. })),
-        "no overlap skip in {events:?}"
+        told.iter().any(|(_, o)| matches!(o, Outcome::Skipped { reason: SkipReason::Overlap, .. })),
+        "no overlap skip in {told:?}"
     );
-    // stop() waited for the running task to settle.
-    assert!(events.iter().any(|e| matches!(e, TickEvent::Ran { .. })), "{events:?}");
+    // stop() waited for the running fn to settle and its locks to be given back.
+    assert!(told.iter().any(|(_, o)| matches!(o, Outcome::Ran { .. })), "{told:?}");
     assert_eq!(runs.lock().unwrap().len(), 1);
 }
 
 #[tokio::test]
 async fn close_stops_schedules() {
     let (_server, url) = redis_url();
-    let runs = Arc::new(Mutex::new(Vec::new()));
-    let recorder = Arc::new(Recorder {
-        replica: 0,
-        work: Duration::from_millis(10),
-        runs: runs.clone(),
-        events: Mutex::default(),
-    });
+    let runs: Runs = Arc::default();
     let locker = locker(&url);
-    locker.schedule(&unique_key("close"), every_second(), ScheduleOptions::default(), recorder.clone()).unwrap();
-    locker.close().await;
+    let mut caller = Caller::new(&locker);
+    caller.schedule(&unique_key("close"), every_second(), ScheduleOptions::default()).unwrap();
+    caller.serve(recorder(0, Duration::from_millis(10), &runs), locker.close()).await;
     let count = runs.lock().unwrap().len();
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    caller.serve(recorder(0, Duration::from_millis(10), &runs), tokio::time::sleep(Duration::from_millis(1200))).await;
     assert_eq!(runs.lock().unwrap().len(), count, "ran after close");
-    let err = locker.schedule("again", every_second(), ScheduleOptions::default(), recorder).err().unwrap();
+    let err = caller.schedule("again", every_second(), ScheduleOptions::default()).err().unwrap();
     assert_eq!(err.code(), "ERR_SNATCH_CLOSED");
 }

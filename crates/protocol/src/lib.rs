@@ -10,6 +10,7 @@ pub mod direct;
 pub mod error;
 pub mod keys;
 pub mod resp;
+pub mod run;
 pub mod scripts;
 
 pub use error::{ArgKind, SnatchError};

@@ -136,11 +136,16 @@ pub struct DirectRelease {
 }
 
 impl DirectRelease {
-    /// Starts the release of `lease` with a command the caller sends; the lease counts as released from now on.
-    /// `None` for a semaphore's permit, while minHold keeps the key, or when it was released already:
-    /// [`Lease::release`] then does what is left (the release, one that keeps the key, or nothing).
-    pub fn of(lease: &Arc<Lease>) -> Option<Self> {
-        if lease.keys().limit.is_some() || !lease.hold_left().is_zero() || !lease.end_released() {
+    /// Starts the release of `lease`, held on `locker`, with a command the caller sends; the lease counts as released
+    /// from now on. `None` when direct calls do not apply to the locker ([`Locker::direct_node`]), for a semaphore's
+    /// permit, while minHold keeps the key, or when it was released already: [`Lease::release`] then does what is
+    /// left (the release, one that keeps the key, or nothing).
+    pub fn of(locker: &Locker, lease: &Arc<Lease>) -> Option<Self> {
+        if locker.direct_node().is_none()
+            || lease.keys().limit.is_some()
+            || !lease.hold_left().is_zero()
+            || !lease.end_released()
+        {
             return None;
         }
         Some(Self { lease: lease.clone() })
@@ -158,6 +163,11 @@ impl DirectRelease {
             Ok(None) => Settled::Fallback(self),
             Err(e) => Settled::Done(Err(e)),
         }
+    }
+
+    /// The cluster slot of the lock (which master of a cluster the call goes to).
+    pub fn slot(&self) -> u16 {
+        self.lease.slot()
     }
 
     /// Releases on the locker's own connection.

@@ -1,5 +1,5 @@
-//! The locker: acquisition (one attempt or waiting), run-under-lock, and the bookkeeping that lets `close` release
-//! everything it still holds.
+//! The locker: acquisition (one attempt or waiting), and the bookkeeping that lets `close` release everything it
+//! still holds. Runs of the user's fn under a lock go through the runner (run/).
 
 use crate::config::{LockOptions, LockerConfig, Topology};
 use crate::lock::job::Job;
@@ -8,8 +8,8 @@ use crate::lock::supervisor::Supervisor;
 use crate::redlock::quorum::{Acquire, Grant, Nodes};
 use crate::server::node::Node;
 use snatch_protocol::keys::LockKeys;
+use snatch_protocol::run::Inspection;
 use snatch_protocol::SnatchError;
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,29 +26,6 @@ const SPLIT_RETRY_DELAY_MS: std::ops::RangeInclusive<u64> = 2..=30;
 /// Rounds of split votes past the end of its wait (for a single attempt: in all) before an acquisition gives up
 /// with a quorum error.
 const SPLIT_ROUNDS: u32 = 8;
-
-/// What [`Locker::run`] did.
-#[derive(Debug)]
-pub struct Ran<T> {
-    /// The fence of the acquisition the task ran under.
-    pub fence: i64,
-    /// What the task returned.
-    pub output: T,
-    /// The lease could not be guaranteed for the whole run.
-    pub lost: bool,
-}
-
-/// What Redis holds for a key that is locked ([`Locker::inspect`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Inspection {
-    /// The lease left, in ms (with Redlock, the least among the nodes that hold it).
-    pub ttl_ms: i64,
-    /// The key's fence counter: the last fence given out, the holder's or, once other attempts were made since (each
-    /// uses a fence up), above it (with Redlock, the highest among the nodes).
-    pub fence: i64,
-    /// How many hold it: 1 for a lock.
-    pub holders: u32,
-}
 
 /// Acquires and releases locks on one Redis or on a Redlock set of independent masters. Cloning gives another
 /// handle to the same locker.
@@ -185,20 +162,6 @@ impl Locker {
             ));
         }
         LockKeys::semaphore(&self.shared.config.prefix, key, limit, self.one_slot())
-    }
-
-    /// Acquires `key` (waiting up to `options.wait`), runs `task` with the lease, then releases it (subject to
-    /// `min_hold`). `None` when the lock was not acquired; the task is then not run. A failure to release after
-    /// the task is not an error: the key then expires with its lease.
-    pub async fn run<T, F, Fut>(&self, key: &str, options: &LockOptions, task: F) -> Result<Option<Ran<T>>, SnatchError>
-    where
-        F: FnOnce(Arc<Lease>) -> Fut,
-        Fut: Future<Output = T>,
-    {
-        let _busy = self.enter()?;
-        let keys = self.checked_keys(key, options)?;
-        let Some(lease) = self.acquire_keys(keys, options).await? else { return Ok(None) };
-        Ok(Some(run_under(lease, task).await))
     }
 
     /// Stops accepting calls and schedules, waits for the calls and runs under way, releases every lock still held
@@ -405,20 +368,7 @@ fn direct_route(config: &LockerConfig, nodes: &Nodes) -> Option<DirectRoute> {
     }
 }
 
-/// Runs `task` with `lease`, then releases it (subject to `min_hold`): the end of [`Locker::run`], for a lease
-/// acquired otherwise. A failure to release is not an error: the key then expires with its lease.
-pub async fn run_under<T, F, Fut>(lease: Arc<Lease>, task: F) -> Ran<T>
-where
-    F: FnOnce(Arc<Lease>) -> Fut,
-    Fut: Future<Output = T>,
-{
-    let output = task(lease.clone()).await;
-    let lost = lease.lapsed();
-    let _ = lease.release().await;
-    Ran { fence: lease.fence(), output, lost }
-}
-
-/// The error for a lock not acquired within `waited` (for callers of [`Locker::run`] that treat that as a failure).
+/// The error for a lock not acquired within `waited` (for a run that needed it: withLock).
 pub fn not_acquired(key: &str, waited: Duration) -> SnatchError {
     SnatchError::Timeout { key: key.to_owned(), waited_ms: waited.as_millis() as u64 }
 }

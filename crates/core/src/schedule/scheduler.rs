@@ -1,61 +1,32 @@
 //! Cluster-safe cron: every occurrence of a schedule runs on exactly one replica.
 //!
 //! Occurrence `t` of schedule `name` is claimed with one atomic acquire of the key `name:<t in epoch ms>`. The
-//! claim is renewed while the task runs and kept for one more period after it ends, so a replica whose clock lags
+//! claim is renewed while the fn runs and kept for one more period after it ends, so a replica whose clock lags
 //! by less than a period still finds it. The winner of the claim then takes the run lock `name` (also renewed
-//! while the task runs): if the previous occurrence's task still holds it, the occurrence is skipped as an
-//! overlap, on every replica. The timer never drifts: each next occurrence comes from the cron schedule.
+//! while the fn runs): if the previous occurrence's fn still holds it, the occurrence is skipped as an overlap, on
+//! every replica. The fn itself runs through the runner (run/), as every run does. The timer never drifts: each
+//! next occurrence comes from the cron schedule.
 
 use crate::config::LockOptions;
 use crate::lock::job::Job;
-use crate::lock::lease::Lease;
 use crate::lock::locker::Locker;
+use crate::run::input::{post_or_undo, Input, Post};
 use crate::schedule::cron::CronSchedule;
 use chrono::{DateTime, Utc};
 use snatch_protocol::keys::LockKeys;
+use snatch_protocol::run::{Occurrence, Outcome, SkipReason};
 use snatch_protocol::SnatchError;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
-use tokio::time::Instant;
+use tokio::sync::{oneshot, watch};
 
 /// Longest single sleep while waiting for an occurrence, so that a wall-clock change is noticed.
 const MAX_SLEEP: Duration = Duration::from_secs(60);
 
-/// Why an occurrence did not run here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SkipReason {
-    /// Another replica claimed it.
-    Taken,
-    /// The task of an earlier occurrence was still running.
-    Overlap,
-}
-
-/// What happened to one occurrence, as the schedule's handler hears it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TickEvent {
-    /// The occurrence did not run here.
-    Skip { tick: DateTime<Utc>, reason: SkipReason },
-    /// Claiming the occurrence failed (Redis unreachable, no quorum); it did not run here.
-    Error { tick: DateTime<Utc>, error: SnatchError },
-    /// The task ran and settled; `lost` when its lease could not be guaranteed for the whole run.
-    Ran { tick: DateTime<Utc>, fence: i64, lost: bool, duration: Duration },
-}
-
-/// Runs a schedule's task and hears its events. Dropped once the schedule has stopped and its last run ended.
-pub trait TickHandler: Send + Sync + 'static {
-    /// Runs the task of occurrence `tick` under `lease` (the run lock, renewed while this future runs).
-    fn run(&self, tick: DateTime<Utc>, lease: Arc<Lease>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
-    /// Hears what happened to an occurrence.
-    fn event(&self, event: TickEvent);
-}
-
 /// Options of a schedule.
 #[derive(Debug, Clone, Default)]
 pub struct ScheduleOptions {
-    /// Lease of each run (renewed while the task runs); `None` takes the locker's ttl.
+    /// Lease of each run (renewed while the fn runs); `None` takes the locker's ttl.
     pub ttl: Option<Duration>,
     /// Test only: added to this process's wall clock when deciding when occurrences are due, to simulate replicas
     /// with skewed clocks.
@@ -67,46 +38,49 @@ pub struct ScheduleOptions {
 pub struct Schedule(Job);
 
 impl Schedule {
-    /// Stops taking occurrences and waits for a running task to settle. Idempotent.
+    /// Stops taking occurrences and waits for a running fn to settle. Idempotent.
     pub async fn stop(&self) {
         self.0.stop().await;
     }
 }
 
-impl Locker {
-    /// Starts running `handler` at every occurrence of `cron`, on exactly one replica per occurrence. Must be
-    /// called inside a Tokio runtime.
-    pub fn schedule(
-        &self,
-        name: &str,
-        cron: CronSchedule,
-        options: ScheduleOptions,
-        handler: Arc<dyn TickHandler>,
-    ) -> Result<Schedule, SnatchError> {
-        let run_keys = LockKeys::new(&self.config().prefix, name, self.one_slot())?;
-        let lock = LockOptions { ttl: options.ttl, auto_extend: true, ..LockOptions::default() };
-        lock.validate()?;
-        let guard = self.enter()?;
-        let job = Job::new();
-        let driver = Driver { locker: self.clone(), run_keys, cron, lock, offset: options.clock_offset_ms, handler };
-        let handle = job.clone();
-        tokio::spawn(async move {
-            driver.drive(handle.stop_requests()).await;
-            handle.ended();
-            drop(guard);
-        });
-        self.register_job(job.clone());
-        Ok(Schedule(job))
-    }
+/// Starts schedule `id` (the caller's id for it) of `locker`: at every occurrence of `cron`, on exactly one replica,
+/// its fn runs through the runner (`post` takes the occurrence to it, as an [`Input::Occurrence`]); the caller hears
+/// of an occurrence that did not run here as schedule `id`'s [`Outcome::Skipped`] or [`Outcome::Unclaimed`]. Within
+/// the Tokio runtime.
+pub fn schedule(
+    locker: &Locker,
+    id: u32,
+    name: &str,
+    cron: CronSchedule,
+    options: ScheduleOptions,
+    post: Arc<dyn Post>,
+) -> Result<Schedule, SnatchError> {
+    let run_keys = LockKeys::new(&locker.config().prefix, name, locker.one_slot())?;
+    let lock = LockOptions { ttl: options.ttl, auto_extend: true, ..LockOptions::default() };
+    lock.validate()?;
+    let guard = locker.enter()?;
+    let job = Job::new();
+    let driver = Driver { locker: locker.clone(), id, run_keys, cron, lock, offset: options.clock_offset_ms, post };
+    let handle = job.clone();
+    tokio::spawn(async move {
+        driver.drive(handle.stop_requests()).await;
+        handle.ended();
+        drop(guard);
+    });
+    locker.register_job(job.clone());
+    Ok(Schedule(job))
 }
 
 struct Driver {
     locker: Locker,
+    /// The caller's id for the schedule.
+    id: u32,
     run_keys: LockKeys,
     cron: CronSchedule,
     lock: LockOptions,
     offset: i64,
-    handler: Arc<dyn TickHandler>,
+    post: Arc<dyn Post>,
 }
 
 impl Driver {
@@ -118,7 +92,7 @@ impl Driver {
     async fn drive(self, mut stop: watch::Receiver<bool>) {
         let me = Arc::new(self);
         let mut last: Option<DateTime<Utc>> = None;
-        let mut running: Option<tokio::task::JoinHandle<()>> = None;
+        let mut running: Option<oneshot::Receiver<()>> = None;
         'occurrences: while !*stop.borrow() {
             let after = last.map_or_else(|| me.now(), |l| l.max(me.now()));
             let Some(tick) = me.cron.next_after(after) else { break };
@@ -136,13 +110,14 @@ impl Driver {
                 running = Some(run);
             }
         }
-        if let Some(run) = running {
-            let _ = run.await;
+        if let Some(end) = running {
+            let _ = end.await;
         }
     }
 
-    /// Claims `tick` and, when this replica wins it and the run lock is free, starts its run.
-    async fn occurrence(self: Arc<Self>, tick: DateTime<Utc>) -> Option<tokio::task::JoinHandle<()>> {
+    /// Claims `tick` and, when this replica wins it and the run lock is free, has the runner run its fn; the run's
+    /// end, to wait for.
+    async fn occurrence(self: Arc<Self>, tick: DateTime<Utc>) -> Option<oneshot::Receiver<()>> {
         let period = self.cron.next_after(tick).and_then(|n| (n - tick).to_std().ok()).unwrap_or(Duration::ZERO);
         let claim_keys = LockKeys::occurrence(&self.run_keys, tick.timestamp_millis(), self.locker.one_slot());
         let claim = match self.locker.acquire_keys(claim_keys, &self.lock).await {
@@ -161,26 +136,29 @@ impl Driver {
                 return self.fail(tick, error);
             }
         };
-        let busy = self.locker.enter().ok()?;
-        Some(tokio::spawn(async move {
-            let started = Instant::now();
-            self.handler.run(tick, run.clone()).await;
-            let duration = started.elapsed();
-            let lost = run.lapsed() || claim.lapsed();
+        let Ok(busy) = self.locker.enter() else {
             let _ = run.release().await;
             let _ = claim.release_keeping(period).await;
-            self.handler.event(TickEvent::Ran { tick, fence: run.fence(), lost, duration });
-            drop(busy);
-        }))
+            return None;
+        };
+        let (ended, end) = oneshot::channel();
+        let occurrence = Occurrence { schedule: self.id, tick: tick.timestamp_millis() };
+        post_or_undo(&*self.post, Input::Occurrence { occurrence, run, claim, period, ended, busy });
+        Some(end)
     }
 
     fn skip<T>(&self, tick: DateTime<Utc>, reason: SkipReason) -> Option<T> {
-        self.handler.event(TickEvent::Skip { tick, reason });
+        self.tell(Outcome::Skipped { tick: tick.timestamp_millis(), reason });
         None
     }
 
     fn fail<T>(&self, tick: DateTime<Utc>, error: SnatchError) -> Option<T> {
-        self.handler.event(TickEvent::Error { tick, error });
+        self.tell(Outcome::Unclaimed { tick: tick.timestamp_millis(), error });
         None
+    }
+
+    /// Tells the caller `outcome` of the schedule.
+    fn tell(&self, outcome: Outcome) {
+        let _ = self.post.post(Input::Tell(self.id, outcome));
     }
 }

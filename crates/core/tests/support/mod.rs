@@ -2,6 +2,8 @@
 //! when dropped. `REDIS_URL`, when set, replaces the single server of [`redis_url`].
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
+pub mod caller;
+
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

@@ -1,0 +1,70 @@
+//! What comes back to the runner from the runtime: acquisitions, releases and operations that finished there,
+//! losses, and schedules' occurrences to run.
+
+use crate::lock::lease::Lease;
+use crate::lock::locker::Busy;
+use snatch_protocol::run::{Occurrence, Outcome, Purpose};
+use snatch_protocol::SnatchError;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// One result for the runner.
+pub enum Input {
+    /// The acquisition of run or lock `id` (for `purpose`), made on the locker's connection, came to `result`; `busy`
+    /// counted it.
+    Acquired { id: u32, purpose: Purpose, result: Result<Option<Arc<Lease>>, SnatchError>, busy: Busy },
+    /// The lease of run or lock `id` was lost.
+    Lost(u32),
+    /// The lock of run `id` was given back on the locker's connection.
+    Released(u32),
+    /// Tell the caller `.1` for `.0` as it is: an operation's answer, a schedule's event.
+    Tell(u32, Outcome),
+    /// The locker closed (operation `.0`), releasing every lock still held.
+    Closed(u32),
+    /// A schedule's occurrence is claimed and its run lock taken: run its fn (see `Hold::Occurrence`).
+    Occurrence {
+        occurrence: Occurrence,
+        run: Arc<Lease>,
+        claim: Arc<Lease>,
+        period: Duration,
+        ended: oneshot::Sender<()>,
+        busy: Busy,
+    },
+}
+
+impl Input {
+    /// Gives back, in the background, the locks an input no runner will take holds. Within the Tokio runtime.
+    pub fn undo(self) {
+        match self {
+            Self::Acquired { result: Ok(Some(lease)), busy, .. } => {
+                tokio::spawn(async move {
+                    let _ = lease.release().await;
+                    drop(busy);
+                });
+            }
+            Self::Occurrence { run, claim, period, ended, busy, .. } => {
+                tokio::spawn(async move {
+                    let _ = run.release().await;
+                    let _ = claim.release_keeping(period).await;
+                    let _ = ended.send(());
+                    drop(busy);
+                });
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Takes inputs from the runtime to the runner, on the runner's thread.
+pub trait Post: Send + Sync + 'static {
+    /// Queues `input` for the runner; hands it back once the runner is gone (say, its JS environment torn down).
+    fn post(&self, input: Input) -> Result<(), Input>;
+}
+
+/// Posts `input` on `post`; when the runner is gone, gives back what it holds ([`Input::undo`]).
+pub(crate) fn post_or_undo(post: &dyn Post, input: Input) {
+    if let Err(input) = post.post(input) {
+        input.undo();
+    }
+}

@@ -1,0 +1,392 @@
+//! The lifecycle of everything that holds a lock for the caller, without I/O: a run of the user's fn (snatchTask,
+//! withLock, a schedule's occurrence) goes acquiring → running fn → releasing → ended, and a lock handed to the caller
+//! (tryLock, lock, a semaphore's permit) acquiring → held → released or lost. [`Runs`] keeps each by id and says, at
+//! every step, what the caller hears ([`Outcome`]) and what must be released. The driver (snatch-core's run/) does
+//! the I/O: it sends the acquisitions and releases, by the direct connection or the locker's own, and feeds their
+//! results here, with the user's fn settling (`task_done`) and leases lost.
+//!
+//! The rules, in one place:
+//! - fn is called once per run, only once the lock is held;
+//! - a loss is told once, and only while fn runs (once it settled, the run's end says whether the lease lapsed);
+//! - a run ends only once its lock is released (or the release failed: the key then expires with its lease), so the
+//!   next run on the key can take it; its end says whether the lease could not be guaranteed for the whole run;
+//! - a lock handed to the caller stays until the caller releases it or it is lost.
+
+use crate::error::SnatchError;
+use rustc_hash::FxHashMap;
+
+/// What a held lock tells the lifecycle.
+pub trait Held {
+    /// The fencing token of its acquisition.
+    fn fence(&self) -> i64;
+    /// Its owner token.
+    fn token(&self) -> &str;
+    /// Whether its lease could not be guaranteed: lost, or held past its validity.
+    fn lapsed(&self) -> bool;
+}
+
+/// Ids from here up are those of runs the driver starts itself (a schedule's occurrences); the caller's ids are below.
+pub const DRIVER_IDS: u32 = 1 << 31;
+
+/// Which of its occurrences a schedule runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Occurrence {
+    /// The schedule, by the caller's id for it.
+    pub schedule: u32,
+    /// The occurrence, in epoch milliseconds.
+    pub tick: i64,
+}
+
+/// Why an occurrence did not run here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    /// Another replica claimed it.
+    Taken,
+    /// The fn of an earlier occurrence was still running.
+    Overlap,
+}
+
+/// What Redis holds for a key that is locked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Inspection {
+    /// The lease left, in ms (with Redlock, the least among the nodes that hold it).
+    pub ttl_ms: i64,
+    /// The key's fence counter: the last fence given out, the holder's or, once other attempts were made since (each
+    /// uses a fence up), above it (with Redlock, the highest among the nodes).
+    pub fence: i64,
+    /// How many hold it: 1 for a lock.
+    pub holders: u32,
+}
+
+/// What the caller hears of a run, a lock, an operation or a schedule, by its id: the one outcome type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Call the user's fn of run `id` under the lease with `fence`: of the caller's run, or of a schedule's occurrence.
+    Call { fence: i64, occurrence: Option<Occurrence> },
+    /// The lease of run or lock `id` was lost: its signal aborts.
+    Lost,
+    /// Run `id` ended: fn ran under `fence` and settled, and the lock was given back; `lost` when its lease could not
+    /// be guaranteed for the whole run.
+    Ran { fence: i64, lost: bool },
+    /// Run or acquisition `id` ended without the lock: it was held.
+    NotAcquired,
+    /// Acquisition `id` got the lock, which the caller holds from now on as lock `id`.
+    Locked { fence: i64, token: String },
+    /// Operation `id` answered: a release or an extension (whether the lock was still ours), a forced release
+    /// (whether there was a lock), `close` (true).
+    Done(bool),
+    /// Operation `id`, an inspection, found this (`None`: the key is free).
+    Inspected(Option<Inspection>),
+    /// Run, acquisition or operation `id` failed.
+    Failed(SnatchError),
+    /// Schedule `id` did not run occurrence `tick` here.
+    Skipped { tick: i64, reason: SkipReason },
+    /// Schedule `id` could not claim occurrence `tick` (Redis unreachable, no quorum): it did not run here.
+    Unclaimed { tick: i64, error: SnatchError },
+}
+
+/// What an acquisition is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// A run of the user's fn under the lock.
+    Run,
+    /// A lock handed to the caller.
+    Lock,
+}
+
+/// Where one run or lock stands.
+#[derive(Debug)]
+enum Entry<H> {
+    /// Its acquisition is under way.
+    Acquiring(Purpose),
+    /// fn runs under `held`; `lost_told` once the caller heard of its loss.
+    Running { held: H, lost_told: bool },
+    /// fn settled; its lock is being released. The end of the run says `fence` and `lost`.
+    Releasing { fence: i64, lost: bool },
+    /// A lock the caller holds.
+    Holding(H),
+}
+
+/// A step of the lifecycle: what the caller hears now, and a lock the driver must give back (one acquired for a
+/// run or a lock no longer expected: its caller is gone).
+#[derive(Debug)]
+pub struct Step<H> {
+    pub outcome: Option<Outcome>,
+    pub release: Option<H>,
+}
+
+impl<H> Step<H> {
+    fn tell(outcome: Outcome) -> Self {
+        Self { outcome: Some(outcome), release: None }
+    }
+}
+
+/// The runs and locks of one locker, by id.
+#[derive(Debug)]
+pub struct Runs<H> {
+    entries: FxHashMap<u32, Entry<H>>,
+    /// The id of the next run the driver starts.
+    next_driver_id: u32,
+}
+
+impl<H> Default for Runs<H> {
+    fn default() -> Self {
+        Self { entries: FxHashMap::default(), next_driver_id: DRIVER_IDS }
+    }
+}
+
+impl<H: Held> Runs<H> {
+    /// The acquisition of run or lock `id` (a caller's id, below [`DRIVER_IDS`]) is under way.
+    pub fn start(&mut self, id: u32, purpose: Purpose) {
+        self.entries.insert(id, Entry::Acquiring(purpose));
+    }
+
+    /// The acquisition of `id` came to `acquired`: a run calls its fn, a lock is held; without the lock, or failed,
+    /// either ends. A lock acquired for an id no longer expected is to be released.
+    pub fn acquired(&mut self, id: u32, acquired: Result<Option<H>, SnatchError>) -> Step<H> {
+        let Some(Entry::Acquiring(purpose)) = self.entries.remove(&id) else {
+            return Step { outcome: None, release: acquired.ok().flatten() };
+        };
+        let held = match acquired {
+            Ok(Some(held)) => held,
+            Ok(None) => return Step::tell(Outcome::NotAcquired),
+            Err(e) => return Step::tell(Outcome::Failed(e)),
+        };
+        let (outcome, entry) = match purpose {
+            Purpose::Run => {
+                (Outcome::Call { fence: held.fence(), occurrence: None }, Entry::Running { held, lost_told: false })
+            }
+            Purpose::Lock => {
+                (Outcome::Locked { fence: held.fence(), token: held.token().to_owned() }, Entry::Holding(held))
+            }
+        };
+        self.entries.insert(id, entry);
+        Step::tell(outcome)
+    }
+
+    /// A run the driver starts itself, its lock already held: `occurrence` of a schedule. Its id, and the call of its
+    /// fn.
+    pub fn adopt(&mut self, held: H, occurrence: Occurrence) -> (u32, Outcome) {
+        let id = loop {
+            let id = self.next_driver_id;
+            self.next_driver_id = self.next_driver_id.checked_add(1).unwrap_or(DRIVER_IDS);
+            if !self.entries.contains_key(&id) {
+                break id;
+            }
+        };
+        let call = Outcome::Call { fence: held.fence(), occurrence: Some(occurrence) };
+        self.entries.insert(id, Entry::Running { held, lost_told: false });
+        (id, call)
+    }
+
+    /// The lease of run or lock `id` was lost: the caller hears of it if its fn still runs (once), or if it holds
+    /// the lock (which it then no longer does).
+    pub fn lost(&mut self, id: u32) -> Option<Outcome> {
+        match self.entries.get_mut(&id)? {
+            Entry::Running { lost_told, .. } if !*lost_told => {
+                *lost_told = true;
+                Some(Outcome::Lost)
+            }
+            Entry::Holding(_) => {
+                self.entries.remove(&id);
+                Some(Outcome::Lost)
+            }
+            _ => None,
+        }
+    }
+
+    /// The fn of run `id` settled: its lock, to release now; the run ends once it is released ([`Runs::released`]).
+    pub fn task_done(&mut self, id: u32) -> Option<H> {
+        let entry = self.entries.get_mut(&id)?;
+        let Entry::Running { held, .. } = entry else { return None };
+        let (fence, lost) = (held.fence(), held.lapsed());
+        let Entry::Running { held, .. } = std::mem::replace(entry, Entry::Releasing { fence, lost }) else {
+            unreachable!("matched above")
+        };
+        Some(held)
+    }
+
+    /// The lock of run `id` was given back (or giving it back failed: the key then expires with its lease): the run
+    /// ends.
+    pub fn released(&mut self, id: u32) -> Option<Outcome> {
+        match self.entries.remove(&id)? {
+            Entry::Releasing { fence, lost } => Some(Outcome::Ran { fence, lost }),
+            other => {
+                self.entries.insert(id, other);
+                None
+            }
+        }
+    }
+
+    /// Lock `id`, which the caller holds.
+    pub fn lock(&self, id: u32) -> Option<&H> {
+        match self.entries.get(&id)? {
+            Entry::Holding(held) => Some(held),
+            _ => None,
+        }
+    }
+
+    /// The caller gives lock `id` back: it is no longer held here; the driver releases it.
+    pub fn release_lock(&mut self, id: u32) -> Option<H> {
+        match self.entries.remove(&id)? {
+            Entry::Holding(held) => Some(held),
+            other => {
+                self.entries.insert(id, other);
+                None
+            }
+        }
+    }
+
+    /// The locker closed, which released every lock still held: the caller holds none any more.
+    pub fn closed(&mut self) {
+        self.entries.retain(|_, entry| !matches!(entry, Entry::Holding(_)));
+    }
+
+    /// The caller is gone (say, its JS environment was torn down): nothing is told any more, and every lock held for
+    /// it is to be released, those of running fns and those it held.
+    pub fn abandon(&mut self) -> Vec<H> {
+        self.entries
+            .drain()
+            .filter_map(|(_, entry)| match entry {
+                Entry::Running { held, .. } | Entry::Holding(held) => Some(held),
+                Entry::Acquiring(_) | Entry::Releasing { .. } => None,
+            })
+            .collect()
+    }
+
+    /// How many runs and locks are under way.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether none is under way.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    /// A held lock whose lapse the test decides.
+    #[derive(Debug, Clone)]
+    struct Lease {
+        fence: i64,
+        lapsed: Rc<Cell<bool>>,
+    }
+
+    impl Lease {
+        fn new(fence: i64) -> Self {
+            Self { fence, lapsed: Rc::default() }
+        }
+    }
+
+    impl Held for Lease {
+        fn fence(&self) -> i64 {
+            self.fence
+        }
+
+        fn token(&self) -> &str {
+            "token"
+        }
+
+        fn lapsed(&self) -> bool {
+            self.lapsed.get()
+        }
+    }
+
+    #[test]
+    fn a_run_calls_fn_once_it_holds_the_lock_and_ends_once_it_is_released() {
+        let mut runs = Runs::default();
+        runs.start(1, Purpose::Run);
+        assert_eq!(runs.task_done(1).map(|l: Lease| l.fence), None, "fn was not called yet");
+        let step = runs.acquired(1, Ok(Some(Lease::new(7))));
+        assert_eq!(step.outcome, Some(Outcome::Call { fence: 7, occurrence: None }));
+        assert_eq!(runs.released(1), None, "not released before fn settled");
+        assert_eq!(runs.task_done(1).map(|l| l.fence), Some(7), "its lock, to release");
+        assert_eq!(runs.task_done(1).map(|l| l.fence), None, "once");
+        assert_eq!(runs.lost(1), None, "fn has settled: its end tells");
+        assert_eq!(runs.released(1), Some(Outcome::Ran { fence: 7, lost: false }));
+        assert!(runs.is_empty());
+    }
+
+    #[test]
+    fn a_loss_is_told_once_while_fn_runs_and_the_end_says_the_lease_lapsed() {
+        let mut runs = Runs::default();
+        runs.start(1, Purpose::Run);
+        let lease = Lease::new(7);
+        runs.acquired(1, Ok(Some(lease.clone())));
+        lease.lapsed.set(true);
+        assert_eq!(runs.lost(1), Some(Outcome::Lost));
+        assert_eq!(runs.lost(1), None, "told once");
+        assert!(runs.task_done(1).is_some());
+        assert_eq!(runs.released(1), Some(Outcome::Ran { fence: 7, lost: true }));
+    }
+
+    #[test]
+    fn without_the_lock_or_failing_a_run_ends_at_once() {
+        let mut runs: Runs<Lease> = Runs::default();
+        runs.start(1, Purpose::Run);
+        runs.start(2, Purpose::Run);
+        assert_eq!(runs.acquired(1, Ok(None)).outcome, Some(Outcome::NotAcquired));
+        let failed = runs.acquired(2, Err(SnatchError::Closed)).outcome;
+        assert_eq!(failed, Some(Outcome::Failed(SnatchError::Closed)));
+        assert!(runs.is_empty());
+    }
+
+    #[test]
+    fn a_lock_is_held_until_released_or_lost() {
+        let mut runs = Runs::default();
+        runs.start(1, Purpose::Lock);
+        runs.start(2, Purpose::Lock);
+        let step = runs.acquired(1, Ok(Some(Lease::new(7))));
+        assert_eq!(step.outcome, Some(Outcome::Locked { fence: 7, token: "token".into() }));
+        runs.acquired(2, Ok(Some(Lease::new(8))));
+        assert_eq!(runs.lock(1).map(|l| l.fence), Some(7));
+        assert_eq!(runs.task_done(1).map(|l| l.fence), None, "a lock runs no fn");
+        assert_eq!(runs.release_lock(1).map(|l| l.fence), Some(7));
+        assert!(runs.lock(1).is_none() && runs.release_lock(1).is_none(), "released once");
+        assert_eq!(runs.lost(2), Some(Outcome::Lost));
+        assert!(runs.lock(2).is_none(), "a lost lock is no longer held");
+    }
+
+    #[test]
+    fn a_lock_acquired_for_nobody_is_given_back() {
+        let mut runs = Runs::default();
+        let step = runs.acquired(9, Ok(Some(Lease::new(7))));
+        assert_eq!((step.outcome, step.release.map(|l| l.fence)), (None, Some(7)));
+    }
+
+    #[test]
+    fn the_driver_starts_occurrences_with_ids_of_its_own() {
+        let mut runs = Runs::default();
+        let occurrence = Occurrence { schedule: 3, tick: 1_000 };
+        let (id, call) = runs.adopt(Lease::new(7), occurrence);
+        assert!(id >= DRIVER_IDS);
+        assert_eq!(call, Outcome::Call { fence: 7, occurrence: Some(occurrence) });
+        let (next, _) = runs.adopt(Lease::new(8), occurrence);
+        assert_ne!(next, id);
+        assert!(runs.task_done(id).is_some());
+        assert_eq!(runs.released(id), Some(Outcome::Ran { fence: 7, lost: false }));
+    }
+
+    #[test]
+    fn closing_drops_the_callers_locks_and_abandoning_gives_back_every_lock_held() {
+        let mut runs = Runs::default();
+        for (id, purpose) in [(1, Purpose::Lock), (2, Purpose::Run), (3, Purpose::Run)] {
+            runs.start(id, purpose);
+            runs.acquired(id, Ok(Some(Lease::new(i64::from(id)))));
+        }
+        runs.task_done(3);
+        runs.closed();
+        assert!(runs.lock(1).is_none());
+        assert_eq!(runs.len(), 2);
+        let mut fences: Vec<i64> = runs.abandon().into_iter().map(|l| l.fence).collect();
+        fences.sort();
+        assert_eq!(fences, [2], "the running fn's lock; the releasing one is on its way");
+        assert!(runs.is_empty());
+    }
+}

@@ -15,9 +15,9 @@ export declare class NativeLocker {
    * Validates the options. `deliver(kind, id, fence, extra)` hears every outcome (kinds and their arguments:
    * delivery.rs, `OutcomeKind`).
    */
-  constructor(init: LockerInit, deliver: (kind: OutcomeKind, id: number, fence?: bigint, extra?: boolean | string | OccurrenceArgs | HeldArgs | NativeError | SkippedArgs | UnclaimedArgs) => void)
-  /** `{ run, taskDone, tryLock, release }`, the calls every run or one-attempt lock makes (see run_calls.rs). */
-  runCalls(): { run(id: number, key: string, required: boolean, ttl?: number, minHold?: number, autoExtend?: boolean, wait?: number): void; taskDone(id: number): void; tryLock(id: number, key: string, ttl?: number, minHold?: number, autoExtend?: boolean): void; release(id: number, lock: number): void }
+  constructor(init: LockerInit, deliver: (arg0: OutcomeKind, arg1: number, arg2?: bigint | undefined | null, arg3?: boolean | string | OccurrenceArgs | HeldArgs | NativeError | SkippedArgs | UnclaimedArgs | undefined | null) => void)
+  /** The calls every run or one-attempt lock makes (calls.rs). */
+  runCalls(): RunCalls
   /**
    * Starts acquisition `id` of `key`, waiting up to `options.wait` (one attempt is `tryLock` of
    * [`NativeLocker::run_calls`]): a lock, or a timeout error when waiting ran out.
@@ -152,6 +152,24 @@ export declare const enum OutcomeKind {
   Skipped = 8,
   /** Schedule `id` could not claim an occurrence: `extra` is its [`UnclaimedArgs`]. */
   Unclaimed = 9,
+}
+
+/** The calls every run or one-attempt lock makes, of one locker. */
+export interface RunCalls {
+  /**
+   * `(id, key, required, ttl?, minHold?, autoExtend?, wait?)`: starts run `id` of the facade's fn under `key`; with
+   * `required` (withLock), not getting the lock is a timeout error.
+   */
+  startRun: (arg0: number, arg1: string, arg2: boolean, arg3?: number | undefined | null, arg4?: number | undefined | null, arg5?: boolean | undefined | null, arg6?: number | undefined | null) => void
+  /** `(id)`: the fn of run `id` settled; its lock is given back, and the run ends once it is. */
+  taskDone: (arg0: number) => void
+  /**
+   * `(id, key, ttl?, minHold?, autoExtend?)`: starts acquisition `id` of `key`, one attempt, for a lock the facade
+   * holds.
+   */
+  startTryLock: (arg0: number, arg1: string, arg2?: number | undefined | null, arg3?: number | undefined | null, arg4?: boolean | undefined | null) => void
+  /** `(id, lock)`: starts operation `id`, the release of lock `lock`. */
+  startRelease: (arg0: number, arg1: number) => void
 }
 
 /** Options of a schedule (the facade has applied the test-only clock offset from the environment). */

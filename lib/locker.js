@@ -11,7 +11,11 @@ const { ScheduledTask } = require('./schedule')
 const { Semaphore, checkLimit } = require('./semaphore')
 
 /** What the native side tells, defined once in the binding (src/delivery.rs, `OutcomeKind`). */
-const { Call: CALL, Lost: LOST, Failed: FAILED, Skipped: SKIPPED, Unclaimed: UNCLAIMED } = OutcomeKind
+const CALL = OutcomeKind.Call
+const LOST = OutcomeKind.Lost
+const FAILED = OutcomeKind.Failed
+const SKIPPED = OutcomeKind.Skipped
+const UNCLAIMED = OutcomeKind.Unclaimed
 
 /** The ids the facade gives its operations and schedules: below 2^31 (the native side numbers its own runs above). */
 const MAX_ID = 2 ** 31 - 1
@@ -73,12 +77,10 @@ class Locker {
   #lockOps
   /** Starts a run: `(id, key, required, ttl?, minHold?, autoExtend?, wait?)`. */
   #startRun
-  /** Tells the native side that the task of run `id` has settled. */
+  /** Tells the native side that the fn of run `id` has settled: `(id)`. */
   #taskDone
   /** Starts a one-attempt acquisition: `(id, key, ttl?, minHold?, autoExtend?)`. */
-  #tryLock
-  /** Starts the release of a lock: `(id, lock)`. */
-  #release
+  #startTryLock
 
   constructor(options) {
     const init = lockerInit(options)
@@ -89,12 +91,13 @@ class Locker {
       throw fromNative(err)
     }
     // Plain functions rather than methods: every run calls the first two, every tryLock cycle the others, and a
-    // native method call costs several times as much.
-    ;({ run: this.#startRun, taskDone: this.#taskDone, tryLock: this.#tryLock, release: this.#release } =
-      this.#native.runCalls())
+    // native method call costs several times as much (their signatures: the binding's RunCalls).
+    const calls = this.#native.runCalls()
+    ;({ startRun: this.#startRun, taskDone: this.#taskDone, startTryLock: this.#startTryLock } = calls)
+    const { startRelease } = calls
     this.#lockOps = {
       extend: (id, ttl) => this.#call((op) => this.#native.extend(op, id, ttl)),
-      release: (id) => this.#call((op) => this.#release(op, id)),
+      release: (id) => this.#call((op) => startRelease(op, id)),
       remainingMs: (id) => this.#native.remainingMs(id),
     }
   }
@@ -115,7 +118,7 @@ class Locker {
   async tryLock(key, options) {
     const init = lockInit(options, { canWait: false })
     return this.#acquire(key, init, (op) =>
-      init === undefined ? this.#tryLock(op, key) : this.#tryLock(op, key, init.ttl, init.minHold, init.autoExtend),
+      init === undefined ? this.#startTryLock(op, key) : this.#startTryLock(op, key, init.ttl, init.minHold, init.autoExtend),
     )
   }
 

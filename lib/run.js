@@ -4,7 +4,7 @@ const { OutcomeKind } = require('../binding')
 const diagnostics = require('./diagnostics')
 const { LockLostError } = require('./errors')
 
-const { Ran: RAN } = OutcomeKind
+const RAN = OutcomeKind.Ran
 
 /** What a run's task receives: the key, the fence of its lease, and a signal that aborts if the lease is lost. */
 class TaskContext {

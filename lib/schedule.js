@@ -6,7 +6,8 @@ const { OutcomeKind } = require('../binding')
 const diagnostics = require('./diagnostics')
 const { LockLostError, fromNativeError, native } = require('./errors')
 
-const { Ran: RAN, Skipped: SKIPPED } = OutcomeKind
+const RAN = OutcomeKind.Ran
+const SKIPPED = OutcomeKind.Skipped
 
 /** One occurrence's run of a schedule's fn, in this process: its context, and what fn came to. */
 class Occurrence {

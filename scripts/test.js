@@ -37,6 +37,8 @@ function main() {
   run('Rust lints (no loop socket)', 'cargo', ['clippy', '--features', 'unsupported-loop-socket', '--', '-D', 'warnings'])
   run('Rust tests', 'cargo', ['test', '-p', 'snatch-protocol', '-p', 'snatch-core'])
   run('type test', 'npx', ['tsc', '-p', '__test__/types/tsconfig.json'])
+  // The facade's calls of the binding against the types generated from the binding's Rust.
+  run('facade type test', 'npx', ['tsc', '-p', '__test__/types/facade.tsconfig.json'])
   run('Jest tests', 'npx', ['jest', ...process.argv.slice(2)])
   run('packaging test', 'node', ['scripts/pack-test.js'])
 }

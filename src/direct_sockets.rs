@@ -6,7 +6,7 @@
 
 use crate::loop_socket::{Handler, LoopSocket};
 use napi::bindgen_prelude::spawn;
-use napi::sys;
+use napi::Env;
 use snatch_core::protocol::direct::commands::DirectCall;
 use snatch_core::protocol::direct::session::CallReply;
 use snatch_core::protocol::direct::target::{ClusterMap, DirectTarget};
@@ -25,7 +25,7 @@ type Fetched = Arc<Mutex<Option<Result<Option<ClusterMap>, SnatchError>>>>;
 
 /// The sockets of one locker's direct calls.
 pub(crate) struct DirectSockets<C: DirectCall + 'static> {
-    env: sys::napi_env,
+    env: Env,
     locker: Locker,
     timeout: Duration,
     handler: Rc<Handler<C>>,
@@ -56,7 +56,7 @@ impl<C: DirectCall + 'static> DirectSockets<C> {
     /// The sockets for `locker`'s direct calls, with `timeout` as each call's deadline, replies going to `handler`.
     /// Nothing opens yet. `stale` is set by whoever finishes a call on the locker's own connection.
     pub(crate) fn new(
-        env: sys::napi_env,
+        env: Env,
         locker: &Locker,
         timeout: Duration,
         handler: Handler<C>,

@@ -4,6 +4,7 @@
 //! once [`throw`]s a JS Error whose `code` is the [`ErrorClass`] and whose `cause` says what Redis or the connection
 //! said. Both shapes are in the generated binding.d.ts; lib/errors.js maps each class to its export.
 
+use crate::ffi;
 use napi::Env;
 use napi_derive::napi;
 use snatch_core::{ArgKind, SnatchError};
@@ -69,15 +70,17 @@ impl From<&SnatchError> for NativeError {
     }
 }
 
-/// Throws `e` in `env` as a JS Error whose `code` is its [`ErrorClass`] and whose `cause` says what Redis or the
-/// connection said; returns what the call then fails with, which leaves that exception standing.
-pub(crate) fn throw(env: &Env, e: SnatchError) -> napi::Error {
+/// `e` as a JS Error whose `code` is its [`ErrorClass`] and whose `cause` says what Redis or the connection said.
+pub(crate) fn js_error(e: SnatchError) -> napi::Error<ErrorClass> {
     let NativeError { class, message, cause } = NativeError::from(&e);
-    let mut thrown = napi::Error::new(class, message);
+    let mut error = napi::Error::new(class, message);
     if let Some(cause) = cause {
-        thrown.set_cause(napi::Error::from_reason(cause));
+        error.set_cause(napi::Error::from_reason(cause));
     }
-    // SAFETY: an `Env` is handed to a call on its own JS thread only, and this runs within that call.
-    unsafe { napi::JsError::from(thrown).throw_into(env.raw()) };
-    napi::Error::from_status(napi::Status::PendingException)
+    error
+}
+
+/// Throws `e` in `env` ([`js_error`]); returns what the call then fails with, which leaves that exception standing.
+pub(crate) fn throw(env: &Env, e: SnatchError) -> napi::Error {
+    ffi::napi::throw(env, js_error(e))
 }

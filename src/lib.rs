@@ -2,16 +2,17 @@
 //! facade's calls, its direct sockets' replies and the runtime's results, delivers the runner's outcomes to the
 //! facade, and maps core errors to coded JS errors. The JS facade (`index.js`) wraps these classes.
 
+mod calls;
 mod delivery;
 mod direct_sockets;
 mod errors;
+mod ffi;
 mod host;
 mod inbox;
 mod locker;
 #[cfg_attr(any(not(unix), feature = "unsupported-loop-socket"), path = "loop_socket_unsupported.rs")]
 mod loop_socket;
 mod options;
-mod run_calls;
 mod schedule;
 
 /// mimalloc instead of the system allocator: buffers and tasks are allocated on one thread and freed on another,

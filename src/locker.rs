@@ -1,16 +1,17 @@
 //! `NativeLocker`: a core locker's runner for the facade. Every operation starts synchronously (bad input throws)
 //! and is heard of through the facade's `deliver` (delivery.rs); the calls every run makes are plain functions
-//! (run_calls.rs).
+//! (calls.rs).
 
-use crate::delivery::Delivery;
+use crate::calls::RunCalls;
+use crate::delivery::{Delivery, HeldArgs, OccurrenceArgs, OutcomeKind, SkippedArgs, UnclaimedArgs};
 use crate::direct_sockets::DirectSockets;
 use crate::errors::throw;
+use crate::errors::NativeError;
 use crate::host::Host;
 use crate::inbox::Inbox;
 use crate::options::{lock_options, millis, LockInit, LockerInit, ScheduleInit};
-use crate::run_calls;
 use crate::schedule::NativeSchedule;
-use napi::bindgen_prelude::{within_runtime_if_available, Function, Unknown};
+use napi::bindgen_prelude::{within_runtime_if_available, BigInt, Either7, FnArgs, Function};
 use napi::Env;
 use napi_derive::napi;
 use snatch_core::{CronSchedule, Input, Locker, LockerConfig, Runner, SnatchError};
@@ -28,11 +29,21 @@ pub struct NativeLocker {
 impl NativeLocker {
     /// Validates the options. `deliver(kind, id, fence, extra)` hears every outcome (kinds and their arguments:
     /// delivery.rs, `OutcomeKind`).
-    #[napi(
-        constructor,
-        ts_args_type = "init: LockerInit, deliver: (kind: OutcomeKind, id: number, fence?: bigint, extra?: boolean | string | OccurrenceArgs | HeldArgs | NativeError | SkippedArgs | UnclaimedArgs) => void"
-    )]
-    pub fn new(env: Env, init: LockerInit, deliver: Function<(), ()>) -> napi::Result<Self> {
+    #[napi(constructor)]
+    #[allow(clippy::type_complexity, reason = "spelled out: binding.d.ts is generated from it (it is `DeliverArgs`)")]
+    pub fn new(
+        env: Env,
+        init: LockerInit,
+        deliver: Function<
+            FnArgs<(
+                OutcomeKind,
+                u32,
+                Option<BigInt>,
+                Option<Either7<bool, String, OccurrenceArgs, HeldArgs, NativeError, SkippedArgs, UnclaimedArgs>>,
+            )>,
+            (),
+        >,
+    ) -> napi::Result<Self> {
         let locker = LockerConfig::try_from(init).and_then(Locker::new).map_err(|e| throw(&env, e))?;
         // At process exit the runtime is shut down first: spawning on its handle then drops the task, where napi's
         // `spawn` would panic.
@@ -69,21 +80,17 @@ impl NativeLocker {
                     host.step(|runner, out| runner.settle(replies, out));
                 }
             });
-            let sockets = DirectSockets::new(env.raw(), &locker, timeout, handler, stale);
+            let sockets = DirectSockets::new(env, &locker, timeout, handler, stale);
             Host::new(runner, sockets, delivery)
         });
         let _ = host_of_inbox.set(Rc::downgrade(&host));
         Ok(Self { host })
     }
 
-    /// `{ run, taskDone, tryLock, release }`, the calls every run or one-attempt lock makes (see run_calls.rs).
-    #[napi(
-        ts_return_type = "{ run(id: number, key: string, required: boolean, ttl?: number, minHold?: number, autoExtend?: boolean, wait?: number): void; taskDone(id: number): void; tryLock(id: number, key: string, ttl?: number, minHold?: number, autoExtend?: boolean): void; release(id: number, lock: number): void }"
-    )]
-    pub fn run_calls(&self, env: Env) -> napi::Result<Unknown<'_>> {
-        let calls = run_calls::create(env.raw(), &self.host)?;
-        // SAFETY: a value just made in this environment.
-        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), calls) })
+    /// The calls every run or one-attempt lock makes (calls.rs).
+    #[napi]
+    pub fn run_calls<'env>(&self, env: &'env Env) -> napi::Result<RunCalls<'env>> {
+        RunCalls::new(env, &self.host)
     }
 
     /// Starts acquisition `id` of `key`, waiting up to `options.wait` (one attempt is `tryLock` of

@@ -1,7 +1,7 @@
 //! The loop socket where libuv polling of a Redis socket is not built (Windows): never ready, so every call goes
 //! over the locker's own connection. Same interface as loop_socket.rs.
 
-use napi::sys;
+use napi::Env;
 use snatch_core::protocol::direct::session::CallReply;
 use snatch_core::protocol::direct::target::DirectTarget;
 use snatch_core::Locker;
@@ -15,7 +15,7 @@ pub(crate) type Handler<C> = Box<dyn Fn(Vec<(C, CallReply)>)>;
 pub(crate) struct LoopSocket<C: 'static>(PhantomData<C>);
 
 impl<C: 'static> LoopSocket<C> {
-    pub(crate) fn new(_env: sys::napi_env, _target: DirectTarget, _timeout: Duration, _handler: Handler<C>) -> Self {
+    pub(crate) fn new(_env: Env, _target: DirectTarget, _timeout: Duration, _handler: Handler<C>) -> Self {
         Self(PhantomData)
     }
 

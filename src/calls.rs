@@ -1,0 +1,87 @@
+//! The calls every run makes, `startRun` and `taskDone` (its fn settled), and those of a one-attempt lock,
+//! `startTryLock` and `startRelease`: plain JS functions (ffi's `function`) that the facade gets once per locker from
+//! `NativeLocker::runCalls()`. A napi-rs function or method spends more on tracking its arguments' and receiver's
+//! borrows than the direct call it starts (measured: withfn c=50 at 0.92 of these; bench/README.md, profile step 23).
+//! Their signatures are the types of [`RunCalls`]' fields, from which binding.d.ts is generated; the functions that
+//! read the arguments must take the same types, or the binding does not build.
+
+#![allow(clippy::type_complexity, reason = "the argument types are spelled out: binding.d.ts is generated from them")]
+
+use crate::errors::{js_error, ErrorClass};
+use crate::ffi::napi::function;
+use crate::host::Host;
+use crate::options::{lock_options, LockInit};
+use napi::bindgen_prelude::{FnArgs, Function};
+use napi::Env;
+use napi_derive::napi;
+use snatch_core::SnatchError;
+use std::rc::Rc;
+
+/// A call's outcome: a bad argument, or an error starting it, is thrown.
+type Thrown = Result<(), napi::Error<ErrorClass>>;
+
+/// The calls every run or one-attempt lock makes, of one locker.
+#[napi(object)]
+pub struct RunCalls<'env> {
+    /// `(id, key, required, ttl?, minHold?, autoExtend?, wait?)`: starts run `id` of the facade's fn under `key`; with
+    /// `required` (withLock), not getting the lock is a timeout error.
+    pub start_run: Function<'env, FnArgs<(u32, String, bool, Option<f64>, Option<f64>, Option<bool>, Option<f64>)>, ()>,
+    /// `(id)`: the fn of run `id` settled; its lock is given back, and the run ends once it is.
+    pub task_done: Function<'env, FnArgs<(u32,)>, ()>,
+    /// `(id, key, ttl?, minHold?, autoExtend?)`: starts acquisition `id` of `key`, one attempt, for a lock the facade
+    /// holds.
+    pub start_try_lock: Function<'env, FnArgs<(u32, String, Option<f64>, Option<f64>, Option<bool>)>, ()>,
+    /// `(id, lock)`: starts operation `id`, the release of lock `lock`.
+    pub start_release: Function<'env, FnArgs<(u32, u32)>, ()>,
+}
+
+impl<'env> RunCalls<'env> {
+    /// The calls of `host`'s locker; each function keeps `host` until collected.
+    pub(crate) fn new(env: &'env Env, host: &Rc<Host>) -> napi::Result<Self> {
+        Ok(Self {
+            start_run: function(env, c"startRun", host.clone(), start_run)?,
+            task_done: function(env, c"taskDone", host.clone(), task_done)?,
+            start_try_lock: function(env, c"startTryLock", host.clone(), start_try_lock)?,
+            start_release: function(env, c"startRelease", host.clone(), start_release)?,
+        })
+    }
+}
+
+/// `startRun`: see [`RunCalls::start_run`] (whose type the arguments' must be, or this does not build).
+fn start_run(
+    host: &Rc<Host>,
+    args: Args<(u32, String, bool, Option<f64>, Option<f64>, Option<bool>, Option<f64>)>,
+) -> Thrown {
+    let (id, key, required, ttl, min_hold, auto_extend, wait) = args.map_err(invalid)?;
+    let options = lock_options(Some(LockInit { ttl, min_hold, auto_extend, wait }), true).map_err(js_error)?;
+    host.step(|runner, out| runner.run(id, &key, &options, required, out)).map_err(js_error)
+}
+
+/// `taskDone`: see [`RunCalls::task_done`].
+fn task_done(host: &Rc<Host>, args: Args<(u32,)>) -> Thrown {
+    let (id,) = args.map_err(invalid)?;
+    host.step(|runner, out| runner.task_done(id, out));
+    Ok(())
+}
+
+/// `startTryLock`: see [`RunCalls::start_try_lock`].
+fn start_try_lock(host: &Rc<Host>, args: Args<(u32, String, Option<f64>, Option<f64>, Option<bool>)>) -> Thrown {
+    let (id, key, ttl, min_hold, auto_extend) = args.map_err(invalid)?;
+    let options = lock_options(Some(LockInit { ttl, min_hold, auto_extend, wait: None }), false).map_err(js_error)?;
+    host.step(|runner, out| runner.try_lock(id, &key, &options, out)).map_err(js_error)
+}
+
+/// `startRelease`: see [`RunCalls::start_release`].
+fn start_release(host: &Rc<Host>, args: Args<(u32, u32)>) -> Thrown {
+    let (id, lock) = args.map_err(invalid)?;
+    host.step(|runner, out| runner.release(id, lock, out));
+    Ok(())
+}
+
+/// A call's arguments, or why they are not of their types.
+type Args<A> = Result<A, String>;
+
+/// The error of an argument of the wrong type.
+fn invalid(reason: String) -> napi::Error<ErrorClass> {
+    js_error(SnatchError::type_arg(reason))
+}

@@ -6,20 +6,20 @@
 
 use crate::delivery::Delivery;
 use crate::direct_sockets::DirectSockets;
-use snatch_core::{Call, Output, Runner};
+use snatch_core::{Output, Runner};
 use std::cell::{Cell, RefCell};
 
 /// A locker's runner, sockets and delivery.
 pub(crate) struct Host {
     pub(crate) runner: RefCell<Runner>,
-    pub(crate) sockets: DirectSockets<Call>,
+    pub(crate) sockets: DirectSockets,
     pub(crate) delivery: Delivery,
     /// An output to reuse, with the room its lists grew to: a step does not allocate them again.
     spare: Cell<Option<Output>>,
 }
 
 impl Host {
-    pub(crate) fn new(runner: Runner, sockets: DirectSockets<Call>, delivery: Delivery) -> Self {
+    pub(crate) fn new(runner: Runner, sockets: DirectSockets, delivery: Delivery) -> Self {
         Self { runner: RefCell::new(runner), sockets, delivery, spare: Cell::default() }
     }
 

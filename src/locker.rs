@@ -70,9 +70,8 @@ impl NativeLocker {
                 }
             },
         )?;
-        let runner = Runner::new(locker.clone(), Arc::new(inbox), runtime);
+        let runner = Runner::new(locker.clone(), Arc::new(inbox), runtime.clone());
         let stale = runner.stale().clone();
-        let timeout = locker.config().command_timeout;
         let host = Rc::new_cyclic(|host: &Weak<Host>| {
             let host = host.clone();
             let handler = Box::new(move |replies| {
@@ -80,7 +79,7 @@ impl NativeLocker {
                     host.step(|runner, out| runner.settle(replies, out));
                 }
             });
-            let sockets = DirectSockets::new(env, &locker, timeout, handler, stale);
+            let sockets = DirectSockets::new(env, &locker, runtime, handler, stale);
             Host::new(runner, sockets, delivery)
         });
         let _ = host_of_inbox.set(Rc::downgrade(&host));

@@ -33,13 +33,21 @@ const REOPEN_AFTER: Duration = Duration::from_secs(1);
 /// together when it returns.
 pub(crate) type Handler<C> = Box<dyn Fn(Vec<(C, CallReply)>)>;
 
-/// The socket of one locker; `C` is what a call carries until its reply.
+/// The socket of one locker; `C` is what a call carries until its reply. Clones are handles to the same socket.
 pub(crate) struct LoopSocket<C: DirectCall + 'static> {
     state: Rc<RefCell<State<C>>>,
 }
 
+impl<C: DirectCall + 'static> Clone for LoopSocket<C> {
+    fn clone(&self) -> Self {
+        Self { state: self.state.clone() }
+    }
+}
+
 struct State<C: DirectCall + 'static> {
     env: Env,
+    /// The locker whose calls the socket carries (it opens the socket).
+    locker: Locker,
     phase: Phase<C>,
     /// What the socket connects to.
     target: DirectTarget,
@@ -79,17 +87,16 @@ struct Open<C: DirectCall + 'static> {
 
 impl<C: DirectCall + 'static> LoopSocket<C> {
     /// A socket to `target` for calls with `timeout` as deadline, replies going to `handler`. Nothing opens yet.
-    pub(crate) fn new(env: Env, target: DirectTarget, timeout: Duration, handler: Handler<C>) -> Self {
+    pub(crate) fn new(env: Env, locker: Locker, target: DirectTarget, timeout: Duration, handler: Handler<C>) -> Self {
         let phase = Phase::Closed { reopen_at: None };
         let group = target == DirectTarget::Server;
         let handler = Rc::new(handler);
-        let state = State { env, phase, target, group, timeout, handler, closing: false };
+        let state = State { env, locker, phase, target, group, timeout, handler, closing: false };
         Self { state: Rc::new(RefCell::new(state)) }
     }
 
-    /// Whether calls can be sent now. When not, starts opening the socket for `locker` if it is closed and may be
-    /// opened again.
-    pub(crate) fn ready(&self, locker: &Locker) -> bool {
+    /// Whether calls can be sent now. When not, starts opening the socket if it is closed and may be opened again.
+    pub(crate) fn ready(&self) -> bool {
         let mut state = self.state.borrow_mut();
         if state.closing {
             return false;
@@ -98,10 +105,10 @@ impl<C: DirectCall + 'static> LoopSocket<C> {
             Phase::Open(_) => return true,
             Phase::Unavailable => return false,
             Phase::Closed { reopen_at } => {
-                if reopen_at.is_some_and(|at| Instant::now() < at) || locker.is_closed() {
+                if reopen_at.is_some_and(|at| Instant::now() < at) || state.locker.is_closed() {
                     return false;
                 }
-                let (opened, locker, target) = (Opened::default(), locker.clone(), state.target.clone());
+                let (opened, locker, target) = (Opened::default(), state.locker.clone(), state.target.clone());
                 state.phase = Phase::Opening(opened.clone());
                 spawn(async move {
                     let socket = snatch_core::open_direct_socket(&locker, &target).await;
@@ -154,13 +161,6 @@ impl<C: DirectCall + 'static> LoopSocket<C> {
         if idle {
             shut(&self.state);
         }
-    }
-}
-
-impl<C: DirectCall + 'static> Drop for LoopSocket<C> {
-    fn drop(&mut self) {
-        self.state.borrow_mut().closing = true;
-        shut(&self.state);
     }
 }
 

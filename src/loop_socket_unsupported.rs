@@ -14,12 +14,24 @@ pub(crate) type Handler<C> = Box<dyn Fn(Vec<(C, CallReply)>)>;
 /// A socket that is never open.
 pub(crate) struct LoopSocket<C: 'static>(PhantomData<C>);
 
+impl<C: 'static> Clone for LoopSocket<C> {
+    fn clone(&self) -> Self {
+        Self(PhantomData)
+    }
+}
+
 impl<C: 'static> LoopSocket<C> {
-    pub(crate) fn new(_env: Env, _target: DirectTarget, _timeout: Duration, _handler: Handler<C>) -> Self {
+    pub(crate) fn new(
+        _env: Env,
+        _locker: Locker,
+        _target: DirectTarget,
+        _timeout: Duration,
+        _handler: Handler<C>,
+    ) -> Self {
         Self(PhantomData)
     }
 
-    pub(crate) fn ready(&self, _locker: &Locker) -> bool {
+    pub(crate) fn ready(&self) -> bool {
         false
     }
 

@@ -124,14 +124,22 @@ impl Caller {
     }
 
     /// Serves the schedule's occurrences with `fn` until `until` resolves: every outcome told meanwhile, in order
-    /// (the calls, the runs' ends, the schedule's skips).
+    /// (the calls, the runs' ends, the schedule's skips), with those of the results posted by then.
     pub async fn serve(&mut self, mut r#fn: Occurrences, until: impl Future<Output = ()>) -> Told {
         let mut seen = Vec::new();
         let mut running = FuturesUnordered::new();
         tokio::pin!(until);
         loop {
             tokio::select! {
-                () = &mut until => return seen,
+                () = &mut until => {
+                    // What was posted before `until` resolved (a run's end, before the schedule's stop resolves).
+                    while let Ok(input) = self.inputs.try_recv() {
+                        let mut out = Output::default();
+                        self.runner.handle(input, &mut out);
+                        seen.extend(self.sent(out));
+                    }
+                    return seen;
+                }
                 Some(id) = running.next(), if !running.is_empty() => {
                     let mut out = Output::default();
                     self.runner.task_done(id, &mut out);

@@ -98,7 +98,7 @@ impl Supervisor {
             (id, table.sleeping_until.is_some_and(|t| at < t), start)
         };
         if start {
-            tokio::spawn(run(Arc::downgrade(&self.shared), self.shared.wake.clone()));
+            tokio::spawn(supervise(Arc::downgrade(&self.shared), self.shared.wake.clone()));
         } else if wake {
             self.shared.wake.notify_one();
         }
@@ -152,7 +152,7 @@ impl Shared {
 /// The supervisor's task: attends to the entries that are due, then sleeps until the next one (at most
 /// [`IDLE_TICK`]) or until woken. Holds the table only while awake, and ends once the supervisor is dropped or
 /// closed.
-async fn run(shared: Weak<Shared>, wake: Arc<Notify>) {
+async fn supervise(shared: Weak<Shared>, wake: Arc<Notify>) {
     loop {
         let Some(strong) = shared.upgrade() else { return };
         let now = Instant::now();

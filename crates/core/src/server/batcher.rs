@@ -97,7 +97,7 @@ async fn send(connection: Arc<Connection>, calls: Vec<(ScriptCall, Reply)>) {
     if replies.is_empty() {
         return;
     }
-    let results = tokio::time::timeout(connection.timeout(), run(&connection, &pipe, &scripts))
+    let results = tokio::time::timeout(connection.timeout(), exchange(&connection, &pipe, &scripts))
         .await
         .unwrap_or_else(|_| Err(connection.timed_out()))
         .map(|(results, _)| results);
@@ -120,7 +120,7 @@ async fn send(connection: Arc<Connection>, calls: Vec<(ScriptCall, Reply)>) {
 /// failover) has the connection opened anew for the next batch. Calls of a script the server did not have are sent
 /// again as EVAL, and, on a cluster, calls refused while their slot migrates (TRYAGAIN) again after a short pause,
 /// until the caller's timeout. All our scripts are safe to repeat with the same token.
-async fn run(
+async fn exchange(
     connection: &Connection,
     pipe: &Pipeline,
     scripts: &[&'static Script],
@@ -199,7 +199,7 @@ fn needs_resend(result: &RedisResult<Value>) -> Option<Resend> {
 pub(crate) async fn call_alone(connection: &Connection, call: ScriptCall) -> Result<(Value, Link), SnatchError> {
     let mut pipe = Pipeline::with_capacity(1);
     pipe.ignore_errors().add_command(call.cmd);
-    let (mut results, link) = tokio::time::timeout(connection.timeout(), run(connection, &pipe, &[call.script]))
+    let (mut results, link) = tokio::time::timeout(connection.timeout(), exchange(connection, &pipe, &[call.script]))
         .await
         .unwrap_or_else(|_| Err(connection.timed_out()))?;
     let reply = results.pop().unwrap_or_else(|| Err((redis::ErrorKind::Client, "no reply").into()));

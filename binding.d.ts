@@ -74,6 +74,8 @@ export interface HeldArgs {
   ttl: number
   /** How many hold it. */
   holders: number
+  /** The holder's instance id, when its value says. */
+  holder?: string
 }
 
 /**
@@ -97,6 +99,8 @@ export interface LockerInit {
   ttl?: number
   commandTimeout?: number
   driftFactor?: number
+  /** Names this process in locks' values and schedules' records (the facade defaults it to `hostname:pid`). */
+  instanceId?: string
 }
 
 /**

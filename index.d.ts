@@ -17,6 +17,11 @@ export interface LockerOptions {
   commandTimeout?: number
   /** Redlock clock-drift factor. Default 0.01. */
   driftFactor?: number
+  /**
+   * Names this process in every lock's stored value (`inspect()`'s `holder`) and in schedules' records and
+   * registrations. Default `${os.hostname()}:${process.pid}`. 1 to 256 bytes, no control characters, not ending in `*`.
+   */
+  instanceId?: string
   /** Redis Cluster: seed nodes ('redis://' or 'rediss://'); the rest are discovered. Exclusive with url, urls, sentinel. */
   cluster?: string[]
   /**
@@ -130,6 +135,8 @@ export interface Inspection {
   fence: bigint
   /** How many hold it: 1 for a lock. */
   holders: number
+  /** The holder's `instanceId` (null when its value does not say: a semaphore, or a lock taken by an older version). */
+  holder: string | null
 }
 
 /**

@@ -5,7 +5,7 @@
 
 const { createLocker, Lock } = require('..')
 const { startRedis, redisCommand } = require('./support/redis-server')
-const { uniqueKey } = require('./support/util')
+const { uniqueKey, INSTANCE } = require('./support/util')
 
 const url = () => process.env.REDIS_URL
 const INVALID = 'ERR_SNATCH_INVALID_ARG'
@@ -21,7 +21,7 @@ test('inspect: null while free; the lease left, the fence and one holder while h
   expect(await locker.inspect(key)).toBeNull()
   const lock = await locker.tryLock(key, { ttl: 30_000 })
   const held = await locker.inspect(key)
-  expect(held).toEqual({ ttl: expect.any(Number), fence: lock.fence, holders: 1 })
+  expect(held).toEqual({ ttl: expect.any(Number), fence: lock.fence, holders: 1, holder: INSTANCE })
   expect(held.ttl).toBeGreaterThan(0)
   expect(held.ttl).toBeLessThanOrEqual(30_000)
   expect(await lock.release()).toBe(true)
@@ -76,7 +76,7 @@ test('on a Redlock majority: inspect reports the lock held on a majority; forceR
   try {
     const key = uniqueKey('redlock-inspect')
     const lock = await redlock.tryLock(key, { ttl: 30_000 })
-    expect(await redlock.inspect(key)).toEqual({ ttl: expect.any(Number), fence: lock.fence, holders: 1 })
+    expect(await redlock.inspect(key)).toEqual({ ttl: expect.any(Number), fence: lock.fence, holders: 1, holder: INSTANCE })
     // Held on one node of three only: not held.
     await redisCommand(servers[0].url, 'DEL', `snatch:${key}`)
     await redisCommand(servers[1].url, 'DEL', `snatch:${key}`)

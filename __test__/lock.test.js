@@ -2,7 +2,7 @@
 
 const { createLocker, Lock, LockLostError } = require('..')
 const { redisCommand } = require('./support/redis-server')
-const { uniqueKey, sleep } = require('./support/util')
+const { uniqueKey, sleep, heldBy } = require('./support/util')
 
 const url = () => process.env.REDIS_URL
 
@@ -23,7 +23,7 @@ test('tryLock returns a Lock with key, token, fence, signal and validUntil; null
   expect(lock.signal.aborted).toBe(false)
   expect(lock.validUntil).toBeGreaterThan(before + 4000)
   expect(lock.validUntil).toBeLessThanOrEqual(Date.now() + 5000)
-  expect(await redisCommand(url(), 'GET', `snatch:${key}`)).toBe(lock.token)
+  expect(await redisCommand(url(), 'GET', `snatch:${key}`)).toBe(heldBy(lock))
   expect(await locker.tryLock(key)).toBeNull()
   expect(await lock.release()).toBe(true)
   expect(lock.signal.aborted).toBe(true)
@@ -95,7 +95,7 @@ test('a holder whose lease expired cannot release or extend the next owner lock'
   }
   expect(await stale.release()).toBe(false)
   expect(await stale.extend()).toBe(false)
-  expect(await redisCommand(url(), 'GET', `snatch:${key}`)).toBe(owner.token)
+  expect(await redisCommand(url(), 'GET', `snatch:${key}`)).toBe(heldBy(owner))
   expect(owner.fence > stale.fence).toBe(true)
   await owner.release()
 })
@@ -120,7 +120,7 @@ test('autoExtend keeps a lock held past its ttl', async () => {
   const lock = await locker.tryLock(key, { ttl: 150, autoExtend: true })
   await sleep(500)
   expect(lock.signal.aborted).toBe(false)
-  expect(await redisCommand(url(), 'GET', `snatch:${key}`)).toBe(lock.token)
+  expect(await redisCommand(url(), 'GET', `snatch:${key}`)).toBe(heldBy(lock))
   await lock.release()
 })
 
@@ -153,6 +153,6 @@ test('minHold on a Lock keeps the key after release', async () => {
   const key = uniqueKey('lockhold')
   const lock = await locker.tryLock(key, { minHold: 2000 })
   expect(await lock.release()).toBe(true)
-  expect(await redisCommand(url(), 'GET', `snatch:${key}`)).toBe(lock.token)
+  expect(await redisCommand(url(), 'GET', `snatch:${key}`)).toBe(heldBy(lock))
   expect(await redisCommand(url(), 'PTTL', `snatch:${key}`)).toBeGreaterThan(1000)
 })

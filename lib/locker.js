@@ -166,7 +166,7 @@ class Locker {
     checkKey(key)
     const { fence, extra } = await this.#call((op) => this.#native.inspect(op, key))
     if (fence === undefined) return null
-    return { ttl: extra.ttl, fence, holders: extra.holders }
+    return { ttl: extra.ttl, fence, holders: extra.holders, holder: extra.holder ?? null }
   }
 
   /**

@@ -1,6 +1,7 @@
 'use strict'
 
 const fs = require('node:fs')
+const os = require('node:os')
 const { invalidArg } = require('./errors')
 
 /** The single-server default when neither `url` nor `urls` nor REDIS_URL is given. */
@@ -40,7 +41,7 @@ function snapshot(name, value, names) {
 /** The options of LockerOptions. */
 const LOCKER_OPTIONS = [
   'url', 'urls', 'cluster', 'sentinel', 'tls', 'username', 'password', 'waitReplicas', 'fenceTtl', 'prefix', 'ttl',
-  'commandTimeout', 'driftFactor',
+  'commandTimeout', 'driftFactor', 'instanceId',
 ]
 
 /** Checks the JS types of LockerOptions and resolves the URLs (`url`, `urls`, `cluster` or `sentinel.urls`, else REDIS_URL). */
@@ -70,7 +71,7 @@ function lockerInit(options) {
   }
   checkType('prefix', o.prefix, 'string')
   for (const name of ['ttl', 'commandTimeout', 'driftFactor', 'waitReplicas', 'fenceTtl']) checkType(name, o[name], 'number')
-  for (const name of ['username', 'password']) checkType(name, o[name], 'string')
+  for (const name of ['username', 'password', 'instanceId']) checkType(name, o[name], 'string')
   const urls = o.urls ?? o.cluster ?? (o.sentinel && sentinel.urls) ?? [o.url ?? (process.env.REDIS_URL || DEFAULT_URL)]
   return {
     urls,
@@ -87,6 +88,7 @@ function lockerInit(options) {
     ttl: o.ttl,
     commandTimeout: o.commandTimeout,
     driftFactor: o.driftFactor,
+    instanceId: o.instanceId ?? `${os.hostname()}:${process.pid}`,
   }
 }
 

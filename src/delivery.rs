@@ -63,6 +63,8 @@ pub struct HeldArgs {
     pub ttl: f64,
     /// How many hold it.
     pub holders: u32,
+    /// The holder's instance id, when its value says.
+    pub holder: Option<String>,
 }
 
 /// `extra` of [`OutcomeKind::Skipped`].
@@ -94,7 +96,7 @@ fn arguments(id: u32, outcome: Outcome) -> [Arg; 4] {
         Outcome::Done(answer) => (OutcomeKind::Done, None, Some(Arg::Bool(answer))),
         Outcome::Inspected(None) => (OutcomeKind::Inspected, None, None),
         Outcome::Inspected(Some(held)) => {
-            let args = HeldArgs { ttl: held.ttl_ms as f64, holders: held.holders };
+            let args = HeldArgs { ttl: held.ttl_ms as f64, holders: held.holders, holder: held.holder };
             (OutcomeKind::Inspected, Some(held.fence), Some(Arg::of(args)))
         }
         Outcome::Failed(e) => (OutcomeKind::Failed, None, Some(Arg::of(NativeError::from(&e)))),

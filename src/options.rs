@@ -25,6 +25,8 @@ pub struct LockerInit {
     pub ttl: Option<f64>,
     pub command_timeout: Option<f64>,
     pub drift_factor: Option<f64>,
+    /// Names this process in locks' values and schedules' records (the facade defaults it to `hostname:pid`).
+    pub instance_id: Option<String>,
 }
 
 /// TLS options, PEM text (the facade has turned Buffers into strings and read `NODE_EXTRA_CA_CERTS`).
@@ -88,6 +90,7 @@ impl TryFrom<LockerInit> for LockerConfig {
             ttl: millis_or("ttl", o.ttl, defaults.ttl)?,
             command_timeout: millis_or("commandTimeout", o.command_timeout, defaults.command_timeout)?,
             drift_factor: o.drift_factor.unwrap_or(defaults.drift_factor),
+            instance_id: o.instance_id.unwrap_or(defaults.instance_id),
         })
     }
 }

@@ -5,7 +5,7 @@
 // (subscribed, and the release published) rather than by its retries.
 
 const { redisCommand } = require('./redis-server')
-const { uniqueKey } = require('./util')
+const { uniqueKey, INSTANCE } = require('./util')
 
 /** The sum over `nodes` of `read(node)`. */
 async function sum(nodes, read) {
@@ -82,7 +82,7 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
 
   // inspect: what Redis holds; forceRelease: an operator deletes the lock, and the holder hears of it.
   const inspected = await other.inspect(key)
-  expect(inspected).toEqual({ ttl: expect.any(Number), fence: expect.any(BigInt), holders: 1 })
+  expect(inspected).toEqual({ ttl: expect.any(Number), fence: expect.any(BigInt), holders: 1, holder: INSTANCE })
   // The counter: the holder's fence, raised by the attempts made since (the waiter's above).
   expect(inspected.fence).toBeGreaterThan(lock.fence)
   expect(inspected.ttl).toBeGreaterThan(0)

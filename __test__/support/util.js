@@ -8,6 +8,14 @@ function uniqueKey(name) {
   return `${name}:${process.pid}:${Date.now()}:${n++}`
 }
 
+/** This process's default instance id (`instanceId`), as lockers name it in a lock's value. */
+const INSTANCE = `${require('node:os').hostname()}:${process.pid}`
+
+/** What a lock's key holds for `lock` (or a token) of this process: its token, then the instance. */
+function heldBy(lock) {
+  return `${typeof lock === 'string' ? lock : lock.token}:${INSTANCE}`
+}
+
 /** Resolves after `ms` milliseconds. */
 function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms))
@@ -30,4 +38,4 @@ async function whilePaused(server, call) {
   }
 }
 
-module.exports = { uniqueKey, sleep, whilePaused }
+module.exports = { INSTANCE, heldBy, uniqueKey, sleep, whilePaused }

@@ -85,6 +85,9 @@ pub struct LockerConfig {
     pub command_timeout: Duration,
     /// Redlock clock-drift factor: the validity of a lease is `ttl − elapsed − (ttl·drift_factor + 2 ms)`.
     pub drift_factor: f64,
+    /// Names this process in every lock's stored value (see snatch-protocol's owner.rs) and in schedules' records
+    /// and registrations.
+    pub instance_id: String,
 }
 
 impl std::fmt::Debug for LockerConfig {
@@ -100,6 +103,7 @@ impl std::fmt::Debug for LockerConfig {
             .field("ttl", &self.ttl)
             .field("command_timeout", &self.command_timeout)
             .field("fence_ttl", &self.fence_ttl)
+            .field("instance_id", &self.instance_id)
             .finish_non_exhaustive()
     }
 }
@@ -119,6 +123,7 @@ impl Default for LockerConfig {
             ttl: Duration::from_millis(30_000),
             command_timeout: Duration::from_millis(1_000),
             drift_factor: 0.01,
+            instance_id: format!("localhost:{}", std::process::id()),
         }
     }
 }
@@ -178,6 +183,7 @@ impl LockerConfig {
                 "fenceTtl must be an integer number of milliseconds in [1, {MAX_FENCE_TTL_MS}], got {fence_ttl}"
             )));
         }
+        snatch_protocol::owner::check_instance(&self.instance_id).map_err(SnatchError::type_arg)?;
         if !(0.0..0.5).contains(&self.drift_factor) {
             return Err(SnatchError::range_arg(format!("driftFactor must be in [0, 0.5), got {}", self.drift_factor)));
         }

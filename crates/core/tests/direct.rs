@@ -16,7 +16,7 @@ use snatch_core::{
 use std::io::ErrorKind;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{inspect, redis_url, unique_key, RedisServer};
+use support::{held_by, inspect, redis_url, unique_key, RedisServer};
 
 fn locker(urls: &[&str]) -> Locker {
     let urls = urls.iter().map(|u| u.to_string()).collect();
@@ -158,7 +158,7 @@ async fn acquires_and_releases_over_the_callers_socket() {
     let lease = lease.expect("acquired");
     assert!(lease.fence() > 0);
     let held: String = inspect(&url).get(format!("snatch:{key}")).unwrap();
-    assert_eq!(held, lease.token());
+    assert_eq!(held, held_by(lease.token()));
 
     let second = acquire(&mut socket, attempt_on(&locker, &key, &options));
     assert!(matches!(second, Settled::Done(Ok(None))), "{second:?}");
@@ -216,7 +216,7 @@ async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_o
     assert!(e.to_string().contains("WRONGTYPE"), "{e}");
     assert_eq!(e.code(), "ERR_SNATCH_REDIS");
     let held: String = inspect(&url).get(format!("snatch:{third}")).unwrap();
-    assert_eq!(held, third_lease.token(), "the lock after the failed one is taken all the same");
+    assert_eq!(held, held_by(third_lease.token()), "the lock after the failed one is taken all the same");
 
     // Two releases, then the first key again: a script call and a transaction, in order, so the key is free when it
     // is asked for.
@@ -459,7 +459,7 @@ fn outcome(
             let holder: String = redis.get(&lock).unwrap();
             let (lease_ms, counter_ms): (i64, i64) = (redis.pttl(&lock).unwrap(), redis.pttl(&fence).unwrap());
             Outcome::Acquired {
-                holder_is_token: holder == lease.token(),
+                holder_is_token: holder == held_by(lease.token()),
                 fence_rose: lease.fence() > before,
                 lease_set: lease_ms > 0 && lease_ms <= 30_000,
                 counter_expires: counter_ms > 0,

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::caller::Caller;
-use support::{inspect, redis_url, unique_key, RedisServer};
+use support::{held_by, inspect, redis_url, unique_key, RedisServer};
 
 fn locker(url: &str) -> Locker {
     Locker::new(LockerConfig { urls: vec![url.to_owned()], ..LockerConfig::default() }).unwrap()
@@ -69,7 +69,7 @@ async fn a_held_key_is_not_acquired_and_the_holder_is_untouched() {
     let held = a.try_lock(&key, &LockOptions::default()).await.unwrap().unwrap();
     assert!(b.try_lock(&key, &LockOptions::default()).await.unwrap().is_none());
     let owner: String = inspect(&url).get(format!("snatch:{key}")).unwrap();
-    assert_eq!(owner, held.token());
+    assert_eq!(owner, held_by(held.token()));
 }
 
 #[tokio::test]
@@ -88,7 +88,7 @@ async fn an_expired_holder_cannot_release_or_extend_the_next_owner() {
     assert!(!stale.extend(None).await.unwrap());
     assert!(!stale.release().await.unwrap());
     let token: String = inspect(&url).get(format!("snatch:{key}")).unwrap();
-    assert_eq!(token, owner.token());
+    assert_eq!(token, held_by(owner.token()));
     assert!(owner.fence() > stale.fence());
 }
 
@@ -188,11 +188,11 @@ async fn reasking_with_the_same_token_refreshes_the_lease_with_a_higher_fence_an
     };
     // The acquire script, asked again with the holder's token (as a call made again after its reply was lost is),
     // keeps the lock ours, refreshes the lease and answers a fence above the first: every call counts the fence up.
-    assert_eq!(acquire(lease.token(), &mut con), lease.fence() + 1);
+    assert_eq!(acquire(&held_by(lease.token()), &mut con), lease.fence() + 1);
     let pttl: i64 = con.pttl(format!("snatch:{key}")).unwrap();
     assert!(pttl > 10_000);
     let holder: String = con.get(format!("snatch:{key}")).unwrap();
-    assert_eq!(holder, lease.token());
+    assert_eq!(holder, held_by(lease.token()));
     // Another token is refused with -2 - the holder's pttl.
     let refused = acquire("someone-else", &mut con);
     assert!((-2 - 60_000..-2 - 10_000).contains(&refused), "refused with {refused}");
@@ -227,7 +227,7 @@ async fn a_release_wakes_waiters_only_when_someone_waits() {
         })
     };
     // The waiter marks the lock once it is subscribed to its releases.
-    let (marked, since) = (format!("{}*", holder.token()), Instant::now());
+    let (marked, since) = (format!("{}*", held_by(holder.token())), Instant::now());
     while inspect(&url).get::<_, String>(format!("snatch:{key}")).unwrap() != marked {
         assert!(since.elapsed() < Duration::from_secs(10), "the waiter never marked the lock");
         tokio::time::sleep(Duration::from_millis(5)).await;

@@ -8,7 +8,7 @@ use snatch_core::{LeaseState, LockOptions, Locker, LockerConfig, SnatchError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::caller::Caller;
-use support::{inspect, unique_key, RedisServer};
+use support::{held_by, inspect, unique_key, RedisServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -50,7 +50,7 @@ async fn every_subset_of_foreign_holders_n3_and_n5() {
                 let expected = if mask & (1 << i) != 0 {
                     Some("foreign".to_owned())
                 } else {
-                    lease.as_ref().map(|l| l.token().to_owned())
+                    lease.as_ref().map(|l| held_by(l.token()))
                 };
                 assert_eq!(value, expected, "n={n} mask={mask:b} node={i}");
             }

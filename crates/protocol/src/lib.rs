@@ -9,6 +9,7 @@ pub mod acquisition;
 pub mod direct;
 pub mod error;
 pub mod keys;
+pub mod owner;
 pub mod resp;
 pub mod run;
 pub mod scripts;

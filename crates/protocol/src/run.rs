@@ -47,7 +47,7 @@ pub enum SkipReason {
 }
 
 /// What Redis holds for a key that is locked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inspection {
     /// The lease left, in ms (with Redlock, the least among the nodes that hold it).
     pub ttl_ms: i64,
@@ -56,6 +56,8 @@ pub struct Inspection {
     pub fence: i64,
     /// How many hold it: 1 for a lock.
     pub holders: u32,
+    /// The instance that holds it (`instanceId`), when it says (see owner.rs).
+    pub holder: Option<String>,
 }
 
 /// What the caller hears of a run, a lock, an operation or a schedule, by its id: the one outcome type.

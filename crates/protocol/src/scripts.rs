@@ -70,8 +70,8 @@ pub static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!
 
 /// What Redis holds for a lock: `inspect`, for dashboards and debugging.
 ///
-/// KEYS: lock key, fence key. Returns `{pttl, fence}`: the lock key's lease left in ms (-2 when free) and the fence
-/// counter's value (nil when it has none).
+/// KEYS: lock key, fence key. Returns `{pttl, fence, owner}`: the lock key's lease left in ms (-2 when free), the fence
+/// counter's value (nil when it has none), and what the lock key holds (nil when free, or for a semaphore).
 pub static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/inspect.lua").to_owned()));
 
 /// Delete a lock whoever holds it and wake its waiters: `forceRelease`, an operator's tool.

@@ -33,7 +33,8 @@ pub enum Settled<T, C> {
 pub struct DirectAcquire {
     locker: Locker,
     keys: LockKeys,
-    token: String,
+    /// What the key is to hold (snatch-protocol's owner.rs).
+    owner: String,
     ttl: Duration,
     options: LockOptions,
     started: Instant,
@@ -57,7 +58,7 @@ impl DirectAcquire {
         Ok(Some(Self {
             locker: locker.clone(),
             keys,
-            token: Locker::new_token(),
+            owner: locker.new_owner(),
             ttl: locker.lease_ttl(options),
             options: options.clone(),
             started: Instant::now(),
@@ -69,7 +70,7 @@ impl DirectAcquire {
         DirectCommand::Acquire(acquisition::Values {
             lock: &self.keys.lock,
             fence: &self.keys.fence,
-            token: &self.token,
+            token: &self.owner,
             ttl_ms: self.ttl.as_millis(),
             fence_ttl_ms: self.locker.config().fence_ttl.as_millis(),
         })
@@ -90,7 +91,7 @@ impl DirectAcquire {
             Err(e) => {
                 if timed_out {
                     // Redis may still apply the command: undo it, whether it comes before this release or after.
-                    self.locker.nodes().release_later(&self.keys, &self.token, Instant::now(), true);
+                    self.locker.nodes().release_later(&self.keys, &self.owner, Instant::now(), true);
                 }
                 return Settled::Done(Err(e));
             }
@@ -106,11 +107,11 @@ impl DirectAcquire {
         if Instant::now() >= valid_until {
             // Ours, but too late to be of use: give it back.
             let nodes = self.locker.nodes();
-            nodes.release_later(&self.keys, &self.token, Instant::now(), false);
+            nodes.release_later(&self.keys, &self.owner, Instant::now(), false);
             return Settled::Done(Err(single(self.locker.nodes()).failure(VALIDITY_ELAPSED_ON_ONE_NODE)));
         }
         let grant = Grant { fence, started: self.started, valid_until };
-        Settled::Done(Ok(Some(self.locker.adopt(self.keys, self.token, grant, self.ttl, &self.options))))
+        Settled::Done(Ok(Some(self.locker.adopt(self.keys, self.owner, grant, self.ttl, &self.options))))
     }
 
     /// The key as the user gave it.
@@ -125,7 +126,7 @@ impl DirectAcquire {
 
     /// Makes the attempt on the locker's own connection, with the same token.
     pub async fn fallback(self) -> Result<Option<Arc<Lease>>, SnatchError> {
-        self.locker.attempt(self.keys, self.token, &self.options).await
+        self.locker.attempt(self.keys, self.owner, &self.options).await
     }
 }
 
@@ -153,7 +154,7 @@ impl DirectRelease {
 
     /// The command that releases the lock.
     pub fn command(&self) -> DirectCommand<'_> {
-        DirectCommand::Release { lock: &self.lease.keys().lock, token: self.lease.token() }
+        DirectCommand::Release { lock: &self.lease.keys().lock, token: self.lease.owner() }
     }
 
     /// What the reply, or its absence, comes to: whether the key was still ours, or an error.
@@ -172,7 +173,7 @@ impl DirectRelease {
 
     /// Releases on the locker's own connection.
     pub async fn fallback(self) -> Result<bool, SnatchError> {
-        self.lease.nodes().try_release(self.lease.keys(), self.lease.token()).await
+        self.lease.nodes().try_release(self.lease.keys(), self.lease.owner()).await
     }
 }
 

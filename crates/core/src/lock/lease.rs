@@ -2,6 +2,7 @@
 
 use crate::redlock::quorum::{Extend, Grant, Nodes};
 use snatch_protocol::keys::LockKeys;
+use snatch_protocol::owner;
 use snatch_protocol::SnatchError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,7 +27,8 @@ type Hook = Box<dyn FnOnce() + Send>;
 /// One acquisition of a lock. Shared by its owner and the locker's supervisor.
 pub struct Lease {
     keys: LockKeys,
-    token: String,
+    /// What the key holds: the token and this locker's instance (snatch-protocol's owner.rs).
+    owner: String,
     fence: i64,
     acquired_at: Instant,
     ttl: Duration,
@@ -58,7 +60,7 @@ impl std::fmt::Debug for Lease {
 impl Lease {
     pub(crate) fn new(
         keys: LockKeys,
-        token: String,
+        owner: String,
         grant: Grant,
         ttl: Duration,
         min_hold: Duration,
@@ -67,7 +69,7 @@ impl Lease {
         let state = LeaseState::Held { valid_until: grant.valid_until };
         let inner = Mutex::new(Inner { state, on_lost: None, on_end: None, extension_sent: false });
         let (fence, acquired_at, end, awaited) = (grant.fence, grant.started, Notify::new(), AtomicBool::new(false));
-        Self { keys, token, fence, acquired_at, ttl, min_hold, nodes, inner, end, awaited }
+        Self { keys, owner, fence, acquired_at, ttl, min_hold, nodes, inner, end, awaited }
     }
 
     /// The key as the user gave it.
@@ -77,7 +79,12 @@ impl Lease {
 
     /// The owner's random token (128 bits, hex).
     pub fn token(&self) -> &str {
-        &self.token
+        owner::token(&self.owner)
+    }
+
+    /// What the key holds: the token and this locker's instance.
+    pub(crate) fn owner(&self) -> &str {
+        &self.owner
     }
 
     /// The fencing token: strictly increasing per key across all holders.
@@ -186,7 +193,7 @@ impl Lease {
             return Ok(false);
         }
         self.inner().extension_sent = true;
-        let renewed = match self.nodes.extend(&self.keys, &self.token, ttl).await? {
+        let renewed = match self.nodes.extend(&self.keys, &self.owner, ttl).await? {
             Extend::Renewed { valid_until } if valid_until > Instant::now() => match &mut self.inner().state {
                 LeaseState::Held { valid_until: v } => {
                     *v = valid_until;
@@ -202,7 +209,7 @@ impl Lease {
         if renewed {
             // Redis extended a lease already declared lost (or too late to be guaranteed): nobody holds the key
             // now, so it must not stay locked for the new ttl.
-            self.nodes.release_later(&self.keys, &self.token, Instant::now(), false);
+            self.nodes.release_later(&self.keys, &self.owner, Instant::now(), false);
         }
         Ok(false)
     }
@@ -217,7 +224,7 @@ impl Lease {
         if !self.end_released() {
             return Ok(false);
         }
-        self.nodes.try_release(&self.keys, &self.token).await
+        self.nodes.try_release(&self.keys, &self.owner).await
     }
 
     /// Gives the lock back but keeps the key (owner-checked) for `hold` more, so nobody acquires it before then.
@@ -227,7 +234,7 @@ impl Lease {
             return Ok(false);
         }
         let hold = hold.max(Duration::from_millis(1));
-        Ok(matches!(self.nodes.extend(&self.keys, &self.token, hold).await?, Extend::Renewed { .. }))
+        Ok(matches!(self.nodes.extend(&self.keys, &self.owner, hold).await?, Extend::Renewed { .. }))
     }
 
     /// Whether the lease failed to stay guaranteed: lost, or held past its validity. False once released.
@@ -251,7 +258,7 @@ impl Lease {
             // An extension Redis applies late (its answer not in yet, or lost) would keep the key locked with
             // nobody holding it: release it once the lease's guarantee has ended (not sooner: the owner was told of
             // the loss ahead of that), at once when the locker closes.
-            self.nodes.release_later(&self.keys, &self.token, valid_until, true);
+            self.nodes.release_later(&self.keys, &self.owner, valid_until, true);
         }
         self.notify_end();
         hooks.0.into_iter().chain(hooks.1).for_each(|hook| hook());

@@ -8,6 +8,7 @@ use crate::lock::supervisor::Supervisor;
 use crate::redlock::quorum::{Acquire, Grant, Nodes};
 use crate::server::node::Node;
 use snatch_protocol::keys::LockKeys;
+use snatch_protocol::owner;
 use snatch_protocol::run::Inspection;
 use snatch_protocol::SnatchError;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -223,11 +224,13 @@ impl Locker {
         options.ttl.unwrap_or(self.shared.config.ttl)
     }
 
-    /// A new owner token: 128 random bits as 32 lowercase hex digits. All 128 bits are random, as API.md promises
-    /// (">= 128 random bits"), so it is not a v4 UUID (122 random bits); the `uuid` crate's encoder writes the hex.
-    pub(crate) fn new_token() -> String {
+    /// A new owner for an acquisition (snatch-protocol's owner.rs): a token of 128 random bits as 32 lowercase hex
+    /// digits, then this locker's instance. All 128 bits are random, as API.md promises (">= 128 random bits"), so
+    /// it is not a v4 UUID (122 random bits); the `uuid` crate's encoder writes the hex.
+    pub(crate) fn new_owner(&self) -> String {
         let mut digits = [0; uuid::fmt::Simple::LENGTH];
-        uuid::Uuid::from_u128(rand::random()).simple().encode_lower(&mut digits).to_owned()
+        let token = uuid::Uuid::from_u128(rand::random()).simple().encode_lower(&mut digits);
+        owner::owner(token, &self.shared.config.instance_id)
     }
 
     /// The keys of `key` once `options` and `key` are checked.
@@ -285,7 +288,7 @@ impl Locker {
         let mut wake = None;
         let mut late_splits = 0;
         loop {
-            let token = Self::new_token();
+            let token = self.new_owner();
             // Once subscribed to its releases, an attempt marks the lock as waited for, so that they wake us.
             match shared.nodes.acquire(&keys, &token, ttl, wake.is_some()).await? {
                 Acquire::Won(grant) => return Ok(Some(self.adopt(keys, token, grant, ttl, options))),
@@ -335,8 +338,7 @@ impl Locker {
     pub async fn inspect(&self, key: &str) -> Result<Option<Inspection>, SnatchError> {
         let keys = LockKeys::new(&self.shared.config.prefix, key, self.one_slot())?;
         let _busy = self.enter()?;
-        let held = self.shared.nodes.inspect(&keys).await?;
-        Ok(held.map(|(ttl_ms, fence)| Inspection { ttl_ms, fence, holders: 1 }))
+        self.shared.nodes.inspect(&keys).await
     }
 
     /// Deletes `key`'s lock whoever holds it (an operator's tool) and wakes its waiters; true when there was one. The

@@ -12,6 +12,8 @@ use crate::server::waker::Watch;
 use futures_util::future::join_all;
 use snatch_protocol::acquisition::Acquired;
 use snatch_protocol::keys::LockKeys;
+use snatch_protocol::owner;
+use snatch_protocol::run::Inspection;
 use snatch_protocol::SnatchError;
 use std::sync::Arc;
 use std::time::Duration;
@@ -217,16 +219,24 @@ impl Nodes {
     }
 
     /// What the nodes hold for the lock of `keys`: `None` when it is free (held on fewer than a majority of nodes),
-    /// else the least lease left among the nodes that hold it (ms; -1 for a key without expiry) and the highest fence
-    /// counter. An error when fewer than a majority answered (with one node, its error).
-    pub(crate) async fn inspect(&self, keys: &LockKeys) -> Result<Option<(i64, i64)>, SnatchError> {
+    /// else the least lease left among the nodes that hold it (ms; -1 for a key without expiry), the highest fence
+    /// counter, and the holder's instance (the one a majority names). An error when fewer than a majority answered
+    /// (with one node, its error).
+    pub(crate) async fn inspect(&self, keys: &LockKeys) -> Result<Option<Inspection>, SnatchError> {
         let answers = self.majority(join_all(self.nodes.iter().map(|n| n.inspect(keys))).await)?;
-        let fence = answers.iter().filter_map(|(_, counter)| *counter).max().unwrap_or(0);
-        let leases: Vec<i64> = answers.into_iter().filter_map(|(lease, _)| lease).collect();
+        let fence = answers.iter().filter_map(|held| held.fence).max().unwrap_or(0);
+        let leases: Vec<i64> = answers.iter().filter_map(|held| held.lease_ms).collect();
         if leases.len() < self.quorum() {
             return Ok(None);
         }
-        Ok(leases.into_iter().min().map(|least| (least, fence)))
+        let mut owners: Vec<&str> = answers.iter().filter_map(|held| held.owner.as_deref()).collect();
+        owners.sort_unstable();
+        let holder = owners
+            .chunk_by(|a, b| a == b)
+            .find(|same| same.len() >= self.quorum())
+            .and_then(|same| owner::holder(same[0]))
+            .map(str::to_owned);
+        Ok(leases.into_iter().min().map(|ttl_ms| Inspection { ttl_ms, fence, holders: 1, holder }))
     }
 
     /// Deletes the lock of `keys` on every node, whoever holds it; true when some node had it. An error when fewer

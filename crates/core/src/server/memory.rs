@@ -167,6 +167,11 @@ fn to_lua(lua: &Lua, reply: Value) -> mlua::Result<LuaValue> {
             status.set("ok", "OK")?;
             LuaValue::Table(status)
         }
+        Value::SimpleString(text) => {
+            let status = lua.create_table()?;
+            status.set("ok", text)?;
+            LuaValue::Table(status)
+        }
         Value::Array(items) => {
             let table = lua.create_table()?;
             for (at, item) in items.into_iter().enumerate() {
@@ -289,6 +294,14 @@ impl Keyspace {
                 ])
             }
             b"GET" => self.string(arg(1)?)?.map_or(Value::Nil, |s| Value::BulkString(s.clone())),
+            b"TYPE" => Value::SimpleString(
+                match self.live(arg(1)?).map(|entry| &entry.data) {
+                    None => "none",
+                    Some(Data::String(_)) => "string",
+                    Some(Data::SortedSet(_)) => "zset",
+                }
+                .to_owned(),
+            ),
             b"SET" => self.set(arg(1)?, arg(2)?, &args[3..])?,
             b"INCR" => {
                 let key = arg(1)?;

@@ -19,6 +19,17 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
 
+/// What one node holds for a lock ([`Node::inspect`]).
+#[derive(Debug)]
+pub(crate) struct Held {
+    /// The lease left in ms (-1 for a key without expiry); `None` when the lock is free.
+    pub(crate) lease_ms: Option<i64>,
+    /// The fence counter's value, if it has one.
+    pub(crate) fence: Option<i64>,
+    /// What the lock key holds (snatch-protocol's owner.rs), for a lock.
+    pub(crate) owner: Option<String>,
+}
+
 /// One Redis deployment.
 pub(crate) struct Node {
     connection: Arc<Connection>,
@@ -163,12 +174,13 @@ impl Node {
         Ok(self.invoke::<i64>(call).await? == 1)
     }
 
-    /// Runs INSPECT: the lease left on the lock of `keys` in ms (`None` when free) and its fence counter's value.
-    pub(crate) async fn inspect(&self, keys: &LockKeys) -> Result<(Option<i64>, Option<i64>), SnatchError> {
+    /// Runs INSPECT: the lease left on the lock of `keys` in ms (`None` when free), its fence counter's value, and
+    /// what the lock key holds (its owner, for a lock).
+    pub(crate) async fn inspect(&self, keys: &LockKeys) -> Result<Held, SnatchError> {
         let mut call = ScriptCall::new(&scripts::INSPECT, 2);
         call.arg(&keys.lock).arg(&keys.fence);
-        let (pttl, fence): (i64, Option<i64>) = self.invoke(call).await?;
-        Ok(((pttl != -2).then_some(pttl), fence))
+        let (pttl, fence, owner): (i64, Option<i64>, Option<String>) = self.invoke(call).await?;
+        Ok(Held { lease_ms: (pttl != -2).then_some(pttl), fence, owner })
     }
 
     /// Runs FORCE_RELEASE: deletes the lock of `keys` whoever holds it and wakes its waiters; false when it was free.

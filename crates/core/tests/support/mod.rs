@@ -141,6 +141,12 @@ pub fn inspect(url: &str) -> redis::Connection {
     redis::Client::open(url).unwrap().get_connection().unwrap()
 }
 
+/// What a lock's key holds for an acquisition with `token` by a locker of the default configuration (its instance
+/// is `localhost:<pid>`; see snatch-protocol's owner.rs).
+pub fn held_by(token: &str) -> String {
+    format!("{token}:localhost:{}", std::process::id())
+}
+
 /// A key no other test (or earlier run against a shared REDIS_URL) uses.
 pub fn unique_key(name: &str) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};

@@ -39,10 +39,12 @@ export declare class NativeLocker {
   forceRelease(id: number, key: string): void
   /** Milliseconds lock `lock` is still guaranteed; 0 once lost or released. */
   remainingMs(lock: number): number
+  /** Starts operation `id`: asks the fleet `question`; answers with JSON. Throws on a bad question. */
+  ask(id: number, question: FleetQuestion): void
   /**
-   * Starts schedule `id` (the facade's id for it): at every occurrence of `cron`, on exactly one replica, its fn
-   * is called as a run's (an occurrence's [`crate::delivery::OutcomeKind::Call`]); the occurrences it does not
-   * run are told as the schedule's. Throws on a bad name, expression, zone or ttl.
+   * Starts schedule `id` (the facade's id for it): every occurrence of `cron` runs once across the replicas, its
+   * fn called as a run's (an occurrence's [`crate::delivery::OutcomeKind::Call`]); the on-time occurrences it does
+   * not run here are told as the schedule's. Throws on a bad name, expression, zone or option.
    */
   schedule(id: number, name: string, cron: string, options: ScheduleInit): NativeSchedule
   /**
@@ -66,6 +68,19 @@ export declare const enum ErrorClass {
   QuorumError = 'QuorumError',
   LockTimeoutError = 'LockTimeoutError',
   ClosedError = 'ClosedError',
+  NoReplicaError = 'NoReplicaError',
+}
+
+/** A question to the fleet (`schedules()`, `history()`, `suspend()`, `resume()`, `trigger()`, `locks()`). */
+export interface FleetQuestion {
+  /** `schedules`, `history`, `suspend`, `resume`, `trigger` or `locks`. */
+  kind: string
+  /** The schedule's name (all but `schedules` and `locks`). */
+  name?: string
+  /** How many records or locks, at most. */
+  limit?: number
+  /** The glob the locks' names match (`locks`). */
+  pattern?: string
 }
 
 /** `extra` of a held key's [`OutcomeKind::Inspected`]. */
@@ -127,8 +142,12 @@ export interface NativeError {
 export interface OccurrenceArgs {
   /** The schedule, by the facade's id for it. */
   schedule: number
-  /** The occurrence, in epoch milliseconds. */
+  /** The occurrence, in epoch milliseconds: its cron tick, or when a manual run was asked for. */
   tick: number
+  /** 1 for the first attempt. */
+  attempt: number
+  /** Why it runs: `on-time`, `late`, `retry` or `manual`. */
+  why: string
 }
 
 /**
@@ -156,6 +175,10 @@ export declare const enum OutcomeKind {
   Skipped = 8,
   /** Schedule `id` could not claim an occurrence: `extra` is its [`UnclaimedArgs`]. */
   Unclaimed = 9,
+  /** The signal of run `id`'s fn aborts: `extra` says why, `timeout` or `replaced`. */
+  Aborted = 10,
+  /** Operation `id`, a question to the fleet, answered `extra`, JSON. */
+  Answered = 11,
 }
 
 /** The calls every run or one-attempt lock makes, of one locker. */
@@ -165,8 +188,11 @@ export interface RunCalls {
    * `required` (withLock), not getting the lock is a timeout error.
    */
   startRun: (arg0: number, arg1: string, arg2: boolean, arg3?: number | undefined | null, arg4?: number | undefined | null, arg5?: boolean | undefined | null, arg6?: number | undefined | null) => void
-  /** `(id)`: the fn of run `id` settled; its lock is given back, and the run ends once it is. */
-  taskDone: (arg0: number) => void
+  /**
+   * `(id, failure?)`: the fn of run `id` settled (`failure`: the message of what it threw or rejected with, for a
+   * schedule's record); its lock is given back, and the run ends once it is.
+   */
+  taskDone: (arg0: number, arg1?: string | undefined | null) => void
   /**
    * `(id, key, ttl?, minHold?, autoExtend?)`: starts acquisition `id` of `key`, one attempt, for a lock the facade
    * holds.
@@ -183,12 +209,24 @@ export interface ScheduleInit {
   timezone?: string
   /** Test only: milliseconds added to this process's clock when deciding when occurrences are due. */
   clockOffset?: number
+  /** Milliseconds after its tick within which an occurrence no replica ran still runs; 0: never late. */
+  startingDeadline?: number
+  /** Further attempts after fn failed. */
+  retries?: number
+  /** Milliseconds before the first retry, doubled for each next one. */
+  retryDelay?: number
+  /** `forbid`, `allow` or `replace`. */
+  concurrency?: string
+  /** Milliseconds an attempt may take before its signal aborts. */
+  timeout?: number
+  /** How many records Redis keeps. */
+  history?: number
 }
 
 /** `extra` of [`OutcomeKind::Skipped`]. */
 export interface SkippedArgs {
   tick: number
-  /** `taken` or `overlap`. */
+  /** `taken`, `overlap` or `suspended`. */
   reason: string
 }
 

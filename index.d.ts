@@ -111,8 +111,68 @@ export declare class Locker {
   /** Deletes `key`'s lock whoever holds it (an operator's tool) and wakes its waiters; true if there was one. The
    *  holder's next extension is refused and its signal aborts. */
   forceRelease(key: string): Promise<boolean>
+  /** Every schedule a live replica registered, fleet-wide (none needs to be registered in this process), by name. */
+  schedules(): Promise<ScheduleInfo[]>
+  /** A schedule's newest records, newest first (`limit` default 50). */
+  history(name: string, options?: { limit?: number }): Promise<OccurrenceRecord[]>
+  /** Every replica skips the schedule's occurrences (reason 'suspended') until `resume`. */
+  suspend(name: string): Promise<void>
+  resume(name: string): Promise<void>
+  /** One run now, on exactly one live replica that registered `name` (excluded against its scheduled runs by the run
+   *  lock); rejects NoReplicaError when none is live. */
+  trigger(name: string): Promise<{ tick: Date }>
+  /** Locks held now under this locker's prefix (SCAN; each master on a cluster). `key` and `match` (a glob) are the
+   *  names given to lock()/snatchTask(), without the prefix. `limit` default 1000. */
+  locks(options?: { match?: string; limit?: number }): Promise<HeldLock[]>
   /** Stop schedules, wait for running tasks, release every lock still held, close connections. Idempotent. */
   close(): Promise<void>
+}
+
+/** One attempt of one occurrence of a schedule, as Redis keeps it (`history()`). */
+export interface OccurrenceRecord {
+  /** The scheduled occurrence (a manual run's: when it was asked for). */
+  tick: Date
+  /** 1 for the first. */
+  attempt: number
+  why: 'on-time' | 'late' | 'retry' | 'manual'
+  /** A manual run (`trigger`), or a retry of one. */
+  manual: boolean
+  /** Who ran it (null when missed). */
+  instance: string | null
+  fence: bigint | null
+  started: Date | null
+  durationMs: number | null
+  outcome: 'running' | 'ok' | 'failed' | 'timeout' | 'lost' | 'crashed' | 'missed'
+  /** The error's message, at most 500 characters. */
+  error?: string
+  /** Why a missed occurrence did not run: 'deadline', 'overlap' or 'suspended'. */
+  reason?: 'deadline' | 'overlap' | 'suspended'
+  /** When the next attempt is due (a failed attempt with retries left). */
+  retryAt?: Date
+}
+
+/** A schedule as its live replicas registered it (`schedules()`). */
+export interface ScheduleInfo {
+  name: string
+  cron: string
+  timezone: string
+  /** Instance ids of the live replicas that registered it. */
+  replicas: string[]
+  suspended: boolean
+  next: Date | null
+  running: OccurrenceRecord[]
+  /** The newest record of an attempt that is not running. */
+  last: OccurrenceRecord | null
+}
+
+/** A lock held now (`locks()`). */
+export interface HeldLock {
+  key: string
+  /** The holder's instance id (null when its value does not say). */
+  holder: string | null
+  /** The lease left, in ms. */
+  ttl: number
+  fence: bigint
 }
 
 /** A counting semaphore (`Locker.semaphore`); expiry is judged on the Redis server's clock. */
@@ -166,29 +226,57 @@ export interface ErrorMessage {
 
 /** Options of a schedule. */
 export interface ScheduleOptions {
-  /** Lease of each run; auto-extended while fn runs. Default: the locker's ttl. */
+  /** Lease of each attempt; auto-extended while fn runs. Default: the locker's ttl. */
   ttl?: number
   /** IANA time zone name; default 'UTC'. */
   timezone?: string
+  /** An occurrence that no replica ran at its tick still runs, once fleet-wide, if it can start within this many ms
+   *  of its tick (only the latest missed one; older ones are recorded 'missed'). 0: never late. Default 900000 (15 min). */
+  startingDeadline?: number
+  /** Further attempts after fn rejected or threw (a dead runner's attempt is re-run regardless, up to 3 attempts in
+   *  all). Default 0. */
+  retries?: number
+  /** Delay before the first retry in ms, doubled for each next one, with ±20% jitter. Default 1000. */
+  retryDelay?: number
+  /** While an earlier occurrence still runs: 'forbid' skips the new one (default), 'allow' runs both, 'replace' aborts
+   *  the running attempt's signal (RunReplacedError) and runs the new one once it gave way. */
+  concurrency?: 'forbid' | 'allow' | 'replace'
+  /** Per attempt, in ms: the signal aborts then (RunTimeoutError) and the attempt counts as failed. Default: none. */
+  timeout?: number
+  /** How many occurrence records Redis keeps for this schedule (1 to 10000). Default 50. */
+  history?: number
 }
+
+/** Why an attempt of an occurrence runs. */
+export type RunReason = 'on-time' | 'late' | 'retry' | 'manual'
 
 /** What a scheduled task receives. */
 export interface TickContext extends TaskContext {
-  /** The scheduled occurrence, not the local start time. */
+  /** The scheduled occurrence (a manual run's: when it was asked for), not the local start time. */
   tick: Date
+  /** 1 for the first attempt of the occurrence. */
+  attempt: number
+  why: RunReason
+}
+
+/** What a 'run' or 'error' event is about: an attempt run here. */
+export interface AttemptInfo {
+  tick: Date
+  attempt: number
+  why: RunReason
 }
 
 /** A running schedule (an EventEmitter). */
 export interface ScheduledTask extends EventEmitter {
   readonly name: string
-  /** No new ticks; waits for a running one. */
+  /** No new occurrences; waits for the attempts running here. */
   stop(): Promise<void>
-  on(event: 'run', listener: (info: { tick: Date; fence: bigint; durationMs: number }) => void): this
-  on(event: 'skip', listener: (info: { tick: Date; reason: 'taken' | 'overlap' }) => void): this
-  on(event: 'error', listener: (err: unknown, info: { tick: Date }) => void): this
-  once(event: 'run', listener: (info: { tick: Date; fence: bigint; durationMs: number }) => void): this
-  once(event: 'skip', listener: (info: { tick: Date; reason: 'taken' | 'overlap' }) => void): this
-  once(event: 'error', listener: (err: unknown, info: { tick: Date }) => void): this
+  on(event: 'run', listener: (info: AttemptInfo & { fence: bigint; durationMs: number }) => void): this
+  on(event: 'skip', listener: (info: { tick: Date; reason: 'taken' | 'overlap' | 'suspended' }) => void): this
+  on(event: 'error', listener: (err: unknown, info: AttemptInfo) => void): this
+  once(event: 'run', listener: (info: AttemptInfo & { fence: bigint; durationMs: number }) => void): this
+  once(event: 'skip', listener: (info: { tick: Date; reason: 'taken' | 'overlap' | 'suspended' }) => void): this
+  once(event: 'error', listener: (err: unknown, info: AttemptInfo) => void): this
 }
 
 /** A held lock. */
@@ -243,4 +331,16 @@ export declare class LockLostError extends SnatchError {
 /** ERR_SNATCH_CLOSED: the locker was closed. */
 export declare class ClosedError extends SnatchError {
   readonly code: 'ERR_SNATCH_CLOSED'
+}
+/** ERR_SNATCH_NO_REPLICA: `trigger()` found no live replica that registered the schedule. */
+export declare class NoReplicaError extends SnatchError {
+  readonly code: 'ERR_SNATCH_NO_REPLICA'
+}
+/** ERR_SNATCH_RUN_TIMEOUT: a schedule's attempt ran past its `timeout` (its signal's reason). */
+export declare class RunTimeoutError extends SnatchError {
+  readonly code: 'ERR_SNATCH_RUN_TIMEOUT'
+}
+/** ERR_SNATCH_REPLACED: a later occurrence replaced a schedule's running attempt (its signal's reason). */
+export declare class RunReplacedError extends SnatchError {
+  readonly code: 'ERR_SNATCH_REPLACED'
 }

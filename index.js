@@ -28,4 +28,7 @@ module.exports = {
   LockTimeoutError: errors.LockTimeoutError,
   LockLostError: errors.LockLostError,
   ClosedError: errors.ClosedError,
+  NoReplicaError: errors.NoReplicaError,
+  RunTimeoutError: errors.RunTimeoutError,
+  RunReplacedError: errors.RunReplacedError,
 }

@@ -13,4 +13,7 @@ export const {
   LockTimeoutError,
   LockLostError,
   ClosedError,
+  NoReplicaError,
+  RunTimeoutError,
+  RunReplacedError,
 } = cjs

@@ -1190,12 +1190,19 @@ function genClose(i, active) {
 // ---------------------------------------------------------------------------------------------------------------
 
 /**
- * The run's keys still in Redis: `locks` (every key but a fence counter: { name, pttl, value }) and the fence
- * counters without a ttl (`noTtl`).
+ * The run's keys still in Redis: `locks` (every key but a fence counter or a schedule's record: { name, pttl, value }),
+ * how many fence counters and schedule records, and those without a ttl (`noTtl`).
  */
 async function leftovers() {
   const script = `
-    local cursor, locks, nottl, fences = '0', {}, {}, 0
+    local cursor, locks, nottl, fences, records = '0', {}, {}, 0, 0
+    -- What schedules keep beside their locks (their state and records, the index of schedules): kept on purpose.
+    local function record(k)
+      for _, suffix in ipairs({'}:state', '}:replicas', '}:history', '}:records', '}:open', '}:triggers', ':schedules'}) do
+        if string.sub(k, -#suffix) == suffix and redis.call('TYPE', k).ok ~= 'string' then return true end
+      end
+      return false
+    end
     repeat
       local reply = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
       cursor = reply[1]
@@ -1204,6 +1211,9 @@ async function leftovers() {
         if string.sub(k, 1, #ARGV[2]) == ARGV[2] and string.sub(k, -7) == '}:fence' then
           fences = fences + 1
           if pttl <= 0 then table.insert(nottl, string.sub(k, 1, 200)) end
+        elseif record(k) then
+          records = records + 1
+          if pttl <= 0 then table.insert(nottl, string.sub(k, 1, 200)) end
         else
           local value = redis.pcall('GET', k)
           if type(value) ~= 'string' then value = '(not a string)' end
@@ -1211,10 +1221,10 @@ async function leftovers() {
         end
       end
     until cursor == '0'
-    return {fences, locks, nottl}`
-  const [fences, locks, noTtl] = await redisCommand(url(), 'EVAL', script, '0', `*${RUN}:*`, `{${RUN}:`)
+    return {fences, locks, nottl, records}`
+  const [fences, locks, noTtl, records] = await redisCommand(url(), 'EVAL', script, '0', `*${RUN}:*`, `{${RUN}:`)
   const entry = ([name, pttl, value]) => ({ name, pttl, value })
-  return { fences, locks: locks.map(entry), noTtl }
+  return { fences, records, locks: locks.map(entry), noTtl }
 }
 
 /** Set by the watchdog when a call of the window has been pending longer than HANG_MS. */
@@ -1396,7 +1406,7 @@ test(`${CALLS} random API calls: only documented outcomes, no unhandled errors, 
     console.log(
       `api fuzz: seed ${SEED}, ${CALLS} random calls + ${total - CALLS} follow-ups (closes of created lockers, ` +
         `housekeeping releases, final closes), ${elapsed} ms; ${lockers.length} lockers, ${hungCount} never-settling tasks, ` +
-        `${after.fences} fence counters left, all with a ttl: ${after.noTtl.length === 0}; ` +
+        `${after.fences} fence counters and ${after.records} schedule records left, all with a ttl: ${after.noTtl.length === 0}; ` +
         `schedule events: ` +
         `${[...events].map(([e, n]) => `${e} ${n}`).join(', ') || 'none'}\n` +
         `by outcome:\n${byCategory.join('\n')}\nby method and outcome:\n${byMethod.join('\n')}`,
@@ -1414,7 +1424,7 @@ test(`${CALLS} random API calls: only documented outcomes, no unhandled errors, 
       })
       problems.push(`${after.locks.length} lock keys left after every locker was closed:\n${report.join('\n')}`)
     }
-    if (after.noTtl.length > 0) problems.push(`fence counters without a ttl:\n${after.noTtl.slice(0, 10).join('\n')}`)
+    if (after.noTtl.length > 0) problems.push(`fence counters or schedule records without a ttl:\n${after.noTtl.slice(0, 10).join('\n')}`)
     if (problems.length > 0) fail(problems.join('\n\n'))
     expect(categories.get('UNEXPECTED')).toBeUndefined()
   } catch (err) {

@@ -96,7 +96,7 @@ describe("the binding's error contract", () => {
 
   test('every ErrorClass the binding can name is an exported class of that name', () => {
     const names = Object.values(binding.ErrorClass)
-    expect(names.length).toBe(6)
+    expect(names.length).toBe(7)
     for (const name of names) expect(CLASSES[name]?.name).toBe(name)
   })
 

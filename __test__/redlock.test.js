@@ -82,7 +82,11 @@ test('schedule() works over a Redlock set', async () => {
   const run = await new Promise((resolve) => task.once('run', resolve))
   await locker.close()
   expect(typeof run.fence).toBe('bigint')
-  for (const s of servers) expect(await redisCommand(s.url, 'EXISTS', `snatch:${name}:${run.tick.getTime()}`)).toBe(1)
+  // Every node keeps the record of the run.
+  for (const s of servers) {
+    const records = await redisCommand(s.url, 'HGETALL', `{snatch:${name}}:records`)
+    expect(JSON.parse(records[1])).toMatchObject({ tick: run.tick.getTime(), outcome: 'ok', fence: String(run.fence) })
+  }
 })
 
 test('three lockers scheduling one job over Redlock: every occurrence runs exactly once', async () => {

@@ -45,6 +45,27 @@ class ClosedError extends SnatchError {
   }
 }
 
+/** `trigger()`: no live replica has registered the schedule, so nothing would run it. */
+class NoReplicaError extends SnatchError {
+  constructor(message, options) {
+    super(message, 'ERR_SNATCH_NO_REPLICA', options)
+  }
+}
+
+/** A schedule's attempt took longer than its `timeout`: its signal aborts with this, and the attempt failed. */
+class RunTimeoutError extends SnatchError {
+  constructor(name, ms, options) {
+    super(`schedule '${name}' attempt timed out after ${ms} ms`, 'ERR_SNATCH_RUN_TIMEOUT', options)
+  }
+}
+
+/** A schedule's running attempt gave way to a later occurrence (`concurrency: 'replace'`): its signal aborts with this. */
+class RunReplacedError extends SnatchError {
+  constructor(name, options) {
+    super(`schedule '${name}' attempt was replaced by a later occurrence`, 'ERR_SNATCH_REPLACED', options)
+  }
+}
+
 const INVALID_ARG = 'ERR_SNATCH_INVALID_ARG'
 
 /** A TypeError or RangeError (`Class`) with code ERR_SNATCH_INVALID_ARG. */
@@ -55,7 +76,7 @@ function invalidArg(Class, message) {
 }
 
 /** The exported class for each name of the binding's `ErrorClass`. */
-const CLASSES = { TypeError, RangeError, RedisError, QuorumError, LockTimeoutError, ClosedError }
+const CLASSES = { TypeError, RangeError, RedisError, QuorumError, LockTimeoutError, ClosedError, NoReplicaError }
 
 /**
  * The exported error a native one describes: `{ class, message, cause? }` (the binding's `NativeError`, in a
@@ -93,6 +114,9 @@ module.exports = {
   LockTimeoutError,
   LockLostError,
   ClosedError,
+  NoReplicaError,
+  RunTimeoutError,
+  RunReplacedError,
   invalidArg,
   CLASSES,
   fromNative,

@@ -2,10 +2,11 @@
 
 const { NativeLocker, OutcomeKind } = require('../binding')
 const diagnostics = require('./diagnostics')
-const { fromNative, fromNativeError } = require('./errors')
+const { fromNative, fromNativeError, invalidArg } = require('./errors')
 const { KeepAlive } = require('./keep-alive')
 const { Lock } = require('./lock')
-const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkString } = require('./options')
+const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkString, checkType, snapshot } = require('./options')
+const { heldLock, occurrenceRecord, scheduleInfo } = require('./fleet')
 const { Run } = require('./run')
 const { ScheduledTask } = require('./schedule')
 const { Semaphore, checkLimit } = require('./semaphore')
@@ -13,6 +14,7 @@ const { Semaphore, checkLimit } = require('./semaphore')
 /** What the native side tells, defined once in the binding (src/delivery.rs, `OutcomeKind`). */
 const CALL = OutcomeKind.Call
 const LOST = OutcomeKind.Lost
+const ABORTED = OutcomeKind.Aborted
 const FAILED = OutcomeKind.Failed
 const SKIPPED = OutcomeKind.Skipped
 const UNCLAIMED = OutcomeKind.Unclaimed
@@ -33,7 +35,10 @@ function deliverTo(pending, runs, locks, schedules, keepAlive) {
     switch (kind) {
       case CALL:
         if (extra === undefined) runs.get(id).task(id, fence)
-        else schedules.get(extra.schedule)?._occurrence(id, extra.tick, fence)
+        else schedules.get(extra.schedule)?._occurrence(id, extra, fence)
+        return
+      case ABORTED:
+        runs.get(id)?.aborted(extra)
         return
       case LOST:
         if (runs.has(id)) runs.get(id).lost()
@@ -144,7 +149,8 @@ class Locker {
     } catch (err) {
       throw fromNative(err)
     }
-    const task = new ScheduledTask(name, fn, this, native, this.#runs, this.#taskDone, () => this.#schedules.delete(id))
+    const forget = () => this.#schedules.delete(id)
+    const task = new ScheduledTask(name, fn, this, native, this.#runs, this.#taskDone, forget, init.timeout)
     this.#schedules.set(id, task)
     return task
   }
@@ -178,6 +184,52 @@ class Locker {
     return (await this.#call((op) => this.#native.forceRelease(op, key))).extra
   }
 
+  /** Every schedule a live replica registered, fleet-wide (none needs to be registered in this process), by name. */
+  async schedules() {
+    return (await this.#ask({ kind: 'schedules' })).map(scheduleInfo)
+  }
+
+  /** Schedule `name`'s newest records, newest first: `limit` of them at most (default 50). */
+  async history(name, options) {
+    checkKey(name)
+    const { limit } = snapshot('options', options, ['limit'])
+    checkLimitOption(limit)
+    return (await this.#ask({ kind: 'history', name, limit })).map(occurrenceRecord)
+  }
+
+  /** Every replica skips schedule `name`'s occurrences (reason 'suspended') until `resume(name)`. */
+  async suspend(name) {
+    checkKey(name)
+    await this.#ask({ kind: 'suspend', name })
+  }
+
+  /** Schedule `name` runs again. */
+  async resume(name) {
+    checkKey(name)
+    await this.#ask({ kind: 'resume', name })
+  }
+
+  /**
+   * One run of schedule `name` now, on exactly one live replica that registered it (excluded against its scheduled
+   * runs by the run lock); rejects NoReplicaError when none is live. Resolves `{ tick }`, the manual run's tick.
+   */
+  async trigger(name) {
+    checkKey(name)
+    const { tick } = await this.#ask({ kind: 'trigger', name })
+    return { tick: new Date(tick) }
+  }
+
+  /**
+   * The locks held now under this locker's prefix whose names match the glob `match` (default '*'): `limit` of them
+   * at most (default 1000), by name, each `{ key, holder, ttl, fence }`. A SCAN: of each master on a cluster.
+   */
+  async locks(options) {
+    const { match, limit } = snapshot('options', options, ['match', 'limit'])
+    checkType('match', match, 'string')
+    checkLimitOption(limit)
+    return (await this.#ask({ kind: 'locks', pattern: match, limit })).map(heldLock)
+  }
+
   /** Stops schedules, waits for running tasks, releases every lock still held, closes the connections. Idempotent. */
   async close() {
     await this.#call((op) => this.#native.close(op))
@@ -200,6 +252,12 @@ class Locker {
       return Promise.reject(fromNative(err))
     }
     return outcome
+  }
+
+  /** Asks the fleet `question` (the binding's `FleetQuestion`); its answer, parsed. */
+  async #ask(question) {
+    const { extra } = await this.#call((op) => this.#native.ask(op, question))
+    return JSON.parse(extra)
   }
 
   /** A new id for an operation or a schedule (the ids wrap around below the native side's own). */
@@ -259,6 +317,14 @@ class Locker {
       this.#runs.delete(id)
     }
     return run.outcome(completion)
+  }
+}
+
+/** Checks a `limit` option: a positive integer, when given. */
+function checkLimitOption(limit) {
+  checkType('limit', limit, 'number')
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0 && limit <= 2 ** 32 - 1)) {
+    throw invalidArg(RangeError, `limit must be a positive integer, got ${limit}`)
   }
 }
 

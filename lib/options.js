@@ -169,14 +169,23 @@ function lockInit(options, { canWait }) {
  * this process's clock for the scheduler, to simulate replicas with skewed clocks.
  */
 function scheduleInit(options) {
-  const o = snapshot('options', options, ['ttl', 'timezone'])
-  checkType('ttl', o.ttl, 'number')
+  const o = snapshot('options', options, [
+    'ttl', 'timezone', 'startingDeadline', 'retries', 'retryDelay', 'concurrency', 'timeout', 'history',
+  ])
+  for (const name of ['ttl', 'startingDeadline', 'retryDelay', 'timeout']) checkType(name, o[name], 'number')
+  for (const name of ['retries', 'history']) {
+    checkType(name, o[name], 'number')
+    if (o[name] !== undefined && !(Number.isSafeInteger(o[name]) && o[name] >= 0)) {
+      throw invalidArg(RangeError, `${name} must be a non-negative integer, got ${o[name]}`)
+    }
+  }
   checkType('timezone', o.timezone, 'string')
+  checkType('concurrency', o.concurrency, 'string')
   const offset = process.env.SNATCH_TEST_CLOCK_OFFSET_MS
   if (offset !== undefined && !Number.isSafeInteger(Number(offset))) {
     throw invalidArg(TypeError, `SNATCH_TEST_CLOCK_OFFSET_MS must be an integer, got '${offset}'`)
   }
-  return { ttl: o.ttl, timezone: o.timezone, clockOffset: offset === undefined ? undefined : Number(offset) }
+  return { ...o, clockOffset: offset === undefined ? undefined : Number(offset) }
 }
 
 /** Checks that `value` is a string (required, unlike the options `checkType` checks). */
@@ -198,4 +207,4 @@ function checkFn(fn) {
   if (typeof fn !== 'function') throw invalidArg(TypeError, `fn must be a function, got ${describe(fn)}`)
 }
 
-module.exports = { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkString, checkType }
+module.exports = { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkString, checkType, snapshot }

@@ -4,12 +4,12 @@ const { EventEmitter } = require('node:events')
 const { performance } = require('node:perf_hooks')
 const { OutcomeKind } = require('../binding')
 const diagnostics = require('./diagnostics')
-const { LockLostError, fromNativeError, native } = require('./errors')
+const { LockLostError, RunReplacedError, RunTimeoutError, fromNativeError, native } = require('./errors')
 
 const RAN = OutcomeKind.Ran
 const SKIPPED = OutcomeKind.Skipped
 
-/** One occurrence's run of a schedule's fn, in this process: its context, and what fn came to. */
+/** One attempt of a schedule's occurrence, run in this process: its context, and what fn came to. */
 class Occurrence {
   #schedule
   controller = new AbortController()
@@ -18,10 +18,13 @@ class Occurrence {
   value
   error
 
-  constructor(schedule, key, tick, fence) {
+  /** Attempt `attempt` (1 for the first) of occurrence `tick`, which runs for `why`, under `fence`. */
+  constructor(schedule, key, { tick, attempt, why }, fence) {
     this.#schedule = schedule
     this.key = key
     this.tick = tick
+    this.attempt = attempt
+    this.why = why
     this.fence = fence
     this.acquiredAt = diagnostics.now()
     this.startedAt = performance.now()
@@ -30,10 +33,10 @@ class Occurrence {
 
   /** Calls `fn` with the occurrence's context; resolves once it settled. */
   async call(fn) {
-    const { controller, fence, key, tick } = this
+    const { controller, fence, key, tick, attempt, why } = this
     if (diagnostics.acquire.hasSubscribers) diagnostics.acquire.publish({ key, fence, ms: Date.now() - tick })
     try {
-      this.value = await fn({ signal: controller.signal, fence, key, tick: new Date(tick) })
+      this.value = await fn({ signal: controller.signal, fence, key, tick: new Date(tick), attempt, why })
     } catch (err) {
       this.threw = true
       this.error = err
@@ -41,10 +44,22 @@ class Occurrence {
     this.durationMs = performance.now() - this.startedAt
   }
 
+  /** What fn failed with, as the schedule's record keeps it (its message); undefined when it did not fail. */
+  failure() {
+    if (!this.threw) return undefined
+    const err = this.error
+    return String(err instanceof Error ? err.message : err)
+  }
+
   /** The lease was lost while fn runs: abort its signal. */
   lost() {
     this.#publishLost()
     this.controller.abort(new LockLostError(this.key))
+  }
+
+  /** fn is to stop (`reason`: 'timeout', past its `timeout`; 'replaced', by a later occurrence): abort its signal. */
+  aborted(reason) {
+    this.controller.abort(this.#schedule._abortError(reason))
   }
 
   /** The run ended (`kind` Ran, with `lost` as `extra`): the schedule hears of it. */
@@ -61,10 +76,12 @@ class Occurrence {
 }
 
 /**
- * A cluster-safe cron schedule, from `Locker.schedule()`. Events: 'run' { tick, fence, durationMs } after fn
- * resolved; 'skip' { tick, reason: 'taken' | 'overlap' }; 'error' (err, { tick }) when fn threw or rejected, its
- * lease was lost (LockLostError with fn's value), or claiming the occurrence failed (RedisError, QuorumError). An
- * active schedule keeps the process alive, as a timer would.
+ * A cluster-safe cron schedule, from `Locker.schedule()`. Events, for the attempts run here: 'run' { tick, fence,
+ * durationMs, attempt, why } after fn resolved; 'error' (err, { tick, attempt, why }) when fn threw or rejected, its
+ * `timeout` passed (RunTimeoutError), a later occurrence replaced it (RunReplacedError), its lease was lost
+ * (LockLostError with fn's value), or claiming an occurrence failed (RedisError, QuorumError); and for on-time
+ * occurrences not run here, 'skip' { tick, reason: 'taken' | 'overlap' | 'suspended' }. An active schedule keeps the
+ * process alive, as a timer would.
  */
 class ScheduledTask extends EventEmitter {
   /** The Locker: a schedule keeps it alive, as a collected Locker closes (stopping its schedules). */
@@ -81,10 +98,14 @@ class ScheduledTask extends EventEmitter {
   #alive
   #warned = false
 
+  /** The attempts' `timeout` (ms), for their errors. */
+  #timeout
+
   /** @internal Built by `locker` around its native schedule. */
-  constructor(name, fn, locker, nativeSchedule, runs, taskDone, forget) {
+  constructor(name, fn, locker, nativeSchedule, runs, taskDone, forget, timeout) {
     super()
     this.name = name
+    this.#timeout = timeout
     this.#locker = locker
     this.#fn = fn
     this.#native = nativeSchedule
@@ -106,26 +127,34 @@ class ScheduledTask extends EventEmitter {
     this.#forget()
   }
 
-  /** @internal The native side calls the fn of occurrence `tickMs` as run `id`, under `fence`. */
-  _occurrence(id, tickMs, fence) {
-    const occurrence = new Occurrence(this, `${this.name}:${tickMs}`, tickMs, fence)
+  /** @internal The native side calls the fn of an attempt (`{ tick, attempt, why }`) as run `id`, under `fence`. */
+  _occurrence(id, attempt, fence) {
+    const occurrence = new Occurrence(this, `${this.name}:${attempt.tick}`, attempt, fence)
     this.#runs.set(id, occurrence)
-    occurrence.call(this.#fn).then(() => this.#taskDone(id))
+    occurrence.call(this.#fn).then(() => this.#taskDone(id, occurrence.failure()))
+  }
+
+  /** @internal The error an attempt's signal aborts with, for `reason` ('timeout' or 'replaced'). */
+  _abortError(reason) {
+    return reason === 'timeout' ? new RunTimeoutError(this.name, this.#timeout) : new RunReplacedError(this.name)
   }
 
   /** @internal An occurrence ran: 'run', or 'error' when fn failed or its lease lapsed (`lost`). */
   _ran(occurrence, lost) {
-    const tick = new Date(occurrence.tick)
-    if (lost) {
-      const err = occurrence.controller.signal.reason ?? new LockLostError(occurrence.key)
-      occurrence.controller.abort(err)
+    const { attempt, why, controller } = occurrence
+    const about = { tick: new Date(occurrence.tick), attempt, why }
+    const aborted = controller.signal.aborted && !(controller.signal.reason instanceof LockLostError)
+    if (lost || aborted) {
+      // Lost, timed out or replaced: the signal's reason (made now for a loss noticed only at the end).
+      const err = controller.signal.reason ?? new LockLostError(occurrence.key)
+      controller.abort(err)
       if (occurrence.threw && occurrence.error !== err) err.cause = occurrence.error
       err.value = occurrence.value
-      this.#error(err, tick)
+      this.#error(err, about)
     } else if (occurrence.threw) {
-      this.#error(occurrence.error, tick)
+      this.#error(occurrence.error, about)
     } else {
-      this.emit('run', { tick, fence: occurrence.fence, durationMs: occurrence.durationMs })
+      this.emit('run', { ...about, fence: occurrence.fence, durationMs: occurrence.durationMs })
     }
   }
 
@@ -139,16 +168,17 @@ class ScheduledTask extends EventEmitter {
     if (diagnostics.error.hasSubscribers) {
       diagnostics.error.publish({ key: `${this.name}:${tick}`, ms: Date.now() - tick, error: err })
     }
-    this.#error(err, new Date(tick))
+    this.#error(err, { tick: new Date(tick), attempt: 1, why: 'on-time' })
   }
 
   /** Emits 'error'; without a listener, logs the first one to stderr instead of crashing the process. */
-  #error(err, tick) {
+  #error(err, about) {
     if (this.listenerCount('error') > 0) {
-      this.emit('error', err, { tick })
+      this.emit('error', err, about)
     } else if (!this.#warned) {
       this.#warned = true
-      console.error(`redis-snatch: schedule '${this.name}' failed at ${tick.toISOString()} (no 'error' listener):`, err)
+      const at = about.tick.toISOString()
+      console.error(`redis-snatch: schedule '${this.name}' failed at ${at} (no 'error' listener):`, err)
     }
   }
 }

@@ -26,8 +26,9 @@ pub struct RunCalls<'env> {
     /// `(id, key, required, ttl?, minHold?, autoExtend?, wait?)`: starts run `id` of the facade's fn under `key`; with
     /// `required` (withLock), not getting the lock is a timeout error.
     pub start_run: Function<'env, FnArgs<(u32, String, bool, Option<f64>, Option<f64>, Option<bool>, Option<f64>)>, ()>,
-    /// `(id)`: the fn of run `id` settled; its lock is given back, and the run ends once it is.
-    pub task_done: Function<'env, FnArgs<(u32,)>, ()>,
+    /// `(id, failure?)`: the fn of run `id` settled (`failure`: the message of what it threw or rejected with, for a
+    /// schedule's record); its lock is given back, and the run ends once it is.
+    pub task_done: Function<'env, FnArgs<(u32, Option<String>)>, ()>,
     /// `(id, key, ttl?, minHold?, autoExtend?)`: starts acquisition `id` of `key`, one attempt, for a lock the facade
     /// holds.
     pub start_try_lock: Function<'env, FnArgs<(u32, String, Option<f64>, Option<f64>, Option<bool>)>, ()>,
@@ -58,9 +59,9 @@ fn start_run(
 }
 
 /// `taskDone`: see [`RunCalls::task_done`].
-fn task_done(host: &Rc<Host>, args: Args<(u32,)>) -> Thrown {
-    let (id,) = args.map_err(invalid)?;
-    host.step(|runner, out| runner.task_done(id, out));
+fn task_done(host: &Rc<Host>, args: Args<(u32, Option<String>)>) -> Thrown {
+    let (id, failure) = args.map_err(invalid)?;
+    host.step(|runner, out| runner.task_done(id, failure, out));
     Ok(())
 }
 

@@ -7,7 +7,7 @@ use crate::ffi::napi::{Arg, Caller};
 use napi::bindgen_prelude::{BigInt, Either7, FnArgs, FunctionRef};
 use napi::Env;
 use napi_derive::napi;
-use snatch_core::protocol::run::{Outcome, SkipReason};
+use snatch_core::protocol::run::{AbortReason, Outcome, SkipReason};
 use snatch_core::Told;
 
 /// The facade's delivery function, `(kind, id, fence?, extra?)`, typed for binding.d.ts; [`arguments`] makes its
@@ -45,6 +45,10 @@ pub enum OutcomeKind {
     Skipped = 8,
     /// Schedule `id` could not claim an occurrence: `extra` is its [`UnclaimedArgs`].
     Unclaimed = 9,
+    /// The signal of run `id`'s fn aborts: `extra` says why, `timeout` or `replaced`.
+    Aborted = 10,
+    /// Operation `id`, a question to the fleet, answered `extra`, JSON.
+    Answered = 11,
 }
 
 /// `extra` of an occurrence's [`OutcomeKind::Call`].
@@ -52,8 +56,12 @@ pub enum OutcomeKind {
 pub struct OccurrenceArgs {
     /// The schedule, by the facade's id for it.
     pub schedule: u32,
-    /// The occurrence, in epoch milliseconds.
+    /// The occurrence, in epoch milliseconds: its cron tick, or when a manual run was asked for.
     pub tick: f64,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    /// Why it runs: `on-time`, `late`, `retry` or `manual`.
+    pub why: String,
 }
 
 /// `extra` of a held key's [`OutcomeKind::Inspected`].
@@ -71,7 +79,7 @@ pub struct HeldArgs {
 #[napi(object)]
 pub struct SkippedArgs {
     pub tick: f64,
-    /// `taken` or `overlap`.
+    /// `taken`, `overlap` or `suspended`.
     pub reason: String,
 }
 
@@ -86,10 +94,25 @@ pub struct UnclaimedArgs {
 fn arguments(id: u32, outcome: Outcome) -> [Arg; 4] {
     let (kind, fence, extra) = match outcome {
         Outcome::Call { fence, occurrence } => {
-            let occurrence = occurrence.map(|o| Arg::of(OccurrenceArgs { schedule: o.schedule, tick: o.tick as f64 }));
+            let occurrence = occurrence.map(|o| {
+                Arg::of(OccurrenceArgs {
+                    schedule: o.schedule,
+                    tick: o.attempt.tick as f64,
+                    attempt: o.attempt.attempt,
+                    why: o.why.as_str().to_owned(),
+                })
+            });
             (OutcomeKind::Call, Some(fence), occurrence)
         }
         Outcome::Lost => (OutcomeKind::Lost, None, None),
+        Outcome::Aborted { reason } => {
+            let reason = match reason {
+                AbortReason::Timeout => "timeout",
+                AbortReason::Replaced => "replaced",
+            };
+            (OutcomeKind::Aborted, None, Some(Arg::Text(reason.to_owned())))
+        }
+        Outcome::Json(json) => (OutcomeKind::Answered, None, Some(Arg::Text(json))),
         Outcome::Ran { fence, lost } => (OutcomeKind::Ran, Some(fence), Some(Arg::Bool(lost))),
         Outcome::NotAcquired => (OutcomeKind::NotAcquired, None, None),
         Outcome::Locked { fence, token } => (OutcomeKind::Locked, Some(fence), Some(Arg::Text(token))),
@@ -104,6 +127,7 @@ fn arguments(id: u32, outcome: Outcome) -> [Arg; 4] {
             let reason = match reason {
                 SkipReason::Taken => "taken",
                 SkipReason::Overlap => "overlap",
+                SkipReason::Suspended => "suspended",
             };
             let args = SkippedArgs { tick: tick as f64, reason: reason.to_owned() };
             (OutcomeKind::Skipped, None, Some(Arg::of(args)))

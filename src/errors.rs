@@ -20,6 +20,7 @@ pub enum ErrorClass {
     QuorumError,
     LockTimeoutError,
     ClosedError,
+    NoReplicaError,
 }
 
 impl ErrorClass {
@@ -32,6 +33,7 @@ impl ErrorClass {
             SnatchError::Quorum { .. } => Self::QuorumError,
             SnatchError::Timeout { .. } => Self::LockTimeoutError,
             SnatchError::Closed => Self::ClosedError,
+            SnatchError::NoReplica { .. } => Self::NoReplicaError,
         }
     }
 }
@@ -46,6 +48,7 @@ impl AsRef<str> for ErrorClass {
             Self::QuorumError => "QuorumError",
             Self::LockTimeoutError => "LockTimeoutError",
             Self::ClosedError => "ClosedError",
+            Self::NoReplicaError => "NoReplicaError",
         }
     }
 }

@@ -9,12 +9,13 @@ use crate::errors::throw;
 use crate::errors::NativeError;
 use crate::host::Host;
 use crate::inbox::Inbox;
-use crate::options::{lock_options, millis, LockInit, LockerInit, ScheduleInit};
+use crate::options::{lock_options, millis, FleetQuestion, LockInit, LockerInit, ScheduleInit};
 use crate::schedule::NativeSchedule;
 use napi::bindgen_prelude::{within_runtime_if_available, BigInt, Either7, FnArgs, Function};
 use napi::Env;
 use napi_derive::napi;
-use snatch_core::{CronSchedule, Input, Locker, LockerConfig, Runner, SnatchError};
+use snatch_core::protocol::run::Outcome;
+use snatch_core::{Cron, FleetRequest, Input, Locker, LockerConfig, Runner, SnatchError};
 use std::cell::OnceCell;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
@@ -142,9 +143,20 @@ impl NativeLocker {
         self.host.runner.borrow().remaining(lock).as_secs_f64() * 1000.0
     }
 
-    /// Starts schedule `id` (the facade's id for it): at every occurrence of `cron`, on exactly one replica, its fn
-    /// is called as a run's (an occurrence's [`crate::delivery::OutcomeKind::Call`]); the occurrences it does not
-    /// run are told as the schedule's. Throws on a bad name, expression, zone or ttl.
+    /// Starts operation `id`: asks the fleet `question`; answers with JSON. Throws on a bad question.
+    #[napi]
+    pub fn ask(&self, env: Env, id: u32, question: FleetQuestion) -> napi::Result<()> {
+        let request = FleetRequest::try_from(question).map_err(|e| throw(&env, e))?;
+        self.host.step(|runner, _| {
+            let locker = runner.locker().clone();
+            runner.answer(id, async move { Ok(Outcome::Json(snatch_core::ask_fleet(&locker, request).await?)) });
+        });
+        Ok(())
+    }
+
+    /// Starts schedule `id` (the facade's id for it): every occurrence of `cron` runs once across the replicas, its
+    /// fn called as a run's (an occurrence's [`crate::delivery::OutcomeKind::Call`]); the on-time occurrences it does
+    /// not run here are told as the schedule's. Throws on a bad name, expression, zone or option.
     #[napi]
     pub fn schedule(
         &self,
@@ -155,7 +167,7 @@ impl NativeLocker {
         options: ScheduleInit,
     ) -> napi::Result<NativeSchedule> {
         let zone = options.timezone.clone().unwrap_or_else(|| "UTC".to_owned());
-        let cron = CronSchedule::new(&cron, &zone).map_err(|e| throw(&env, e))?;
+        let cron = Cron::new(&cron, &zone).map_err(|e| throw(&env, e))?;
         let options = options.try_into().map_err(|e| throw(&env, e))?;
         let runner = self.host.runner.borrow();
         let schedule = within_runtime_if_available(|| {

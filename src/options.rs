@@ -2,7 +2,7 @@
 //! numbers are checked here.
 
 use napi_derive::napi;
-use snatch_core::{LockOptions, LockerConfig, SnatchError, TlsOptions, Topology};
+use snatch_core::{Concurrency, FleetRequest, LockOptions, LockerConfig, SnatchError, TlsOptions, Topology};
 use std::time::Duration;
 
 /// Options of a locker (`url`, `cluster` or `sentinel.urls` folded into `urls`, with `sentinel.name` as
@@ -131,15 +131,79 @@ pub struct ScheduleInit {
     pub timezone: Option<String>,
     /// Test only: milliseconds added to this process's clock when deciding when occurrences are due.
     pub clock_offset: Option<f64>,
+    /// Milliseconds after its tick within which an occurrence no replica ran still runs; 0: never late.
+    pub starting_deadline: Option<f64>,
+    /// Further attempts after fn failed.
+    pub retries: Option<u32>,
+    /// Milliseconds before the first retry, doubled for each next one.
+    pub retry_delay: Option<f64>,
+    /// `forbid`, `allow` or `replace`.
+    pub concurrency: Option<String>,
+    /// Milliseconds an attempt may take before its signal aborts.
+    pub timeout: Option<f64>,
+    /// How many records Redis keeps.
+    pub history: Option<u32>,
 }
 
 impl TryFrom<ScheduleInit> for snatch_core::ScheduleOptions {
     type Error = SnatchError;
 
     fn try_from(o: ScheduleInit) -> Result<Self, SnatchError> {
-        Ok(snatch_core::ScheduleOptions {
+        let defaults = snatch_core::ScheduleOptions::default();
+        let concurrency = match o.concurrency.as_deref() {
+            None | Some("forbid") => Concurrency::Forbid,
+            Some("allow") => Concurrency::Allow,
+            Some("replace") => Concurrency::Replace,
+            Some(other) => {
+                return Err(SnatchError::type_arg(format!(
+                    "concurrency must be 'forbid', 'allow' or 'replace', got '{other}'"
+                )))
+            }
+        };
+        let options = snatch_core::ScheduleOptions {
             ttl: o.ttl.map(|v| millis("ttl", v)).transpose()?,
             clock_offset_ms: o.clock_offset.unwrap_or(0.0) as i64,
+            starting_deadline: millis_or("startingDeadline", o.starting_deadline, defaults.starting_deadline)?,
+            retries: o.retries.unwrap_or(defaults.retries),
+            retry_delay: millis_or("retryDelay", o.retry_delay, defaults.retry_delay)?,
+            concurrency,
+            timeout: o.timeout.map(|v| millis("timeout", v)).transpose()?,
+            history: o.history.unwrap_or(defaults.history),
+        };
+        options.validate()?;
+        Ok(options)
+    }
+}
+
+/// A question to the fleet (`schedules()`, `history()`, `suspend()`, `resume()`, `trigger()`, `locks()`).
+#[napi(object)]
+pub struct FleetQuestion {
+    /// `schedules`, `history`, `suspend`, `resume`, `trigger` or `locks`.
+    pub kind: String,
+    /// The schedule's name (all but `schedules` and `locks`).
+    pub name: Option<String>,
+    /// How many records or locks, at most.
+    pub limit: Option<u32>,
+    /// The glob the locks' names match (`locks`).
+    pub pattern: Option<String>,
+}
+
+impl TryFrom<FleetQuestion> for FleetRequest {
+    type Error = SnatchError;
+
+    fn try_from(q: FleetQuestion) -> Result<Self, SnatchError> {
+        let name = || q.name.clone().ok_or_else(|| SnatchError::type_arg("the schedule's name is required"));
+        Ok(match q.kind.as_str() {
+            "schedules" => FleetRequest::Schedules,
+            "history" => FleetRequest::History { name: name()?, limit: q.limit.unwrap_or(50) },
+            "suspend" => FleetRequest::Suspend(name()?),
+            "resume" => FleetRequest::Resume(name()?),
+            "trigger" => FleetRequest::Trigger(name()?),
+            "locks" => FleetRequest::Locks {
+                pattern: q.pattern.unwrap_or_else(|| "*".to_owned()),
+                limit: q.limit.unwrap_or(1000),
+            },
+            other => return Err(SnatchError::type_arg(format!("unknown question '{other}'"))),
         })
     }
 }

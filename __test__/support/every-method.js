@@ -42,8 +42,9 @@ async function until(check, what, ms = 10_000) {
 
 /**
  * Runs snatchTask, tryLock, lock, extend, release, withLock with a waiter woken by the release, a LockTimeoutError,
- * inspect, forceRelease, a semaphore (two permits, a waiter woken by a release) and a schedule on `locker` and `other` (two lockers on one deployment, with the default prefix unless `prefix`),
- * asserting each outcome. `nodes`: plain redis:// URLs (with credentials) of the deployment's servers.
+ * inspect, forceRelease, a semaphore (two permits, a waiter woken by a release), a schedule and the fleet's view and
+ * control of it (schedules, history, suspend, resume, trigger) and of the locks held, on `locker` and `other` (two
+ * lockers on one deployment, with the default prefix unless `prefix`), asserting each outcome. `nodes`: plain redis:// URLs (with credentials) of the deployment's servers.
  */
 async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
   // snatchTask: runs once, and not while another holds the key.
@@ -116,10 +117,36 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
   // schedule: two replicas, each occurrence runs on exactly one.
   const name = uniqueKey('every-cron')
   const ticks = []
-  const tasks = [locker, other].map((l) => l.schedule(name, '* * * * * *', ({ tick }) => ticks.push(tick.getTime())))
+  const whys = []
+  const tasks = [locker, other].map((l) =>
+    l.schedule(name, '* * * * * *', ({ tick, why }) => {
+      ticks.push(tick.getTime())
+      whys.push(why)
+    }),
+  )
   const errors = []
-  for (const task of tasks) task.on('error', (err) => errors.push(err))
+  const skips = []
+  for (const task of tasks) task.on('error', (err) => errors.push(err)).on('skip', ({ reason }) => skips.push(reason))
   await until(() => ticks.length >= 2, 'two occurrences to run')
+
+  // The fleet, from either locker: the schedule and its replica, its records, suspend, resume, trigger, locks.
+  const info = (await other.schedules()).find((s) => s.name === name)
+  expect(info).toMatchObject({ cron: '* * * * * *', timezone: 'UTC', replicas: [INSTANCE], suspended: false })
+  expect(info.next).toBeInstanceOf(Date)
+  const records = await other.history(name, { limit: 5 })
+  expect(records.filter((r) => r.outcome === 'ok' && r.instance === INSTANCE).length).toBeGreaterThanOrEqual(1)
+  await other.suspend(name)
+  await until(() => skips.includes('suspended'), 'an occurrence skipped as suspended')
+  expect((await other.schedules()).find((s) => s.name === name).suspended).toBe(true)
+  await other.resume(name)
+  const { tick } = await other.trigger(name)
+  await until(() => whys.includes('manual'), 'the manual run')
+  expect(ticks).toContain(tick.getTime())
+  const lockKey = uniqueKey('every-held')
+  const holding = await locker.tryLock(lockKey, { ttl: 10_000 })
+  expect(await other.locks({ match: `${lockKey}*` })).toEqual([{ key: lockKey, holder: INSTANCE, ttl: expect.any(Number), fence: holding.fence }])
+  await holding.release()
+
   await Promise.all(tasks.map((task) => task.stop()))
   expect(errors).toEqual([])
   expect(new Set(ticks).size).toBe(ticks.length)

@@ -26,5 +26,6 @@ pub use run::call::Call;
 pub use run::input::{Input, Post};
 pub use run::runner::{Output, Runner, Told};
 pub use schedule::cron::CronSchedule;
-pub use schedule::scheduler::{schedule, Schedule, ScheduleOptions};
+pub use schedule::fleet::{answer as ask_fleet, FleetRequest};
+pub use schedule::scheduler::{schedule, Concurrency, Cron, Schedule, ScheduleOptions};
 pub use snatch_protocol::{self as protocol, ArgKind, SnatchError};

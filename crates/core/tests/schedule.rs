@@ -1,44 +1,57 @@
-//! The cluster-safe scheduler against a real redis-server: replicas with skewed clocks, overlaps, stop. Each replica's
-//! occurrences run through its runner, as the binding's do.
+//! The cluster-safe scheduler against a real redis-server: replicas with skewed clocks, overlaps, stop, records,
+//! retries, a dead runner's attempt taken over, suspend, trigger, late runs. Each replica's occurrences run through
+//! its runner, as the binding's do.
 
 mod support;
 
-use snatch_core::protocol::run::{Outcome, SkipReason};
-use snatch_core::{CronSchedule, Locker, LockerConfig, ScheduleOptions};
+use snatch_core::protocol::run::{Occurrence, Outcome, SkipReason};
+use snatch_core::protocol::schedule::{Record, Status, Why};
+use snatch_core::{ask_fleet, Cron, FleetRequest, Input, Locker, LockerConfig, Post, ScheduleOptions};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::caller::{Caller, Occurrences};
 use support::{redis_url, unique_key};
 
-/// Occurrences run, with the replica that ran each.
-type Runs = Arc<Mutex<Vec<(i64, usize)>>>;
+/// Attempts run, with the replica that ran each.
+type Runs = Arc<Mutex<Vec<(Occurrence, usize)>>>;
 
-/// A schedule's fn that records its occurrence as run by `replica`, then takes `work`.
+/// A schedule's fn that records its attempt as run by `replica`, then takes `work`.
 fn recorder(replica: usize, work: Duration, runs: &Runs) -> Occurrences {
     let runs = runs.clone();
-    Box::new(move |tick| {
-        runs.lock().unwrap().push((tick, replica));
-        Box::pin(tokio::time::sleep(work))
+    Box::new(move |occurrence| {
+        runs.lock().unwrap().push((occurrence, replica));
+        Box::pin(async move {
+            tokio::time::sleep(work).await;
+            None
+        })
     })
 }
 
-fn every_second() -> CronSchedule {
-    CronSchedule::new("*/1 * * * * *", "UTC").unwrap()
+fn every_second() -> Cron {
+    Cron::new("*/1 * * * * *", "UTC").unwrap()
 }
 
-fn locker(url: &str) -> Locker {
-    Locker::new(LockerConfig { urls: vec![url.to_owned()], ..LockerConfig::default() }).unwrap()
+fn locker(url: &str, instance: &str) -> Locker {
+    let config =
+        LockerConfig { urls: vec![url.to_owned()], instance_id: instance.to_owned(), ..LockerConfig::default() };
+    Locker::new(config).unwrap()
+}
+
+/// Schedule `name`'s newest records, asked of the fleet.
+async fn history(locker: &Locker, name: &str) -> Vec<Record> {
+    let request = FleetRequest::History { name: name.to_owned(), limit: 100 };
+    serde_json::from_str(&ask_fleet(locker, request).await.unwrap()).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn skewed_replicas_run_each_occurrence_once() {
+async fn skewed_replicas_run_each_occurrence_once_and_record_it() {
     let (_server, url) = redis_url();
     let name = unique_key("skew");
     let runs: Runs = Arc::default();
     let replicas = [0i64, 450, -450].into_iter().enumerate().map(|(replica, offset)| {
         let (name, url, runs) = (name.clone(), url.clone(), runs.clone());
         tokio::spawn(async move {
-            let mut caller = Caller::new(&locker(&url));
+            let mut caller = Caller::new(&locker(&url, &format!("replica-{replica}")));
             let options = ScheduleOptions { clock_offset_ms: offset, ..ScheduleOptions::default() };
             let schedule = caller.schedule(&name, every_second(), options).unwrap();
             let until = async {
@@ -50,17 +63,25 @@ async fn skewed_replicas_run_each_occurrence_once() {
     });
     let told = futures_util::future::join_all(replicas).await;
     let runs = runs.lock().unwrap().clone();
-    let mut ticks: Vec<_> = runs.iter().map(|(t, _)| *t).collect();
+    let mut ticks: Vec<_> = runs.iter().map(|(o, _)| o.attempt.tick).collect();
     ticks.sort();
     let total = ticks.len();
     ticks.dedup();
     assert_eq!(ticks.len(), total, "an occurrence ran twice: {runs:?}");
     assert!(total >= 3, "too few runs: {runs:?}");
+    assert!(runs.iter().all(|(o, _)| o.why == Why::OnTime && o.attempt.attempt == 1), "{runs:?}");
     for told in told {
         for (_, outcome) in told.unwrap() {
             assert!(!matches!(outcome, Outcome::Unclaimed { .. } | Outcome::Failed(_)), "{outcome:?}");
             assert!(!matches!(outcome, Outcome::Ran { lost: true, .. }), "{outcome:?}");
         }
+    }
+    let records = history(&locker(&url, "reader"), &name).await;
+    for (occurrence, replica) in &runs {
+        let record = records.iter().find(|r| r.attempt() == occurrence.attempt).expect("a record of each run");
+        assert_eq!(record.outcome, Status::Ok, "{record:?}");
+        assert_eq!(record.instance.as_deref(), Some(format!("replica-{replica}").as_str()));
+        assert!(record.fence.is_some() && record.duration_ms.is_some(), "{record:?}");
     }
 }
 
@@ -69,7 +90,8 @@ async fn a_run_still_going_at_the_next_occurrence_skips_it_as_an_overlap() {
     let (_server, url) = redis_url();
     let name = unique_key("overlap");
     let runs: Runs = Arc::default();
-    let mut caller = Caller::new(&locker(&url));
+    let locker = locker(&url, "one");
+    let mut caller = Caller::new(&locker);
     let schedule = caller.schedule(&name, every_second(), ScheduleOptions::default()).unwrap();
     let until = async {
         tokio::time::sleep(Duration::from_millis(2600)).await;
@@ -83,13 +105,18 @@ async fn a_run_still_going_at_the_next_occurrence_skips_it_as_an_overlap() {
     // stop() waited for the running fn to settle and its locks to be given back.
     assert!(told.iter().any(|(_, o)| matches!(o, Outcome::Ran { .. })), "{told:?}");
     assert_eq!(runs.lock().unwrap().len(), 1);
+    let records = history(&locker, &name).await;
+    assert!(
+        records.iter().any(|r| r.outcome == Status::Missed && r.reason.as_deref() == Some("overlap")),
+        "{records:?}"
+    );
 }
 
 #[tokio::test]
 async fn close_stops_schedules() {
     let (_server, url) = redis_url();
     let runs: Runs = Arc::default();
-    let locker = locker(&url);
+    let locker = locker(&url, "one");
     let mut caller = Caller::new(&locker);
     caller.schedule(&unique_key("close"), every_second(), ScheduleOptions::default()).unwrap();
     caller.serve(recorder(0, Duration::from_millis(10), &runs), locker.close()).await;
@@ -98,4 +125,163 @@ async fn close_stops_schedules() {
     assert_eq!(runs.lock().unwrap().len(), count, "ran after close");
     let err = caller.schedule("again", every_second(), ScheduleOptions::default()).err().unwrap();
     assert_eq!(err.code(), "ERR_SNATCH_CLOSED");
+}
+
+#[tokio::test]
+async fn a_failed_attempt_is_retried_and_every_attempt_recorded() {
+    let (_server, url) = redis_url();
+    let name = unique_key("retry");
+    let locker = locker(&url, "one");
+    let mut caller = Caller::new(&locker);
+    // One occurrence a minute: the retries below are of the first one only.
+    let cron = Cron::new("0 * * * * *", "UTC").unwrap();
+    let options = ScheduleOptions { retries: 2, retry_delay: Duration::from_millis(100), ..ScheduleOptions::default() };
+    let schedule = caller.schedule(&name, cron, options).unwrap();
+    let attempts: Arc<Mutex<Vec<Occurrence>>> = Arc::default();
+    let seen = attempts.clone();
+    let (done, ended) = tokio::sync::oneshot::channel();
+    let mut done = Some(done);
+    let fail_twice: Occurrences = Box::new(move |occurrence| {
+        seen.lock().unwrap().push(occurrence);
+        let attempt = occurrence.attempt.attempt;
+        if attempt == 3 {
+            let _ = done.take().map(|done| done.send(()));
+        }
+        Box::pin(async move { (attempt < 3).then(|| format!("attempt {attempt} failed")) })
+    });
+    let trigger = FleetRequest::Trigger(name.clone());
+    let until = async {
+        // A manual run, so as not to wait for the minute; once registered.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        ask_fleet(&locker, trigger).await.unwrap();
+        let _ = tokio::time::timeout(Duration::from_secs(30), ended).await;
+        schedule.stop().await;
+    };
+    caller.serve(fail_twice, until).await;
+    let attempts = attempts.lock().unwrap().clone();
+    assert_eq!(attempts.iter().map(|o| o.attempt.attempt).collect::<Vec<_>>(), [1, 2, 3], "{attempts:?}");
+    assert_eq!(attempts.iter().map(|o| o.why).collect::<Vec<_>>(), [Why::Manual, Why::Retry, Why::Retry]);
+    let records = history(&locker, &name).await;
+    let outcomes: Vec<_> = records.iter().map(|r| (r.attempt, r.outcome, r.error.clone())).collect();
+    assert_eq!(
+        outcomes,
+        [
+            (3, Status::Ok, None),
+            (2, Status::Failed, Some("attempt 2 failed".to_owned())),
+            (1, Status::Failed, Some("attempt 1 failed".to_owned())),
+        ]
+    );
+    let fences: Vec<i64> = records.iter().map(|r| r.fence.as_ref().unwrap().parse().unwrap()).collect();
+    assert!(fences[0] > fences[1] && fences[1] > fences[2], "fences rise: {fences:?}");
+}
+
+/// A runner that is gone: every occurrence posted to it is undone, as when a process dies with its fn running.
+struct Gone;
+
+impl Post for Gone {
+    fn post(&self, input: Input) -> Result<(), Input> {
+        Err(input)
+    }
+}
+
+#[tokio::test]
+async fn a_dead_runners_attempt_is_taken_over_with_a_higher_fence() {
+    let (_server, url) = redis_url();
+    let name = unique_key("crash");
+    let ttl = Duration::from_millis(500);
+    let options = ScheduleOptions { ttl: Some(ttl), ..ScheduleOptions::default() };
+    let cron = || Cron::new("0 0 0 1 1 *", "UTC").unwrap();
+    // The dead replica takes a manual run, and never runs it: its record says running, its claim lapses.
+    let dead = locker(&url, "dead");
+    let schedule = snatch_core::schedule(&dead, 0, &name, cron(), options.clone(), Arc::new(Gone)).unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    ask_fleet(&dead, FleetRequest::Trigger(name.clone())).await.unwrap();
+    let running = loop {
+        let records = history(&dead, &name).await;
+        if let Some(record) = records.into_iter().find(|r| r.outcome == Status::Running) {
+            break record;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    schedule.stop().await;
+    dead.close().await;
+    assert_eq!(running.instance.as_deref(), Some("dead"));
+
+    let runs: Runs = Arc::default();
+    let alive = locker(&url, "alive");
+    let mut caller = Caller::new(&alive);
+    let schedule = caller.schedule(&name, cron(), options).unwrap();
+    let waiting = runs.clone();
+    let until = async {
+        while waiting.lock().unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        schedule.stop().await;
+    };
+    tokio::time::timeout(Duration::from_secs(30), caller.serve(recorder(0, Duration::ZERO, &runs), until))
+        .await
+        .expect("the dead runner's attempt is taken over within a heartbeat or two");
+    let runs = runs.lock().unwrap().clone();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!((runs[0].0.attempt.attempt, runs[0].0.why), (2, Why::Retry));
+    let records = history(&alive, &name).await;
+    let first = records.iter().find(|r| r.attempt == 1).unwrap();
+    let second = records.iter().find(|r| r.attempt == 2).unwrap();
+    assert_eq!(first.outcome, Status::Crashed, "{records:?}");
+    assert_eq!((second.outcome, second.instance.as_deref()), (Status::Ok, Some("alive")));
+    let fence = |r: &Record| r.fence.as_ref().unwrap().parse::<i64>().unwrap();
+    assert!(fence(second) > fence(first));
+}
+
+#[tokio::test]
+async fn suspended_schedules_skip_on_every_replica_until_resumed() {
+    let (_server, url) = redis_url();
+    let name = unique_key("suspend");
+    let operator = locker(&url, "operator");
+    ask_fleet(&operator, FleetRequest::Suspend(name.clone())).await.unwrap();
+    let runs: Runs = Arc::default();
+    let mut caller = Caller::new(&locker(&url, "one"));
+    let schedule = caller.schedule(&name, every_second(), ScheduleOptions::default()).unwrap();
+    let told = caller.serve(recorder(0, Duration::ZERO, &runs), tokio::time::sleep(Duration::from_millis(2200))).await;
+    assert!(runs.lock().unwrap().is_empty(), "ran while suspended");
+    assert!(told.iter().any(|(_, o)| matches!(o, Outcome::Skipped { reason: SkipReason::Suspended, .. })), "{told:?}");
+    let records = history(&operator, &name).await;
+    assert!(records.iter().all(|r| r.reason.as_deref() == Some("suspended")), "{records:?}");
+
+    ask_fleet(&operator, FleetRequest::Resume(name.clone())).await.unwrap();
+    let until = async {
+        tokio::time::sleep(Duration::from_millis(2200)).await;
+        schedule.stop().await;
+    };
+    caller.serve(recorder(0, Duration::ZERO, &runs), until).await;
+    assert!(!runs.lock().unwrap().is_empty(), "resumed");
+}
+
+#[tokio::test]
+async fn an_occurrence_missed_by_every_replica_runs_late_once() {
+    let (_server, url) = redis_url();
+    let name = unique_key("late");
+    let locker = locker(&url, "one");
+    let cron = || Cron::new("*/2 * * * * *", "UTC").unwrap();
+    // Registered (so ticks from now on count), then gone across several ticks.
+    let options = ScheduleOptions { starting_deadline: Duration::from_secs(8), ..ScheduleOptions::default() };
+    let schedule = snatch_core::schedule(&locker, 0, &name, cron(), options.clone(), Arc::new(Gone)).unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    schedule.stop().await;
+    tokio::time::sleep(Duration::from_millis(9000)).await;
+
+    let runs: Runs = Arc::default();
+    let mut caller = Caller::new(&locker);
+    let schedule = caller.schedule(&name, cron(), options).unwrap();
+    let until = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        schedule.stop().await;
+    };
+    caller.serve(recorder(0, Duration::ZERO, &runs), until).await;
+    let late: Vec<_> = runs.lock().unwrap().iter().filter(|(o, _)| o.why == Why::Late).cloned().collect();
+    assert_eq!(late.len(), 1, "{late:?}");
+    let records = history(&locker, &name).await;
+    let missed: Vec<_> = records.iter().filter(|r| r.outcome == Status::Missed).collect();
+    assert!(!missed.is_empty() && missed.iter().all(|r| r.tick < late[0].0.attempt.tick), "{records:?}");
+    assert!(missed.iter().all(|r| r.reason.as_deref() == Some("deadline")), "{records:?}");
 }

@@ -25,6 +25,8 @@ pub enum SnatchError {
     Timeout { key: String, waited_ms: u64 },
     /// The locker was closed.
     Closed,
+    /// No live replica registered the schedule (`trigger`).
+    NoReplica { schedule: String },
 }
 
 impl SnatchError {
@@ -36,6 +38,7 @@ impl SnatchError {
             Self::Quorum { .. } => "ERR_SNATCH_QUORUM",
             Self::Timeout { .. } => "ERR_SNATCH_TIMEOUT",
             Self::Closed => "ERR_SNATCH_CLOSED",
+            Self::NoReplica { .. } => "ERR_SNATCH_NO_REPLICA",
         }
     }
 
@@ -64,6 +67,7 @@ impl fmt::Display for SnatchError {
                 write!(f, "could not acquire lock '{key}' within {waited_ms} ms")
             }
             Self::Closed => f.write_str("the locker was closed"),
+            Self::NoReplica { schedule } => write!(f, "no live replica has registered schedule '{schedule}'"),
         }
     }
 }

@@ -51,16 +51,27 @@ impl LockKeys {
         Ok(Self { limit: Some(limit), ..Self::new(prefix, key, one_slot)? })
     }
 
-    /// The claim of occurrence `tick_ms` of the schedule whose run lock is `run`: key `name:<tick_ms>`, sharing the
-    /// run lock's fence counter (fences stay per schedule, and claims leave no counter behind). With `one_slot`
-    /// the claim is `{name}:<tick_ms>` unless `name` has a hash tag, so that it hashes to the counter's slot.
-    pub fn occurrence(run: &LockKeys, tick_ms: i64, one_slot: bool) -> Self {
-        let lock = if one_slot && !has_hash_tag(&run.lock) {
-            format!("{{{}}}:{tick_ms}", run.lock)
+    /// The claim of an attempt of an occurrence of the schedule whose run lock is `run`: key `name:<attempt>`
+    /// (`attempt` as schedule.rs names it: the tick in epoch ms for the first attempt of a scheduled occurrence),
+    /// sharing the run lock's fence counter (fences stay per schedule, and claims leave no counter behind). With
+    /// `one_slot` the claim is `{name}:<attempt>` unless `name` has a hash tag, so that it hashes to the counter's slot.
+    pub fn occurrence(run: &LockKeys, attempt: &str, one_slot: bool) -> Self {
+        Self {
+            key: format!("{}:{attempt}", run.key),
+            fence: run.fence.clone(),
+            lock: run.beside(attempt, one_slot),
+            limit: None,
+        }
+    }
+
+    /// A name beside the lock key that hashes to its slot: `lock:<suffix>` on a single Redis, or when the lock key has
+    /// a hash tag of its own; `{lock}:<suffix>` with `one_slot` otherwise (as the fence counter's).
+    pub fn beside(&self, suffix: &str, one_slot: bool) -> String {
+        if one_slot && !has_hash_tag(&self.lock) {
+            format!("{{{}}}:{suffix}", self.lock)
         } else {
-            format!("{}:{tick_ms}", run.lock)
-        };
-        Self { key: format!("{}:{tick_ms}", run.key), fence: run.fence.clone(), lock, limit: None }
+            format!("{}:{suffix}", self.lock)
+        }
     }
 
     /// The cluster slot of the lock (which master of a cluster a call on it goes to).
@@ -125,7 +136,7 @@ mod tests {
             assert_eq!(k.fence, "{snatch:report:daily}:fence");
             assert_eq!(k.channel(), "{snatch:report:daily}:released");
         }
-        let claim = LockKeys::occurrence(&LockKeys::new("snatch:", "report", false).unwrap(), 7, false);
+        let claim = LockKeys::occurrence(&LockKeys::new("snatch:", "report", false).unwrap(), "7", false);
         assert_eq!((claim.lock.as_str(), claim.fence.as_str()), ("snatch:report:7", "{snatch:report}:fence"));
     }
 
@@ -134,15 +145,15 @@ mod tests {
         for (prefix, key) in [("snatch:", "report"), ("{app}:", "report"), ("snatch:", "a{b}c"), ("p", "a{b")] {
             let run = LockKeys::new(prefix, key, true).unwrap();
             assert_eq!(slot(&run.fence), slot(&run.lock), "{prefix}{key}: {}", run.fence);
-            let claim = LockKeys::occurrence(&run, 1_700_000_000_000, true);
+            let claim = LockKeys::occurrence(&run, "1700000000000", true);
             assert_eq!(slot(&claim.lock), slot(&run.lock), "{prefix}{key}: {}", claim.lock);
             assert_ne!(claim.lock, run.lock);
             assert_eq!(claim.fence, run.fence);
         }
         let tagged = LockKeys::new("{app}:", "report", true).unwrap();
         assert_eq!(tagged.fence, "{app}:report:fence");
-        assert_eq!(LockKeys::occurrence(&tagged, 7, true).lock, "{app}:report:7");
-        assert_eq!(LockKeys::occurrence(&LockKeys::new("s:", "r", true).unwrap(), 7, true).lock, "{s:r}:7");
+        assert_eq!(LockKeys::occurrence(&tagged, "7", true).lock, "{app}:report:7");
+        assert_eq!(LockKeys::occurrence(&LockKeys::new("s:", "r", true).unwrap(), "7", true).lock, "{s:r}:7");
         for key in ["a}b", "a{}b}"] {
             assert_eq!(LockKeys::new("p:", key, true).unwrap_err().code(), "ERR_SNATCH_INVALID_ARG", "{key}");
             assert!(LockKeys::new("p:", key, false).is_ok(), "{key} is fine on a single Redis");

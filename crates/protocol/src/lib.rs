@@ -8,10 +8,12 @@
 pub mod acquisition;
 pub mod direct;
 pub mod error;
+pub mod fleet;
 pub mod keys;
 pub mod owner;
 pub mod resp;
 pub mod run;
+pub mod schedule;
 pub mod scripts;
 
 pub use error::{ArgKind, SnatchError};

@@ -13,6 +13,7 @@
 //! - a lock handed to the caller stays until the caller releases it or it is lost.
 
 use crate::error::SnatchError;
+use crate::schedule::{Attempt, Why};
 use rustc_hash::FxHashMap;
 
 /// What a held lock tells the lifecycle.
@@ -28,13 +29,22 @@ pub trait Held {
 /// Ids from here up are those of runs the driver starts itself (a schedule's occurrences); the caller's ids are below.
 pub const DRIVER_IDS: u32 = 1 << 31;
 
-/// Which of its occurrences a schedule runs.
+/// Which attempt of which of its occurrences a schedule runs, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Occurrence {
     /// The schedule, by the caller's id for it.
     pub schedule: u32,
-    /// The occurrence, in epoch milliseconds.
-    pub tick: i64,
+    pub attempt: Attempt,
+    pub why: Why,
+}
+
+/// Why a running fn's signal aborts before its lease is lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AbortReason {
+    /// Its attempt's `timeout` passed.
+    Timeout,
+    /// A later occurrence replaces it (`concurrency: 'replace'`).
+    Replaced,
 }
 
 /// Why an occurrence did not run here.
@@ -44,6 +54,8 @@ pub enum SkipReason {
     Taken,
     /// The fn of an earlier occurrence was still running.
     Overlap,
+    /// The schedule is suspended (`suspend`).
+    Suspended,
 }
 
 /// What Redis holds for a key that is locked.
@@ -67,6 +79,8 @@ pub enum Outcome {
     Call { fence: i64, occurrence: Option<Occurrence> },
     /// The lease of run or lock `id` was lost: its signal aborts.
     Lost,
+    /// Run `id`'s fn is to stop: its signal aborts, for `reason`.
+    Aborted { reason: AbortReason },
     /// Run `id` ended: fn ran under `fence` and settled, and the lock was given back; `lost` when its lease could not
     /// be guaranteed for the whole run.
     Ran { fence: i64, lost: bool },
@@ -77,6 +91,8 @@ pub enum Outcome {
     /// Operation `id` answered: a release or an extension (whether the lock was still ours), a forced release
     /// (whether there was a lock), `close` (true).
     Done(bool),
+    /// Operation `id`, a question to the fleet, answered with this JSON (see fleet.rs).
+    Json(String),
     /// Operation `id`, an inspection, found this (`None`: the key is free).
     Inspected(Option<Inspection>),
     /// Run, acquisition or operation `id` failed.
@@ -101,8 +117,8 @@ pub enum Purpose {
 enum Entry<H> {
     /// Its acquisition is under way.
     Acquiring(Purpose),
-    /// fn runs under `held`; `lost_told` once the caller heard of its loss.
-    Running { held: H, lost_told: bool },
+    /// fn runs under `held`; `aborted` once the caller heard its signal abort (a loss, or an abort).
+    Running { held: H, aborted: bool },
     /// fn settled; its lock is being released. The end of the run says `fence` and `lost`.
     Releasing { fence: i64, lost: bool },
     /// A lock the caller holds.
@@ -156,7 +172,7 @@ impl<H: Held> Runs<H> {
         };
         let (outcome, entry) = match purpose {
             Purpose::Run => {
-                (Outcome::Call { fence: held.fence(), occurrence: None }, Entry::Running { held, lost_told: false })
+                (Outcome::Call { fence: held.fence(), occurrence: None }, Entry::Running { held, aborted: false })
             }
             Purpose::Lock => {
                 (Outcome::Locked { fence: held.fence(), token: held.token().to_owned() }, Entry::Holding(held))
@@ -177,22 +193,42 @@ impl<H: Held> Runs<H> {
             }
         };
         let call = Outcome::Call { fence: held.fence(), occurrence: Some(occurrence) };
-        self.entries.insert(id, Entry::Running { held, lost_told: false });
+        self.entries.insert(id, Entry::Running { held, aborted: false });
         (id, call)
     }
 
-    /// The lease of run or lock `id` was lost: the caller hears of it if its fn still runs (once), or if it holds
-    /// the lock (which it then no longer does).
+    /// The lease of run or lock `id` was lost: the caller hears of it if its fn still runs and its signal has not
+    /// aborted yet, or if it holds the lock (which it then no longer does).
     pub fn lost(&mut self, id: u32) -> Option<Outcome> {
         match self.entries.get_mut(&id)? {
-            Entry::Running { lost_told, .. } if !*lost_told => {
-                *lost_told = true;
+            Entry::Running { aborted, .. } if !*aborted => {
+                *aborted = true;
                 Some(Outcome::Lost)
             }
             Entry::Holding(_) => {
                 self.entries.remove(&id);
                 Some(Outcome::Lost)
             }
+            _ => None,
+        }
+    }
+
+    /// The fn of run `id` is to stop, for `reason`: the caller hears of it if it still runs and its signal has not
+    /// aborted yet.
+    pub fn abort(&mut self, id: u32, reason: AbortReason) -> Option<Outcome> {
+        match self.entries.get_mut(&id)? {
+            Entry::Running { aborted, .. } if !*aborted => {
+                *aborted = true;
+                Some(Outcome::Aborted { reason })
+            }
+            _ => None,
+        }
+    }
+
+    /// The lock of run `id`, while its fn runs.
+    pub fn running(&mut self, id: u32) -> Option<&mut H> {
+        match self.entries.get_mut(&id)? {
+            Entry::Running { held, .. } => Some(held),
             _ => None,
         }
     }
@@ -324,6 +360,7 @@ mod tests {
         lease.lapsed.set(true);
         assert_eq!(runs.lost(1), Some(Outcome::Lost));
         assert_eq!(runs.lost(1), None, "told once");
+        assert_eq!(runs.abort(1, AbortReason::Timeout), None, "the signal aborted already");
         assert!(runs.task_done(1).is_some());
         assert_eq!(runs.released(1), Some(Outcome::Ran { fence: 7, lost: true }));
     }
@@ -363,9 +400,22 @@ mod tests {
     }
 
     #[test]
+    fn an_abort_is_told_once_while_fn_runs() {
+        let mut runs = Runs::default();
+        runs.start(1, Purpose::Run);
+        assert_eq!(runs.abort(1, AbortReason::Timeout), None, "fn was not called yet");
+        runs.acquired(1, Ok(Some(Lease::new(7))));
+        assert_eq!(runs.abort(1, AbortReason::Timeout), Some(Outcome::Aborted { reason: AbortReason::Timeout }));
+        assert_eq!(runs.abort(1, AbortReason::Replaced), None);
+        assert_eq!(runs.lost(1), None, "its signal aborted already");
+        runs.task_done(1);
+        assert_eq!(runs.released(1), Some(Outcome::Ran { fence: 7, lost: false }));
+    }
+
+    #[test]
     fn the_driver_starts_occurrences_with_ids_of_its_own() {
         let mut runs = Runs::default();
-        let occurrence = Occurrence { schedule: 3, tick: 1_000 };
+        let occurrence = Occurrence { schedule: 3, attempt: Attempt::first(1_000), why: Why::OnTime };
         let (id, call) = runs.adopt(Lease::new(7), occurrence);
         assert!(id >= DRIVER_IDS);
         assert_eq!(call, Outcome::Call { fence: 7, occurrence: Some(occurrence) });

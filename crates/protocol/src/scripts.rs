@@ -102,6 +102,38 @@ pub static PERMIT_EXTEND: LazyLock<Script> =
 pub static PERMIT_RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/permit_release.lua").to_owned()));
 
+/// Register (or renew) a replica's schedule and read its state: see scripts/schedule_register.lua.
+pub static SCHEDULE_REGISTER: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/schedule_register.lua").to_owned()));
+
+/// Keep schedules in the index of live ones: see scripts/schedule_index.lua.
+pub static SCHEDULE_INDEX: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/schedule_index.lua").to_owned()));
+
+/// Write the record of an attempt of an occurrence, on conditions: see scripts/schedule_record.lua.
+pub static SCHEDULE_RECORD: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/schedule_record.lua").to_owned()));
+
+/// Find the open attempts of a schedule that need another (a dead runner's, a due retry's): see
+/// scripts/schedule_sweep.lua.
+pub static SCHEDULE_SWEEP: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/schedule_sweep.lua").to_owned()));
+
+/// Read a schedule's state, live registrations, newest and open records: see scripts/schedule_read.lua.
+pub static SCHEDULE_READ: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/schedule_read.lua").to_owned()));
+
+/// Suspend, resume, trigger or replace: see scripts/schedule_control.lua.
+pub static SCHEDULE_CONTROL: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/schedule_control.lua").to_owned()));
+
+/// One step of a scan for locks held on a server (`locks()`): see scripts/scan.lua.
+pub static SCAN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/scan.lua").to_owned()));
+
+/// Take the oldest manual run asked for: see scripts/schedule_take_trigger.lua.
+pub static SCHEDULE_TAKE_TRIGGER: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/schedule_take_trigger.lua").to_owned()));
+
 #[cfg(test)]
 mod tests {
     use super::*;

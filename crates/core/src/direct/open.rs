@@ -76,7 +76,7 @@ pub async fn cluster_map(locker: &Locker) -> Result<Option<ClusterMap>, SnatchEr
 
 /// The ranges of a `CLUSTER SLOTS` reply: `[start, end, [host, port, …], replicas…]` for each; malformed ones are
 /// left out.
-fn slot_ranges(reply: &redis::Value) -> Vec<SlotRange> {
+pub(crate) fn slot_ranges(reply: &redis::Value) -> Vec<SlotRange> {
     let redis::Value::Array(ranges) = reply else { return Vec::new() };
     let int = |value: Option<&redis::Value>| match value? {
         redis::Value::Int(n) => Some(*n),

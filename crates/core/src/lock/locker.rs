@@ -336,9 +336,13 @@ impl Locker {
 
     /// What Redis holds for `key` now, for dashboards and debugging: `None` when it is free.
     pub async fn inspect(&self, key: &str) -> Result<Option<Inspection>, SnatchError> {
-        let keys = LockKeys::new(&self.shared.config.prefix, key, self.one_slot())?;
+        self.inspect_keys(&LockKeys::new(&self.shared.config.prefix, key, self.one_slot())?).await
+    }
+
+    /// What Redis holds for the lock of `keys` now: `None` when it is free.
+    pub(crate) async fn inspect_keys(&self, keys: &LockKeys) -> Result<Option<Inspection>, SnatchError> {
         let _busy = self.enter()?;
-        self.shared.nodes.inspect(&keys).await
+        self.shared.nodes.inspect(keys).await
     }
 
     /// Deletes `key`'s lock whoever holds it (an operator's tool) and wakes its waiters; true when there was one. The

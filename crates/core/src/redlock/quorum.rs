@@ -82,7 +82,13 @@ impl Nodes {
         }
     }
 
-    fn quorum(&self) -> usize {
+    /// Every node.
+    pub(crate) fn all(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// How many nodes make a majority.
+    pub(crate) fn quorum(&self) -> usize {
         self.nodes.len() / 2 + 1
     }
 

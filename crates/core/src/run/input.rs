@@ -3,10 +3,11 @@
 
 use crate::lock::lease::Lease;
 use crate::lock::locker::Busy;
-use snatch_protocol::run::{Occurrence, Outcome, Purpose};
+use crate::run::hold::Finished;
+use snatch_protocol::run::{AbortReason, Occurrence, Outcome, Purpose};
+use snatch_protocol::schedule::Attempt;
 use snatch_protocol::SnatchError;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// One result for the runner.
@@ -22,15 +23,17 @@ pub enum Input {
     Tell(u32, Outcome),
     /// The locker closed (operation `.0`), releasing every lock still held.
     Closed(u32),
-    /// A schedule's occurrence is claimed and its run lock taken: run its fn (see `Hold::Occurrence`).
+    /// An attempt of a schedule's occurrence is claimed (and its run lock taken, unless occurrences may overlap):
+    /// run its fn (see `OccurrenceHold`).
     Occurrence {
         occurrence: Occurrence,
-        run: Arc<Lease>,
+        run: Option<Arc<Lease>>,
         claim: Arc<Lease>,
-        period: Duration,
-        ended: oneshot::Sender<()>,
+        ended: oneshot::Sender<Finished>,
         busy: Busy,
     },
+    /// The fn of `attempt` of schedule `schedule`, if it runs here, is to stop, for `reason`.
+    Abort { schedule: u32, attempt: Attempt, reason: AbortReason },
 }
 
 impl Input {
@@ -43,11 +46,14 @@ impl Input {
                     drop(busy);
                 });
             }
-            Self::Occurrence { run, claim, period, ended, busy, .. } => {
+            Self::Occurrence { run, claim, busy, .. } => {
+                // Nothing ran: the claim goes at once, and another replica takes the attempt over, as a dead runner's
+                // (the scheduler hears of no end, `ended` being dropped).
                 tokio::spawn(async move {
-                    let _ = run.release().await;
-                    let _ = claim.release_keeping(period).await;
-                    let _ = ended.send(());
+                    if let Some(run) = run {
+                        let _ = run.release().await;
+                    }
+                    let _ = claim.release().await;
                     drop(busy);
                 });
             }

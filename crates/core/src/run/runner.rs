@@ -11,10 +11,12 @@ use crate::direct::calls::{DirectAcquire, DirectRelease, Settled};
 use crate::lock::lease::Lease;
 use crate::lock::locker::{not_acquired, Busy, Locker};
 use crate::run::call::Call;
-use crate::run::hold::Hold;
+use crate::run::hold::{Hold, OccurrenceHold};
 use crate::run::input::{post_or_undo, Input, Post};
+use rustc_hash::FxHashMap;
 use snatch_protocol::direct::session::{CallReply, NoReply};
 use snatch_protocol::run::{Outcome, Purpose, Runs};
+use snatch_protocol::schedule::Attempt;
 use snatch_protocol::SnatchError;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,6 +41,8 @@ pub struct Output {
 pub struct Runner {
     locker: Locker,
     runs: Runs<Hold>,
+    /// The runs of schedules' attempts, by schedule and attempt (for their aborts).
+    attempts: FxHashMap<(u32, Attempt), u32>,
     post: Arc<dyn Post>,
     runtime: Handle,
     /// Set when a direct call had to go over the locker's own connection: on a cluster, the slot map may be out of
@@ -49,7 +53,7 @@ pub struct Runner {
 impl Runner {
     /// The runner of `locker`, whose work on the runtime (`runtime`) comes back through `post`.
     pub fn new(locker: Locker, post: Arc<dyn Post>, runtime: Handle) -> Self {
-        Self { locker, runs: Runs::default(), post, runtime, stale: Arc::default() }
+        Self { locker, runs: Runs::default(), attempts: FxHashMap::default(), post, runtime, stale: Arc::default() }
     }
 
     /// The locker.
@@ -124,8 +128,9 @@ impl Runner {
         Ok(())
     }
 
-    /// The fn of run `id` settled: its lock is given back, and the run ends once it is.
-    pub fn task_done(&mut self, id: u32, out: &mut Output) {
+    /// The fn of run `id` settled (`failure`: what it threw or rejected with): its lock is given back, and the run
+    /// ends once it is. A schedule's attempt tells its scheduler how it ended.
+    pub fn task_done(&mut self, id: u32, failure: Option<String>, out: &mut Output) {
         let _runtime = self.runtime.enter();
         let Some(hold) = self.runs.task_done(id) else { return };
         match hold {
@@ -134,7 +139,11 @@ impl Runner {
                 // minHold keeps the key, or a permit: the lease's own release does it.
                 None => self.give_back(id, Hold::Lease { lease, busy }),
             },
-            occurrence => self.give_back(id, occurrence),
+            Hold::Occurrence(mut occurrence) => {
+                self.attempts.remove(&(occurrence.schedule, occurrence.attempt));
+                occurrence.failure = failure;
+                self.give_back(id, Hold::Occurrence(occurrence));
+            }
         }
     }
 
@@ -221,14 +230,37 @@ impl Runner {
                 self.runs.closed();
                 told.push((id, Outcome::Done(true)));
             }
-            Input::Occurrence { occurrence, run, claim, period, ended, busy } => {
+            Input::Occurrence { occurrence, run, claim, ended, busy } => {
                 let (watched, claimed) = (run.clone(), claim.clone());
-                let hold = Hold::Occurrence { run, claim, period, ended, busy };
-                let (id, call) = self.runs.adopt(hold, occurrence);
+                let (schedule, attempt) = (occurrence.schedule, occurrence.attempt);
+                let started = tokio::time::Instant::now();
+                let hold = OccurrenceHold {
+                    schedule,
+                    attempt,
+                    run,
+                    claim,
+                    ended,
+                    started,
+                    aborted: None,
+                    failure: None,
+                    busy,
+                };
+                let (id, call) = self.runs.adopt(Hold::Occurrence(Box::new(hold)), occurrence);
+                self.attempts.insert((schedule, attempt), id);
                 // Either lease lost means another replica may run the occurrence: the fn's signal aborts.
-                self.watch(id, &watched);
+                if let Some(run) = &watched {
+                    self.watch(id, run);
+                }
                 self.watch(id, &claimed);
                 told.push((id, call));
+            }
+            Input::Abort { schedule, attempt, reason } => {
+                let Some(&id) = self.attempts.get(&(schedule, attempt)) else { return };
+                let Some(outcome) = self.runs.abort(id, reason) else { return };
+                if let Some(Hold::Occurrence(occurrence)) = self.runs.running(id) {
+                    occurrence.aborted = Some(reason);
+                }
+                told.push((id, outcome));
             }
         }
     }
@@ -371,16 +403,14 @@ impl Runner {
     fn give_back(&self, id: u32, hold: Hold) {
         let post = self.post.clone();
         self.runtime.spawn(async move {
-            let ended = release(hold).await;
+            let told = release(hold).await;
             let _ = post.post(Input::Released(id));
-            if let Some(ended) = ended {
-                let _ = ended.send(());
-            }
+            drop(told);
         });
     }
 
     /// Runs `op` on the runtime: the caller hears its answer, or its error, as operation `id`'s.
-    fn answer(&self, id: u32, op: impl Future<Output = Result<Outcome, SnatchError>> + Send + 'static) {
+    pub fn answer(&self, id: u32, op: impl Future<Output = Result<Outcome, SnatchError>> + Send + 'static) {
         let post = self.post.clone();
         self.runtime.spawn(async move {
             let outcome = answered(op.await);
@@ -405,8 +435,8 @@ fn answered(result: Result<Outcome, SnatchError>) -> Outcome {
     result.unwrap_or_else(Outcome::Failed)
 }
 
-/// Gives `hold` back (its busy count goes with it); an occurrence's claim is kept its period more. What to tell once
-/// an occurrence's locks are given back.
+/// Gives `hold` back (its busy count goes with it); an occurrence's once its scheduler recorded its end. For an
+/// occurrence, what to drop once the caller is told the run ended.
 async fn release(hold: Hold) -> Option<tokio::sync::oneshot::Sender<()>> {
     match hold {
         Hold::Lease { lease, busy } => {
@@ -414,20 +444,11 @@ async fn release(hold: Hold) -> Option<tokio::sync::oneshot::Sender<()>> {
             drop(busy);
             None
         }
-        Hold::Occurrence { run, claim, period, ended, busy } => {
-            let _ = run.release().await;
-            let _ = claim.release_keeping(period).await;
-            drop(busy);
-            Some(ended)
-        }
+        Hold::Occurrence(occurrence) => Some(occurrence.finish().await),
     }
 }
 
 /// Gives `hold` back in the background, for nobody. Within the Tokio runtime.
 fn release_in_background(hold: Hold) {
-    tokio::spawn(async move {
-        if let Some(ended) = release(hold).await {
-            let _ = ended.send(());
-        }
-    });
+    tokio::spawn(async move { drop(release(hold).await) });
 }

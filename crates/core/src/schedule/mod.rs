@@ -1,4 +1,7 @@
-//! Cluster-safe cron: cron expressions in a time zone, and schedules whose every occurrence runs on one replica.
+//! Cluster-safe cron: cron expressions in a time zone, schedules whose every occurrence runs once across the replicas,
+//! what they keep in Redis, and the fleet-wide view and control of them.
 
 pub(crate) mod cron;
+pub(crate) mod fleet;
 pub(crate) mod scheduler;
+pub(crate) mod store;

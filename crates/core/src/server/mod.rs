@@ -5,6 +5,7 @@
 pub(crate) mod batcher;
 pub(crate) mod connection;
 pub(crate) mod endpoint;
+pub(crate) mod keyspace;
 pub(crate) mod memory;
 pub(crate) mod node;
 pub(crate) mod script_call;

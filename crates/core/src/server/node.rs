@@ -192,7 +192,12 @@ impl Node {
 
     /// Wakes `notify` when the lock of `keys` is released on this node; `None` when that cannot be arranged.
     pub(crate) async fn watch(&self, keys: &LockKeys, notify: &Arc<Notify>) -> Option<Watch> {
-        self.waker.watch(&keys.channel(), notify).await
+        self.watch_channel(&keys.channel(), notify).await
+    }
+
+    /// Wakes `notify` when a message is published on `channel` of this node; `None` when that cannot be arranged.
+    pub(crate) async fn watch_channel(&self, channel: &str, notify: &Arc<Notify>) -> Option<Watch> {
+        self.waker.watch(channel, notify).await
     }
 
     /// Drops the connections; later commands fail with [`SnatchError::Closed`].
@@ -239,7 +244,7 @@ impl Node {
     }
 
     /// Runs a script call: batched with those of other operations, or in the memory store of a `memory://` node.
-    async fn call(&self, call: ScriptCall) -> Result<Value, SnatchError> {
+    pub(crate) async fn call(&self, call: ScriptCall) -> Result<Value, SnatchError> {
         match self.connection.target() {
             Target::Memory(_) if self.connection.is_closed() => Err(SnatchError::Closed),
             Target::Memory(memory) => memory.run(&call).map_err(|e| self.failure(e)),
@@ -248,7 +253,7 @@ impl Node {
     }
 
     /// Runs a script call (see [`Node::call`]) and reads its reply as `T`.
-    async fn invoke<T: FromRedisValue>(&self, call: ScriptCall) -> Result<T, SnatchError> {
+    pub(crate) async fn invoke<T: FromRedisValue>(&self, call: ScriptCall) -> Result<T, SnatchError> {
         let reply = self.call(call).await?;
         redis::from_redis_value(reply).map_err(|e| self.connection.failure(e))
     }

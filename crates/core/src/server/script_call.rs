@@ -5,6 +5,7 @@ use redis::{Arg, Cmd, ToRedisArgs};
 use snatch_protocol::scripts::Script;
 
 /// One call of a script: its EVALSHA command, and the script, for when the server does not have it.
+#[derive(Clone)]
 pub(crate) struct ScriptCall {
     pub(crate) script: &'static Script,
     pub(crate) cmd: Cmd,

@@ -4,8 +4,8 @@
 //! calls).
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use snatch_core::protocol::run::Outcome;
-use snatch_core::{CronSchedule, Input, LockOptions, Locker, Output, Post, Runner, Schedule, ScheduleOptions};
+use snatch_core::protocol::run::{Occurrence, Outcome};
+use snatch_core::{Cron, Input, LockOptions, Locker, Output, Post, Runner, Schedule, ScheduleOptions};
 use snatch_core::{SnatchError, Told};
 use std::future::Future;
 use std::pin::Pin;
@@ -44,8 +44,9 @@ pub struct Run<T> {
     pub lost_told: bool,
 }
 
-/// A schedule's fn, as [`Caller::serve`] calls it: with the occurrence's tick, a future to await.
-pub type Occurrences = Box<dyn FnMut(i64) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+/// A schedule's fn, as [`Caller::serve`] calls it: with the attempt of the occurrence it runs, a future to await, which
+/// comes to fn's failure, if it failed.
+pub type Occurrences = Box<dyn FnMut(Occurrence) -> Pin<Box<dyn Future<Output = Option<String>> + Send>> + Send>;
 
 /// A locker's runner, and what it told that the test has not taken yet.
 pub struct Caller {
@@ -112,14 +113,14 @@ impl Caller {
             }
         };
         let mut out = Output::default();
-        self.runner.task_done(id, &mut out);
+        self.runner.task_done(id, None, &mut out);
         self.done(out);
         let end = self.take(id, &mut lost_told).await;
         Ok(Run { output: Some(output), end, lost_told })
     }
 
     /// Starts schedule `name` (the runner's schedule 0) on this caller's locker.
-    pub fn schedule(&self, name: &str, cron: CronSchedule, options: ScheduleOptions) -> Result<Schedule, SnatchError> {
+    pub fn schedule(&self, name: &str, cron: Cron, options: ScheduleOptions) -> Result<Schedule, SnatchError> {
         snatch_core::schedule(self.runner.locker(), 0, name, cron, options, self.runner.post())
     }
 
@@ -140,9 +141,9 @@ impl Caller {
                     }
                     return seen;
                 }
-                Some(id) = running.next(), if !running.is_empty() => {
+                Some((id, failure)) = running.next(), if !running.is_empty() => {
                     let mut out = Output::default();
-                    self.runner.task_done(id, &mut out);
+                    self.runner.task_done(id, failure, &mut out);
                     seen.extend(self.sent(out));
                 }
                 Some(input) = self.inputs.recv() => {
@@ -150,11 +151,8 @@ impl Caller {
                     self.runner.handle(input, &mut out);
                     for (id, outcome) in self.sent(out) {
                         if let Outcome::Call { occurrence: Some(occurrence), .. } = &outcome {
-                            let work = r#fn(occurrence.tick);
-                            running.push(async move {
-                                work.await;
-                                id
-                            });
+                            let work = r#fn(*occurrence);
+                            running.push(async move { (id, work.await) });
                         }
                         seen.push((id, outcome));
                     }

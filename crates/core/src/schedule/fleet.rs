@@ -1,0 +1,186 @@
+//! The fleet-wide view and control of schedules and locks, from any process (none needs a schedule registered here):
+//! every schedule a live replica registered, a schedule's records, suspend and resume, a manual run, the locks held.
+
+use crate::direct::open::slot_ranges;
+use crate::lock::locker::Locker;
+use crate::schedule::cron::CronSchedule;
+use crate::schedule::store::{self, Control};
+use crate::server::node::Node;
+use crate::server::script_call::ScriptCall;
+use chrono::Utc;
+use futures_util::future::join_all;
+use snatch_protocol::direct::target::{ClusterMap, DirectTarget};
+use snatch_protocol::fleet::{glob_literal, key_in_slot, HeldLock, ScheduleInfo};
+use snatch_protocol::keys::LockKeys;
+use snatch_protocol::schedule::{Attempt, ScheduleKeys, Status};
+use snatch_protocol::scripts::SCAN;
+use snatch_protocol::SnatchError;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// How long the state of a schedule that `suspend` or `resume` finds unregistered is kept: a week, as a registered
+/// one's after its last replica is gone.
+const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Keys one step of a scan looks at, at most.
+const SCAN_COUNT: u32 = 1000;
+
+/// What the fleet is asked.
+#[derive(Debug, Clone)]
+pub enum FleetRequest {
+    /// Every schedule a live replica registered.
+    Schedules,
+    /// Schedule `name`'s newest `limit` records.
+    History {
+        name: String,
+        limit: u32,
+    },
+    Suspend(String),
+    Resume(String),
+    /// One run of `name` now, on one live replica that registered it.
+    Trigger(String),
+    /// Up to `limit` locks held now whose names match the glob `pattern`.
+    Locks {
+        pattern: String,
+        limit: u32,
+    },
+}
+
+/// Answers `request`, as JSON: the schedules ([`ScheduleInfo`]), the records (newest first), `null` (suspend,
+/// resume), `{"tick": ms}` (a manual run), or the locks ([`HeldLock`]).
+pub async fn answer(locker: &Locker, request: FleetRequest) -> Result<String, SnatchError> {
+    let _busy = locker.enter()?;
+    let json = match request {
+        FleetRequest::Schedules => serde_json::to_string(&schedules(locker).await?),
+        FleetRequest::History { name, limit } => {
+            serde_json::to_string(&store::read(locker, &keys(locker, &name)?, limit).await?.records)
+        }
+        FleetRequest::Suspend(name) => control(locker, &name, Control::Suspend).await.map(|_| Ok("null".into()))?,
+        FleetRequest::Resume(name) => control(locker, &name, Control::Resume).await.map(|_| Ok("null".into()))?,
+        FleetRequest::Trigger(name) => match control(locker, &name, Control::Trigger).await? {
+            (0, _) => return Err(SnatchError::NoReplica { schedule: name }),
+            (_, tick) => Ok(format!(r#"{{"tick":{tick}}}"#)),
+        },
+        FleetRequest::Locks { pattern, limit } => serde_json::to_string(&locks(locker, &pattern, limit).await?),
+    };
+    json.map_err(|e| SnatchError::Redis { cause: format!("could not write the answer: {e}") })
+}
+
+/// The names of schedule `name`.
+fn keys(locker: &Locker, name: &str) -> Result<ScheduleKeys, SnatchError> {
+    ScheduleKeys::new(&locker.config().prefix, name, locker.one_slot())
+}
+
+async fn control(locker: &Locker, name: &str, control: Control) -> Result<(i64, i64), SnatchError> {
+    store::control(locker, &keys(locker, name)?, control, KEEP).await
+}
+
+/// Every schedule a live replica registered, by name.
+async fn schedules(locker: &Locker) -> Result<Vec<ScheduleInfo>, SnatchError> {
+    let names = store::index(locker, &[]).await?;
+    let infos = join_all(names.iter().map(|name| schedule(locker, name))).await;
+    let mut infos: Vec<ScheduleInfo> =
+        infos.into_iter().collect::<Result<Vec<_>, _>>()?.into_iter().flatten().collect();
+    infos.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(infos)
+}
+
+/// Schedule `name` as its live replicas registered it; `None` when none is live any more.
+async fn schedule(locker: &Locker, name: &str) -> Result<Option<ScheduleInfo>, SnatchError> {
+    let read = store::read(locker, &keys(locker, name)?, 10).await?;
+    if read.replicas.is_empty() {
+        return Ok(None);
+    }
+    let field = |name: &str| read.state.get(name).cloned().unwrap_or_default();
+    let (cron, timezone) = (field("cron"), field("timezone"));
+    let next = CronSchedule::new(&cron, &timezone)
+        .ok()
+        .and_then(|schedule| schedule.next_after(Utc::now()))
+        .map(|next| next.timestamp_millis());
+    let running = read.open.iter().filter(|r| r.outcome == Status::Running).cloned().collect();
+    let last = read.records.iter().find(|r| r.outcome != Status::Running).cloned();
+    Ok(Some(ScheduleInfo {
+        name: name.to_owned(),
+        cron,
+        timezone,
+        replicas: read.replicas,
+        suspended: read.state.contains_key("suspended"),
+        next,
+        running,
+        last,
+    }))
+}
+
+/// Up to `limit` locks held now under the locker's prefix whose names match `pattern`, by name: every node of
+/// Redlock, each master of a cluster scanned.
+async fn locks(locker: &Locker, pattern: &str, limit: u32) -> Result<Vec<HeldLock>, SnatchError> {
+    let prefix = &locker.config().prefix;
+    let glob = [glob_literal(prefix), pattern.to_owned()].concat();
+    let mut found = BTreeSet::new();
+    for node in locker.nodes().all() {
+        for route in routes(node, prefix).await? {
+            scan(node, &route, &glob, limit as usize, &mut found).await?;
+        }
+    }
+    let names: Vec<String> = found
+        .iter()
+        .filter_map(|key| key.strip_prefix(prefix.as_str()))
+        .take(limit as usize)
+        .map(str::to_owned)
+        .collect();
+    // A schedule's claim shares its run lock's fence counter.
+    let schedules = store::index(locker, &[]).await?;
+    let keys = names
+        .iter()
+        .map(|name| {
+            let claim = schedules.iter().find_map(|schedule| {
+                let attempt = Attempt::parse(name.strip_prefix(schedule.as_str())?.strip_prefix(':')?)?;
+                Some(keys(locker, schedule).ok()?.claim(&attempt))
+            });
+            claim.map_or_else(|| LockKeys::new(prefix, name, locker.one_slot()), Ok)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let inspections = join_all(keys.iter().map(|keys| locker.inspect_keys(keys))).await;
+    let mut locks = Vec::new();
+    for (key, inspection) in names.into_iter().zip(inspections) {
+        if let Some(held) = inspection? {
+            locks.push(HeldLock { key, holder: held.holder, ttl: held.ttl_ms, fence: held.fence.to_string() });
+        }
+    }
+    Ok(locks)
+}
+
+/// A key under `prefix` for each server of `node` that routes a scan there: one per master on a cluster.
+async fn routes(node: &Node, prefix: &str) -> Result<Vec<String>, SnatchError> {
+    if node.cluster().is_none() {
+        return Ok(vec![key_in_slot(prefix, 0)]);
+    }
+    let map = ClusterMap::new(slot_ranges(&node.cluster_slots().await?));
+    Ok((0..map.masters.len())
+        .filter_map(|index| match map.target(index) {
+            DirectTarget::Master { slot, .. } => Some(key_in_slot(prefix, slot)),
+            DirectTarget::Server => None,
+        })
+        .collect())
+}
+
+/// Scans the server that `route` leads to for locks whose keys match `glob`, into `found`, until it holds `limit`.
+async fn scan(
+    node: &Node,
+    route: &str,
+    glob: &str,
+    limit: usize,
+    found: &mut BTreeSet<String>,
+) -> Result<(), SnatchError> {
+    let mut cursor = "0".to_owned();
+    loop {
+        let mut call = ScriptCall::new(&SCAN, 1);
+        call.arg(route).arg(&cursor).arg(glob).arg(SCAN_COUNT);
+        let (next, keys): (String, Vec<String>) = node.invoke(call).await?;
+        found.extend(keys);
+        if next == "0" || found.len() >= limit {
+            return Ok(());
+        }
+        cursor = next;
+    }
+}

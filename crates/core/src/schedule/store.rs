@@ -1,0 +1,288 @@
+//! What a schedule keeps in Redis beside its locks (snatch-protocol's schedule.rs names it): its state, its records,
+//! its open attempts, its replicas' registrations and its pending manual runs, through the schedule scripts. On
+//! Redlock every node gets every write, a write counts when a majority made it, and a read takes the first node that
+//! answers: the claims on a majority keep each attempt to one replica, and these records tell what happened.
+
+use crate::lock::locker::Locker;
+use crate::server::script_call::ScriptCall;
+use futures_util::future::join_all;
+use snatch_protocol::schedule::{Record, ScheduleKeys};
+use snatch_protocol::scripts::{
+    SCHEDULE_CONTROL, SCHEDULE_INDEX, SCHEDULE_READ, SCHEDULE_RECORD, SCHEDULE_REGISTER, SCHEDULE_SWEEP,
+    SCHEDULE_TAKE_TRIGGER,
+};
+use snatch_protocol::SnatchError;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// How long a replica's registration lasts without being renewed: a dead replica's is gone within it.
+pub(crate) const REGISTRATION: Duration = Duration::from_secs(15);
+
+/// How often a replica renews its registrations, and looks at its schedules' open attempts and manual runs.
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// How many open attempts one look takes at most.
+const SWEEP_BATCH: u32 = 20;
+
+/// What a replica registers of a schedule.
+#[derive(Debug, Clone)]
+pub(crate) struct Registration {
+    pub(crate) instance: String,
+    pub(crate) cron: String,
+    pub(crate) timezone: String,
+    /// How long the state and records are kept after the last write or registration.
+    pub(crate) keep: Duration,
+}
+
+/// A schedule's state, as a replica reads it when it registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct State {
+    /// The server's time, in epoch ms.
+    pub(crate) now: i64,
+    /// When the schedule was first registered (server ms).
+    pub(crate) since: i64,
+    /// The newest scheduled tick claimed or recorded.
+    pub(crate) last: Option<i64>,
+    pub(crate) suspended: bool,
+    /// Open attempts due for a look (see [`sweep`]).
+    pub(crate) due: i64,
+    /// Manual runs waiting.
+    pub(crate) triggers: i64,
+    /// Running attempts of ticks before this give way (`replace`).
+    pub(crate) replace: Option<i64>,
+}
+
+/// A schedule as a read finds it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Read {
+    pub(crate) state: HashMap<String, String>,
+    /// Instances whose registration has not expired.
+    pub(crate) replicas: Vec<String>,
+    /// The newest records first.
+    pub(crate) records: Vec<Record>,
+    /// The records of the attempts running or waiting for a retry.
+    pub(crate) open: Vec<Record>,
+}
+
+/// When a record is written ([`record`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Conditions {
+    /// Not while the schedule is suspended.
+    pub(crate) unless_suspended: bool,
+    /// Only if the attempt has no record yet (nobody ran it).
+    pub(crate) only_new: bool,
+    /// Only if the attempt's record says it is running (no other replica took it over).
+    pub(crate) only_running: bool,
+}
+
+/// What becomes of an attempt among the open ones when its record is written.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Open {
+    /// As it was.
+    Unchanged,
+    /// It is no longer open.
+    Closed,
+    /// It is open, to be looked at again after this long (when its lease would have lapsed, or its retry is due).
+    LookIn(Duration),
+}
+
+/// A record to write ([`record`]).
+pub(crate) struct Write<'a> {
+    pub(crate) record: &'a Record,
+    pub(crate) conditions: Conditions,
+    /// A scheduled tick claimed or recorded (raises `last`).
+    pub(crate) last: Option<i64>,
+    pub(crate) open: Open,
+    /// The attempt this one takes over: its record as it must still be, and as it becomes.
+    pub(crate) takes_over: Option<(&'a Record, &'a Record)>,
+}
+
+/// What came of a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Written {
+    Yes,
+    /// Not written: the schedule is suspended.
+    Suspended,
+    /// Not written: another condition did not hold.
+    Refused,
+}
+
+/// Registers `registration` of the schedule of `keys` (or renews it) and reads its state.
+pub(crate) async fn register(
+    locker: &Locker,
+    keys: &ScheduleKeys,
+    registration: &Registration,
+) -> Result<State, SnatchError> {
+    let mut call = ScriptCall::new(&SCHEDULE_REGISTER, 6);
+    call.arg(&keys.state).arg(&keys.replicas).arg(&keys.triggers).arg(&keys.history).arg(&keys.records).arg(&keys.open);
+    call.arg(&registration.instance).arg(millis(REGISTRATION)).arg(millis(registration.keep));
+    call.arg(&registration.cron).arg(&registration.timezone);
+    let answer: Vec<i64> = first(locker, call).await?;
+    let [now, since, last, suspended, due, triggers, replace] = answer[..] else {
+        return Err(SnatchError::Redis { cause: format!("the schedule's registration answered {answer:?}") });
+    };
+    let known = |n: i64| (n >= 0).then_some(n);
+    Ok(State { now, since, last: known(last), suspended: suspended == 1, due, triggers, replace: known(replace) })
+}
+
+/// Keeps `names` in the index of schedules live replicas registered (none: only reads it); the names it holds.
+pub(crate) async fn index(locker: &Locker, names: &[String]) -> Result<Vec<String>, SnatchError> {
+    let mut call = ScriptCall::new(&SCHEDULE_INDEX, 1);
+    call.arg(ScheduleKeys::index(&locker.config().prefix)).arg(millis(REGISTRATION));
+    for name in names {
+        call.arg(name);
+    }
+    if names.is_empty() {
+        first(locker, call).await
+    } else {
+        Ok(every::<Vec<String>>(locker, call).await?.into_iter().next().unwrap_or_default())
+    }
+}
+
+/// Writes `write`'s record of the schedule of `keys`, which keeps `history` records for `keep`.
+pub(crate) async fn record(
+    locker: &Locker,
+    keys: &ScheduleKeys,
+    write: &Write<'_>,
+    history: u32,
+    keep: Duration,
+) -> Result<Written, SnatchError> {
+    let mut call = ScriptCall::new(&SCHEDULE_RECORD, 4);
+    call.arg(&keys.state).arg(&keys.history).arg(&keys.records).arg(&keys.open);
+    let Conditions { unless_suspended, only_new, only_running } = write.conditions;
+    let conditions: String =
+        [(unless_suspended, 's'), (only_new, 'n'), (only_running, 'r')].iter().filter(|c| c.0).map(|c| c.1).collect();
+    let attempt = write.record.attempt();
+    call.arg(conditions).arg(write.last.unwrap_or(-1)).arg(attempt.id());
+    call.arg(write.record.to_json()).arg(attempt.score());
+    match write.open {
+        Open::Unchanged => call.arg(""),
+        Open::Closed => call.arg("-"),
+        Open::LookIn(after) => call.arg(millis(after)),
+    };
+    call.arg(history).arg(millis(keep));
+    if let Some((was, becomes)) = write.takes_over {
+        call.arg(was.attempt().id()).arg(was.to_json()).arg(becomes.to_json());
+    }
+    let answers: Vec<i64> = every(locker, call).await?;
+    let quorum = locker.nodes().quorum();
+    if answers.len() < quorum {
+        return Err(SnatchError::Quorum {
+            failures: vec!["the record reached fewer than a majority of the nodes".into()],
+        });
+    }
+    Ok(if answers.iter().filter(|&&a| a == 1).count() >= quorum {
+        Written::Yes
+    } else if answers.contains(&0) {
+        Written::Suspended
+    } else {
+        Written::Refused
+    })
+}
+
+/// The open attempts of the schedule of `keys` that need another: running while their claim is gone (their runner
+/// died), or failed with a retry due. On Redlock, those a majority of the nodes tells.
+pub(crate) async fn sweep(locker: &Locker, keys: &ScheduleKeys) -> Result<Vec<Record>, SnatchError> {
+    let mut call = ScriptCall::new(&SCHEDULE_SWEEP, 2);
+    call.arg(&keys.open).arg(&keys.records).arg(keys.claims()).arg(SWEEP_BATCH);
+    let answers: Vec<Vec<String>> = every(locker, call).await?;
+    let mut told: Vec<(String, usize)> = Vec::new();
+    for json in answers.into_iter().flatten() {
+        match told.iter_mut().find(|(seen, _)| *seen == json) {
+            Some((_, count)) => *count += 1,
+            None => told.push((json, 1)),
+        }
+    }
+    let quorum = locker.nodes().quorum();
+    Ok(told
+        .into_iter()
+        .filter(|(_, count)| *count >= quorum)
+        .filter_map(|(json, _)| Record::from_json(&json))
+        .collect())
+}
+
+/// The schedule of `keys`: its state, its live replicas, its newest `limit` records and its open ones.
+pub(crate) async fn read(locker: &Locker, keys: &ScheduleKeys, limit: u32) -> Result<Read, SnatchError> {
+    let mut call = ScriptCall::new(&SCHEDULE_READ, 5);
+    call.arg(&keys.state).arg(&keys.replicas).arg(&keys.history).arg(&keys.records).arg(&keys.open);
+    call.arg(limit.max(1));
+    type Answer = (Vec<String>, Vec<String>, Vec<Option<String>>, Vec<Option<String>>);
+    let (fields, replicas, records, open): Answer = first(locker, call).await?;
+    let state = fields.chunks(2).filter_map(|pair| Some((pair.first()?.clone(), pair.get(1)?.clone()))).collect();
+    let parsed =
+        |jsons: Vec<Option<String>>| jsons.iter().flatten().filter_map(|json| Record::from_json(json)).collect();
+    Ok(Read { state, replicas, records: parsed(records), open: parsed(open) })
+}
+
+/// What [`control`] does.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Control {
+    Suspend,
+    Resume,
+    /// Queue a manual run, when a live replica registered the schedule.
+    Trigger,
+    /// Running attempts of ticks before this give way.
+    Replace(i64),
+}
+
+/// Steers the schedule of `keys` (the replicas hear of it on its control channel), whose state is kept at least
+/// `keep`: how many live replicas registered it, and the server's time (a manual run's tick).
+pub(crate) async fn control(
+    locker: &Locker,
+    keys: &ScheduleKeys,
+    control: Control,
+    keep: Duration,
+) -> Result<(i64, i64), SnatchError> {
+    let (action, value) = match control {
+        Control::Suspend => ("suspend", 0),
+        Control::Resume => ("resume", 0),
+        Control::Trigger => ("trigger", 0),
+        Control::Replace(tick) => ("replace", tick),
+    };
+    let mut call = ScriptCall::new(&SCHEDULE_CONTROL, 3);
+    call.arg(&keys.state).arg(&keys.replicas).arg(&keys.triggers);
+    call.arg(action).arg(&keys.control).arg(millis(keep)).arg(value);
+    if let Control::Trigger = control {
+        // One manual run, queued once: on the first node that answers.
+        return first(locker, call).await;
+    }
+    let answers: Vec<(i64, i64)> = every(locker, call).await?;
+    Ok(answers.into_iter().max().unwrap_or_default())
+}
+
+/// Takes the oldest manual run asked for of the schedule of `keys` (each is taken by one replica only): its tick.
+pub(crate) async fn take_trigger(locker: &Locker, keys: &ScheduleKeys) -> Result<Option<i64>, SnatchError> {
+    let mut call = ScriptCall::new(&SCHEDULE_TAKE_TRIGGER, 1);
+    call.arg(&keys.triggers);
+    let taken: Option<String> = first(locker, call).await?;
+    Ok(taken.and_then(|tick| tick.parse().ok()))
+}
+
+/// `duration` in whole milliseconds.
+fn millis(duration: Duration) -> u64 {
+    duration.as_millis() as u64
+}
+
+/// Runs `call` on the nodes of `locker` in turn: the answer of the first that answers, or the last error.
+async fn first<T: redis::FromRedisValue>(locker: &Locker, call: ScriptCall) -> Result<T, SnatchError> {
+    let mut error = SnatchError::Closed;
+    for node in locker.nodes().all() {
+        match node.invoke(call.clone()).await {
+            Ok(answer) => return Ok(answer),
+            Err(e) => error = e,
+        }
+    }
+    Err(error)
+}
+
+/// Runs `call` on every node of `locker`: the answers of those that answered, or the error of the first when none
+/// did.
+async fn every<T: redis::FromRedisValue>(locker: &Locker, call: ScriptCall) -> Result<Vec<T>, SnatchError> {
+    let nodes = locker.nodes().all();
+    let (answered, failed): (Vec<_>, Vec<_>) =
+        join_all(nodes.iter().map(|node| node.invoke::<T>(call.clone()))).await.into_iter().partition(Result::is_ok);
+    if answered.is_empty() {
+        return Err(failed.into_iter().find_map(Result::err).unwrap_or(SnatchError::Closed));
+    }
+    Ok(answered.into_iter().filter_map(Result::ok).collect())
+}

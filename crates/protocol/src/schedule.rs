@@ -1,0 +1,361 @@
+//! A schedule's names in Redis, and what it records there of its occurrences, without I/O: which attempt of which
+//! occurrence a record is for, why it ran, what it came to; when a failed attempt is tried again; which missed
+//! occurrence still runs late.
+
+use crate::keys::LockKeys;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// How many occurrence records a schedule keeps by default (`history`).
+pub const DEFAULT_HISTORY: u32 = 50;
+
+/// The most occurrence records a schedule may keep.
+pub const MAX_HISTORY: u32 = 10_000;
+
+/// Longest error message a record keeps, in characters (a longer one is cut, with an ellipsis).
+pub const MAX_ERROR_CHARS: usize = 500;
+
+/// The Redis names of schedule `name`: its run lock (and fence counter), and beside it, in the same hash slot, its
+/// state, records, registrations, pending triggers and control channel. Every one of them has a TTL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleKeys {
+    /// The run lock, whose fence counter every claim of the schedule shares.
+    pub run: LockKeys,
+    /// A hash: `since` (when first registered, server ms), `last` (the newest scheduled tick claimed or recorded),
+    /// `suspended`, `replace` (running attempts of ticks before it give way), `cron`, `timezone`.
+    pub state: String,
+    /// A sorted set of record ids, scored by tick and attempt (see [`Attempt::score`]).
+    pub history: String,
+    /// A hash: record id → the record (JSON, [`Record`]).
+    pub records: String,
+    /// A sorted set of the attempts running or waiting for a retry: record id → when to look at it again (server ms).
+    pub open: String,
+    /// A sorted set: instance → when its registration expires (server ms).
+    pub replicas: String,
+    /// A list of manual runs asked for and not yet taken by a replica (`trigger`).
+    pub triggers: String,
+    /// The channel on which suspend, resume, trigger and replace are announced to the replicas.
+    pub control: String,
+    one_slot: bool,
+}
+
+impl ScheduleKeys {
+    /// The names of schedule `name` under `prefix`; with `one_slot` (Redis Cluster) all in the run lock's slot.
+    pub fn new(prefix: &str, name: &str, one_slot: bool) -> Result<Self, crate::SnatchError> {
+        let run = LockKeys::new(prefix, name, one_slot)?;
+        // Beside the run lock, as its fence counter (`…:fence`) is: `{lock}:…`, unless the lock key has a hash tag of
+        // its own on a cluster (`lock:…`).
+        let base = &run.fence[..run.fence.len() - "fence".len()];
+        let beside = |suffix: &str| [base, suffix].concat();
+        let (state, history, records, open) = (beside("state"), beside("history"), beside("records"), beside("open"));
+        let (replicas, triggers, control) = (beside("replicas"), beside("triggers"), beside("control"));
+        Ok(Self { run, state, history, records, open, replicas, triggers, control, one_slot })
+    }
+
+    /// The claim of `attempt`: the lock only one replica gets.
+    pub fn claim(&self, attempt: &Attempt) -> LockKeys {
+        LockKeys::occurrence(&self.run, &attempt.id(), self.one_slot)
+    }
+
+    /// What the keys of its claims start with (then the attempt's id).
+    pub fn claims(&self) -> String {
+        self.run.beside("", self.one_slot)
+    }
+
+    /// The set of every schedule a live replica registered, under `prefix`: name → when its last registration
+    /// expires (server ms).
+    pub fn index(prefix: &str) -> String {
+        [prefix, "schedules"].concat()
+    }
+}
+
+/// Which attempt of which occurrence: a scheduled tick, or a manual run (`trigger`) at the time it was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Attempt {
+    /// The occurrence, in epoch ms: the cron tick, or when a manual run was asked for.
+    pub tick: i64,
+    /// A manual run (`trigger`), not a cron tick.
+    pub manual: bool,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+}
+
+impl Attempt {
+    /// The first attempt of scheduled occurrence `tick`.
+    pub fn first(tick: i64) -> Self {
+        Self { tick, manual: false, attempt: 1 }
+    }
+
+    /// The next attempt of the same occurrence.
+    pub fn next(&self) -> Self {
+        Self { attempt: self.attempt + 1, ..*self }
+    }
+
+    /// Its id, which names its record and its claim: the tick, `m` after it for a manual run, `:<attempt>` after
+    /// that from the second attempt on (the first attempt of a scheduled tick is the claim earlier versions made).
+    pub fn id(&self) -> String {
+        let manual = if self.manual { "m" } else { "" };
+        match self.attempt {
+            1 => format!("{}{manual}", self.tick),
+            n => format!("{}{manual}:{n}", self.tick),
+        }
+    }
+
+    /// The attempt an id names.
+    pub fn parse(id: &str) -> Option<Self> {
+        let (occurrence, attempt) = match id.split_once(':') {
+            Some((occurrence, attempt)) => (occurrence, attempt.parse().ok().filter(|&n| n > 1)?),
+            None => (id, 1),
+        };
+        let (tick, manual) = match occurrence.strip_suffix('m') {
+            Some(tick) => (tick, true),
+            None => (occurrence, false),
+        };
+        Some(Self { tick: tick.parse().ok()?, manual, attempt })
+    }
+
+    /// Its place in the history, newest last: by tick, then attempt (an attempt's number counts up to 999 here).
+    pub fn score(&self) -> i64 {
+        self.tick.saturating_mul(1000) + i64::from(self.attempt.min(999))
+    }
+}
+
+/// Why an attempt ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Why {
+    /// At its tick.
+    OnTime,
+    /// After its tick, no replica having run it then (`startingDeadline`).
+    Late,
+    /// Again, after an attempt failed, or its runner died.
+    Retry,
+    /// Asked for (`trigger`).
+    Manual,
+}
+
+impl Why {
+    /// Its name, as records have it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OnTime => "on-time",
+            Self::Late => "late",
+            Self::Retry => "retry",
+            Self::Manual => "manual",
+        }
+    }
+}
+
+/// What an attempt came to (a record's `outcome`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// fn is running.
+    Running,
+    /// fn resolved.
+    Ok,
+    /// fn threw or rejected (or was replaced).
+    Failed,
+    /// fn did not settle within `timeout`.
+    Timeout,
+    /// The lease could not be guaranteed for the whole run.
+    Lost,
+    /// Its runner died: the claim lapsed while the record still said running.
+    Crashed,
+    /// It did not run: see the record's `reason`.
+    Missed,
+}
+
+/// One attempt of one occurrence, as Redis keeps it (JSON; times in epoch ms, the fence as a string).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    pub tick: i64,
+    #[serde(default)]
+    pub manual: bool,
+    pub attempt: u32,
+    pub why: Why,
+    /// The instance that ran it (none when missed).
+    pub instance: Option<String>,
+    pub fence: Option<String>,
+    pub started: Option<i64>,
+    pub duration_ms: Option<f64>,
+    pub outcome: Status,
+    /// The error's message, cut at [`MAX_ERROR_CHARS`].
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
+    /// Why it did not run (missed): `deadline`, `overlap`, `suspended`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reason: Option<String>,
+    /// When the next attempt is due (a failed attempt with retries left).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub retry_at: Option<i64>,
+}
+
+impl Record {
+    /// Which attempt it is.
+    pub fn attempt(&self) -> Attempt {
+        Attempt { tick: self.tick, manual: self.manual, attempt: self.attempt }
+    }
+
+    /// The record of an occurrence that did not run, for `reason`.
+    pub fn missed(attempt: Attempt, why: Why, reason: &str) -> Self {
+        Self {
+            tick: attempt.tick,
+            manual: attempt.manual,
+            attempt: attempt.attempt,
+            why,
+            instance: None,
+            fence: None,
+            started: None,
+            duration_ms: None,
+            outcome: Status::Missed,
+            error: None,
+            reason: Some(reason.to_owned()),
+            retry_at: None,
+        }
+    }
+
+    /// The record as JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a record serializes")
+    }
+
+    /// A record from its JSON; `None` for one that is not (say, written by a later version).
+    pub fn from_json(json: &str) -> Option<Self> {
+        serde_json::from_str(json).ok()
+    }
+}
+
+/// `message` as a record keeps it: at most [`MAX_ERROR_CHARS`] characters.
+pub fn error_message(message: &str) -> String {
+    match message.char_indices().nth(MAX_ERROR_CHARS) {
+        Some((at, _)) => format!("{}…", &message[..at]),
+        None => message.to_owned(),
+    }
+}
+
+/// The delay before attempt `next` (2 or more) after a failure: `base` doubled for each attempt after the second,
+/// times `jitter` (a factor the caller draws from 0.8 to 1.2), at most an hour.
+pub fn retry_delay(base: Duration, next: u32, jitter: f64) -> Duration {
+    let doublings = next.saturating_sub(2).min(30);
+    base.saturating_mul(1 << doublings).mul_f64(jitter.clamp(0.0, 2.0)).min(Duration::from_secs(3600))
+}
+
+/// The most attempts of one occurrence: its first, `retries` after failures, and re-runs after its runner died, of
+/// which there are at least two (a runner that keeps dying, a poison job, stops there).
+pub fn max_attempts(retries: u32) -> u32 {
+    (retries + 1).max(3)
+}
+
+/// What to do about the occurrences due since a schedule's `mark` (the newest tick it claimed or recorded, or when it
+/// was first registered) that no replica ran: given those ticks in order (`missed`, each after the mark and not after
+/// now), the latest runs late if it can still start within `window` of its tick, and every other is recorded
+/// missed, the newest `keep` of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatchUp {
+    /// The tick to run late.
+    pub late: Option<i64>,
+    /// The ticks to record missed (`reason: deadline`).
+    pub missed: Vec<i64>,
+}
+
+impl CatchUp {
+    /// See [`CatchUp`]; `now` in epoch ms.
+    pub fn plan(missed: &[i64], now: i64, window: Duration, keep: usize) -> Self {
+        let Some((&latest, older)) = missed.split_last() else { return Self { late: None, missed: Vec::new() } };
+        let in_time = now - latest <= window.as_millis() as i64;
+        let mut missed: Vec<i64> = older.iter().rev().take(keep).rev().copied().collect();
+        if !in_time {
+            missed.push(latest);
+            if missed.len() > keep {
+                missed.remove(0);
+            }
+        }
+        Self { late: in_time.then_some(latest), missed }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_attempt_is_named_by_its_tick_kind_and_number() {
+        for (attempt, id) in [
+            (Attempt::first(1_700_000_000_000), "1700000000000"),
+            (Attempt::first(7).next(), "7:2"),
+            (Attempt { tick: 7, manual: true, attempt: 1 }, "7m"),
+            (Attempt { tick: 7, manual: true, attempt: 3 }, "7m:3"),
+        ] {
+            assert_eq!(attempt.id(), id);
+            assert_eq!(Attempt::parse(id), Some(attempt));
+        }
+        for bad in ["", "x", "7:1", "7:x", "m", "7mm"] {
+            assert_eq!(Attempt::parse(bad), None, "{bad}");
+        }
+        assert!(Attempt::first(7).next().score() > Attempt::first(7).score());
+        assert!(Attempt::first(8).score() > Attempt::first(7).next().next().score());
+    }
+
+    #[test]
+    fn a_schedules_names_share_the_run_locks_slot() {
+        for one_slot in [false, true] {
+            let keys = ScheduleKeys::new("snatch:", "report", one_slot).unwrap();
+            assert_eq!(keys.run.lock, "snatch:report");
+            assert_eq!(keys.state, "{snatch:report}:state");
+            assert_eq!(keys.control, "{snatch:report}:control");
+            let claim = keys.claim(&Attempt::first(7));
+            assert_eq!(claim.fence, keys.run.fence);
+            assert_eq!(claim.lock, format!("{}7", keys.claims()));
+            for name in
+                [&keys.state, &keys.history, &keys.records, &keys.open, &keys.replicas, &keys.triggers, &claim.lock]
+            {
+                if one_slot {
+                    assert_eq!(crate::keys::slot(name), keys.run.slot(), "{name}");
+                }
+            }
+        }
+        let tagged = ScheduleKeys::new("{app}:", "report", true).unwrap();
+        assert_eq!(tagged.state, "{app}:report:state");
+        assert_eq!(ScheduleKeys::index("snatch:"), "snatch:schedules");
+    }
+
+    #[test]
+    fn records_read_back_as_written() {
+        let mut record = Record::missed(Attempt::first(7), Why::OnTime, "overlap");
+        assert_eq!(Record::from_json(&record.to_json()), Some(record.clone()));
+        record.outcome = Status::Failed;
+        record.error = Some(error_message(&"é".repeat(MAX_ERROR_CHARS + 5)));
+        assert_eq!(record.error.as_ref().unwrap().chars().count(), MAX_ERROR_CHARS + 1);
+        assert!(record.to_json().contains(r#""outcome":"failed""#));
+        assert!(record.to_json().contains(r#""why":"on-time""#));
+        for why in [Why::OnTime, Why::Late, Why::Retry, Why::Manual] {
+            assert_eq!(serde_json::to_string(&why).unwrap(), format!("\"{}\"", why.as_str()));
+        }
+        assert_eq!(Record::from_json("{"), None);
+    }
+
+    #[test]
+    fn retries_back_off_and_attempts_are_bounded() {
+        let base = Duration::from_millis(1000);
+        assert_eq!(retry_delay(base, 2, 1.0), base);
+        assert_eq!(retry_delay(base, 4, 1.0), base * 4);
+        assert_eq!(retry_delay(base, 2, 1.2), base.mul_f64(1.2));
+        assert_eq!(retry_delay(base, 60, 1.0), Duration::from_secs(3600));
+        assert_eq!((max_attempts(0), max_attempts(5)), (3, 6));
+    }
+
+    #[test]
+    fn only_the_latest_missed_tick_runs_late_and_only_within_the_window() {
+        let window = Duration::from_millis(100);
+        assert_eq!(CatchUp::plan(&[], 1000, window, 10), CatchUp { late: None, missed: vec![] });
+        assert_eq!(CatchUp::plan(&[10, 20, 950], 1000, window, 10), CatchUp { late: Some(950), missed: vec![10, 20] });
+        assert_eq!(CatchUp::plan(&[10, 20, 800], 1000, window, 10), CatchUp { late: None, missed: vec![10, 20, 800] });
+        assert_eq!(CatchUp::plan(&[10, 20, 30, 800], 1000, window, 2), CatchUp { late: None, missed: vec![30, 800] });
+        assert_eq!(
+            CatchUp::plan(&[10, 20, 30, 950], 1000, window, 2),
+            CatchUp { late: Some(950), missed: vec![20, 30] }
+        );
+    }
+}

@@ -1,0 +1,13 @@
+-- One step of a scan for locks held on a server (see scripts.rs): KEYS[1] only routes the call (on a cluster, to the
+-- master of its slot); ARGV[1] the cursor, ARGV[2] the MATCH glob, ARGV[3] the COUNT hint. Returns {cursor, keys}: the
+-- string keys the step found whose value is a lock's owner (32 hex digits, ':', the instance; see owner.rs).
+local step = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', ARGV[3], 'TYPE', 'string')
+local owner = '^' .. string.rep('%x', 32) .. ':'
+local locks = {}
+for _, key in ipairs(step[2]) do
+  local value = redis.call('GET', key)
+  if value and string.find(value, owner) then
+    locks[#locks + 1] = key
+  end
+end
+return {step[1], locks}

@@ -1,0 +1,30 @@
+-- Steer a schedule from any process (see scripts.rs): KEYS[1] is its state, KEYS[2] its registrations, KEYS[3] its
+-- pending triggers; ARGV[1] the action, ARGV[2] its control channel, ARGV[3] how long the state is kept at least, in
+-- ms, ARGV[4] the action's value. 'suspend' and 'resume' set or clear `suspended`; 'trigger' queues a manual run, at
+-- the server's time, when a live replica registered the schedule; 'replace' asks the running attempts of ticks before
+-- ARGV[4] to give way. The replicas hear of it on the channel. Returns {live, now}: how many live replicas registered
+-- the schedule, and the server's time (ms), which is a manual run's tick.
+local state, replicas, triggers, action = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
+local time = redis.call('TIME')
+local now = time[1] * 1000 + math.floor(time[2] / 1000)
+local live = redis.call('ZCOUNT', replicas, now, '+inf')
+if action == 'suspend' then
+  redis.call('HSET', state, 'suspended', '1')
+elseif action == 'resume' then
+  redis.call('HDEL', state, 'suspended')
+elseif action == 'trigger' then
+  if live == 0 then
+    return {0, now}
+  end
+  redis.call('RPUSH', triggers, now)
+  redis.call('PEXPIRE', triggers, ARGV[3])
+elseif action == 'replace' then
+  if tonumber(redis.call('HGET', state, 'replace') or -1) < tonumber(ARGV[4]) then
+    redis.call('HSET', state, 'replace', ARGV[4])
+  end
+end
+if redis.call('EXISTS', state) == 1 and redis.call('PTTL', state) < tonumber(ARGV[3]) then
+  redis.call('PEXPIRE', state, ARGV[3])
+end
+redis.call('PUBLISH', ARGV[2], action)
+return {live, now}

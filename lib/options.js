@@ -167,6 +167,7 @@ function lockInit(options, { canWait }) {
 /**
  * Checks the JS types of ScheduleOptions. The test-only environment variable SNATCH_TEST_CLOCK_OFFSET_MS shifts
  * this process's clock for the scheduler, to simulate replicas with skewed clocks.
+ * @returns {import('../binding').ScheduleInit}
  */
 function scheduleInit(options) {
   const o = snapshot('options', options, [

@@ -21,8 +21,10 @@ pub const MAX_ERROR_CHARS: usize = 500;
 pub struct ScheduleKeys {
     /// The run lock, whose fence counter every claim of the schedule shares.
     pub run: LockKeys,
-    /// A hash: `since` (when first registered, server ms), `last` (the newest scheduled tick claimed or recorded),
-    /// `suspended`, `replace` (running attempts of ticks before it give way), `cron`, `timezone`.
+    /// A hash: `since` (when first registered, server ms), `last` (the newest tick a look back settled, see
+    /// [`CatchUp`]),
+    /// `suspended`, `replace` (running attempts of ticks before it give way), `manual` (the last manual run's tick),
+    /// `cron`, `timezone`.
     pub state: String,
     /// A sorted set of record ids, scored by tick and attempt (see [`Attempt::score`]).
     pub history: String,
@@ -184,7 +186,7 @@ pub struct Record {
     /// The error's message, cut at [`MAX_ERROR_CHARS`].
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
-    /// Why it did not run (missed): `deadline`, `overlap`, `suspended`.
+    /// Why it did not run (missed): `deadline`, `superseded`, `overlap`, `suspended`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reason: Option<String>,
     /// When the next attempt is due (a failed attempt with retries left).
@@ -248,31 +250,49 @@ pub fn max_attempts(retries: u32) -> u32 {
     (retries + 1).max(3)
 }
 
-/// What to do about the occurrences due since a schedule's `mark` (the newest tick it claimed or recorded, or when it
-/// was first registered) that no replica ran: given those ticks in order (`missed`, each after the mark and not after
-/// now), the latest runs late if it can still start within `window` of its tick, and every other is recorded
-/// missed, the newest `keep` of them.
+/// The most past occurrences one look back considers: older ones are neither run late nor recorded.
+pub const MAX_LOOK_BACK: usize = 1000;
+
+/// What to do about a schedule's past occurrences that no replica recorded. Given the ticks since the last look (in
+/// order, each with whether it has a record), those older than `grace` (left to their on-time run) and unrecorded
+/// are missed: the latest of them runs late if no later occurrence has a record and it can still start within
+/// `window` of its tick; it is recorded missed (`deadline`) otherwise, and every other one is recorded missed
+/// (`superseded`: a later occurrence runs instead).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CatchUp {
     /// The tick to run late.
     pub late: Option<i64>,
-    /// The ticks to record missed (`reason: deadline`).
-    pub missed: Vec<i64>,
+    /// The ticks to record missed, with the reason.
+    pub missed: Vec<(i64, &'static str)>,
+    /// The newest tick looked at for good (older than `grace`): the next look starts after it.
+    pub settled: Option<i64>,
 }
 
 impl CatchUp {
     /// See [`CatchUp`]; `now` in epoch ms.
-    pub fn plan(missed: &[i64], now: i64, window: Duration, keep: usize) -> Self {
-        let Some((&latest, older)) = missed.split_last() else { return Self { late: None, missed: Vec::new() } };
-        let in_time = now - latest <= window.as_millis() as i64;
-        let mut missed: Vec<i64> = older.iter().rev().take(keep).rev().copied().collect();
-        if !in_time {
-            missed.push(latest);
-            if missed.len() > keep {
-                missed.remove(0);
-            }
-        }
-        Self { late: in_time.then_some(latest), missed }
+    pub fn plan(ticks: &[(i64, bool)], now: i64, grace: Duration, window: Duration) -> Self {
+        let settled_before = now - grace.as_millis() as i64;
+        let settled = ticks.iter().map(|&(tick, _)| tick).filter(|&tick| tick <= settled_before).max();
+        let unrecorded: Vec<i64> = ticks
+            .iter()
+            .filter(|&&(tick, recorded)| !recorded && tick <= settled_before)
+            .map(|&(tick, _)| tick)
+            .collect();
+        let Some((&latest, older)) = unrecorded.split_last() else {
+            return Self { late: None, missed: vec![], settled };
+        };
+        let mut missed: Vec<(i64, &'static str)> = older.iter().map(|&tick| (tick, "superseded")).collect();
+        let later_ran = ticks.iter().any(|&(tick, recorded)| recorded && tick > latest);
+        let late = if later_ran {
+            missed.push((latest, "superseded"));
+            None
+        } else if now - latest <= window.as_millis() as i64 {
+            Some(latest)
+        } else {
+            missed.push((latest, "deadline"));
+            None
+        };
+        Self { late, missed, settled }
     }
 }
 
@@ -348,14 +368,30 @@ mod tests {
 
     #[test]
     fn only_the_latest_missed_tick_runs_late_and_only_within_the_window() {
-        let window = Duration::from_millis(100);
-        assert_eq!(CatchUp::plan(&[], 1000, window, 10), CatchUp { late: None, missed: vec![] });
-        assert_eq!(CatchUp::plan(&[10, 20, 950], 1000, window, 10), CatchUp { late: Some(950), missed: vec![10, 20] });
-        assert_eq!(CatchUp::plan(&[10, 20, 800], 1000, window, 10), CatchUp { late: None, missed: vec![10, 20, 800] });
-        assert_eq!(CatchUp::plan(&[10, 20, 30, 800], 1000, window, 2), CatchUp { late: None, missed: vec![30, 800] });
+        let (grace, window) = (Duration::from_millis(5), Duration::from_millis(100));
+        let plan = |ticks: &[(i64, bool)]| CatchUp::plan(ticks, 1000, grace, window);
+        assert_eq!(plan(&[]), CatchUp { late: None, missed: vec![], settled: None });
         assert_eq!(
-            CatchUp::plan(&[10, 20, 30, 950], 1000, window, 2),
-            CatchUp { late: Some(950), missed: vec![20, 30] }
+            plan(&[(10, false), (20, true), (950, false)]),
+            CatchUp { late: Some(950), missed: vec![(10, "superseded")], settled: Some(950) }
+        );
+        assert_eq!(
+            plan(&[(10, false), (800, false)]),
+            CatchUp { late: None, missed: vec![(10, "superseded"), (800, "deadline")], settled: Some(800) }
+        );
+        // A later occurrence ran (or runs: it has a record): the missed one does not run late.
+        assert_eq!(
+            plan(&[(950, false), (990, true)]),
+            CatchUp { late: None, missed: vec![(950, "superseded")], settled: Some(990) }
+        );
+        // Within the grace, a tick is left to its on-time run: not missed, not settled, but its record counts.
+        assert_eq!(
+            plan(&[(950, false), (998, false)]),
+            CatchUp { late: Some(950), missed: vec![], settled: Some(950) }
+        );
+        assert_eq!(
+            plan(&[(950, false), (998, true)]),
+            CatchUp { late: None, missed: vec![(950, "superseded")], settled: Some(950) }
         );
     }
 }

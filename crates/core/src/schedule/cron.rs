@@ -36,6 +36,12 @@ impl CronSchedule {
         let local = after.with_timezone(&self.zone);
         self.cron.find_next_occurrence(&local, false).ok().map(|t| t.with_timezone(&Utc))
     }
+
+    /// The last occurrence strictly before `before`, if any.
+    pub fn previous_before(&self, before: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let local = before.with_timezone(&self.zone);
+        self.cron.find_previous_occurrence(&local, false).ok().map(|t| t.with_timezone(&Utc))
+    }
 }
 
 #[cfg(test)]
@@ -63,6 +69,13 @@ mod tests {
             let s = CronSchedule::new(expr, "UTC").unwrap();
             assert_eq!(s.next_after(start), Some(at(want)), "{expr}");
         }
+    }
+
+    #[test]
+    fn the_previous_occurrence_is_strictly_before() {
+        let s = CronSchedule::new("*/15 * * * *", "UTC").unwrap();
+        assert_eq!(s.previous_before(at("2026-01-05T10:15:00Z")), Some(at("2026-01-05T10:00:00Z")));
+        assert_eq!(s.previous_before(at("2026-01-05T10:15:01Z")), Some(at("2026-01-05T10:15:00Z")));
     }
 
     #[test]

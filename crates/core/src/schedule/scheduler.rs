@@ -9,7 +9,8 @@
 //! record says 'running' while its claim is gone had a runner that died: any replica then takes it over with the next
 //! attempt (higher fence), up to a bound. A failed attempt with retries left is taken over the same way once its
 //! retry is due. Every few seconds each replica renews its registration, looks at the open attempts and manual runs,
-//! and runs late the latest occurrence since the last one recorded if it is still within `startingDeadline`.
+//! and looks back at the occurrences since the last look: those nobody recorded are recorded missed, but the latest
+//! runs late if no later one ran and it is still within `startingDeadline`.
 
 use crate::config::LockOptions;
 use crate::lock::job::Job;
@@ -18,12 +19,14 @@ use crate::lock::locker::Locker;
 use crate::run::hold::{AttemptEnd, Finished};
 use crate::run::input::{post_or_undo, Input, Post};
 use crate::schedule::cron::CronSchedule;
-use crate::schedule::store::{self, Conditions, Control, Open, Registration, State, Write, Written, HEARTBEAT};
+use crate::schedule::store::{
+    self, Conditions, Control, LookBack, Open, Registration, State, Write, Written, HEARTBEAT,
+};
 use chrono::{DateTime, Utc};
 use snatch_protocol::run::{AbortReason, Occurrence, Outcome, SkipReason};
 use snatch_protocol::schedule::{
     error_message, max_attempts, retry_delay, Attempt, CatchUp, Record, ScheduleKeys, Status, Why, DEFAULT_HISTORY,
-    MAX_HISTORY,
+    MAX_HISTORY, MAX_LOOK_BACK,
 };
 use snatch_protocol::SnatchError;
 use std::collections::HashSet;
@@ -37,14 +40,12 @@ use tokio::time::{sleep_until, Instant};
 /// Longest single sleep while waiting for an occurrence, so that a wall-clock change is noticed.
 const MAX_SLEEP: Duration = Duration::from_secs(60);
 
-/// Occurrences younger than this are left to their on-time run, not run late.
-const GRACE: Duration = HEARTBEAT;
+/// Occurrences younger than this are left to their on-time run (another replica's claim may be on its way), not run
+/// late: beyond a little clock skew and latency.
+const GRACE: Duration = Duration::from_secs(2);
 
 /// How long a schedule's state and records stay after the last replica that registered it is gone, at least.
 const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
-
-/// The most ticks a look back for missed occurrences goes through.
-const MAX_LOOK_BACK: usize = 100_000;
 
 /// The default `startingDeadline`: a deploy or a failover at a tick delays the run, and does not lose it.
 pub const DEFAULT_STARTING_DEADLINE: Duration = Duration::from_secs(15 * 60);
@@ -221,6 +222,15 @@ enum Work {
     SweepAt(Instant),
 }
 
+/// What the heartbeats of a schedule carry from one to the next.
+#[derive(Default)]
+struct Beats {
+    /// The ticks up to this were looked back at (none before the first heartbeat).
+    looked: Option<i64>,
+    /// The replace last heard of.
+    replace: Option<i64>,
+}
+
 /// Why an attempt starts, and what it takes over.
 struct Start {
     attempt: Attempt,
@@ -243,9 +253,8 @@ impl Driver {
         for node in self.locker.nodes().all() {
             watches.extend(node.watch_channel(&self.keys.control, &control).await);
         }
-        // A replace asked for before this replica started concerns attempts of others.
-        let mut replace = None;
-        let mut beat = self.clone().heartbeat(&mut attempts, &mut replace, true).await;
+        let mut beats = Beats::default();
+        let mut beat = self.clone().heartbeat(&mut attempts, &mut beats).await;
         let mut next = self.cron.next_after(self.now());
         let mut wake: Option<Instant> = None;
         while !*stop.borrow() {
@@ -261,12 +270,8 @@ impl Driver {
                         next = self.cron.next_after(tick.max(self.now()));
                     }
                 }
-                () = sleep_until(beat) => {
-                    beat = self.clone().heartbeat(&mut attempts, &mut replace, false).await;
-                }
-                () = control.notified() => {
-                    beat = self.clone().heartbeat(&mut attempts, &mut replace, false).await;
-                }
+                () = sleep_until(beat) => beat = self.clone().heartbeat(&mut attempts, &mut beats).await,
+                () = control.notified() => beat = self.clone().heartbeat(&mut attempts, &mut beats).await,
                 () = sleep_until(wake.unwrap_or(beat)), if wake.is_some() => {
                     wake = None;
                     self.clone().sweep(&mut attempts);
@@ -283,29 +288,70 @@ impl Driver {
     }
 
     /// Renews the registration and acts on what it read: suspension, a replace asked for, manual runs waiting, open
-    /// attempts due for a look, and the occurrences missed since the last one recorded. When the next heartbeat is
-    /// due.
-    async fn heartbeat(self: Arc<Self>, attempts: &mut JoinSet<()>, replace: &mut Option<i64>, first: bool) -> Instant {
+    /// attempts due for a look, and the occurrences no replica recorded since the last look back. When the next
+    /// heartbeat is due.
+    async fn heartbeat(self: Arc<Self>, attempts: &mut JoinSet<()>, beats: &mut Beats) -> Instant {
         // A little jitter, so that the schedules of a replica do not renew all at once.
         let next = Instant::now() + HEARTBEAT.mul_f64(rand::random_range(0.9..1.1));
-        let (state, _) = tokio::join!(
-            store::register(&self.locker, &self.keys, &self.registration),
-            store::index(&self.locker, std::slice::from_ref(&self.name))
-        );
-        let Ok(state) = state else { return next };
+        let first = beats.looked.is_none();
+        let mut look = beats.looked.map(|from| self.look_back(from)).unwrap_or_default();
+        let index = store::index(&self.locker, std::slice::from_ref(&self.name));
+        let (state, _) = tokio::join!(self.register(&look), index);
+        let Ok(mut state) = state else { return next };
+        if first {
+            // Now that it is known since when, the first look back.
+            look = self.look_back(state.last.unwrap_or(i64::MIN).max(state.since));
+            if !look.ticks.is_empty() {
+                let Ok(looked) = self.register(&look).await else { return next };
+                state = looked;
+            }
+        }
+        beats.looked = Some(state.last.unwrap_or(i64::MIN).max(state.since).max(look.settled.unwrap_or(i64::MIN)));
         self.suspended.store(state.suspended, Ordering::SeqCst);
-        if !first && state.replace > *replace {
+        // A replace asked for before this replica started concerns attempts of others.
+        if !first && state.replace > beats.replace {
             self.give_way(state.replace);
         }
-        *replace = state.replace;
+        beats.replace = state.replace;
         if state.triggers > 0 {
             attempts.spawn(self.clone().take_triggers());
         }
         if state.due > 0 {
             self.clone().sweep(attempts);
         }
-        self.catch_up(&state, attempts).await;
-        next
+        self.catch_up(&look, &state, attempts).await;
+        // An occurrence nobody recorded yet is looked at again once its grace is over.
+        let settled = look.settled.unwrap_or(i64::MIN);
+        let unsettled = look.ticks.iter().zip(&state.recorded).find(|&(&tick, &recorded)| tick > settled && !recorded);
+        let again = unsettled.and_then(|(&tick, _)| {
+            let wait = tick + GRACE.as_millis() as i64 + 50 - self.now().timestamp_millis();
+            Some(Instant::now() + Duration::from_millis(u64::try_from(wait).ok()?))
+        });
+        again.map_or(next, |again| again.min(next))
+    }
+
+    /// Renews the registration, looking back at `look`'s ticks.
+    async fn register(&self, look: &LookBack) -> Result<State, SnatchError> {
+        store::register(&self.locker, &self.keys, &self.registration, look).await
+    }
+
+    /// The ticks after `from` up to now (the newest [`MAX_LOOK_BACK`] of them), and the newest of them older than the
+    /// grace.
+    fn look_back(&self, from: i64) -> LookBack {
+        let now = self.now();
+        let mut ticks = Vec::new();
+        let mut before = now + chrono::Duration::milliseconds(1);
+        while let Some(tick) = self.cron.previous_before(before).filter(|t| t.timestamp_millis() > from) {
+            ticks.push(tick.timestamp_millis());
+            if ticks.len() == MAX_LOOK_BACK {
+                break;
+            }
+            before = tick;
+        }
+        ticks.reverse();
+        let settled_before = (now - chrono::Duration::from_std(GRACE).unwrap_or_default()).timestamp_millis();
+        let settled = ticks.iter().copied().filter(|&tick| tick <= settled_before).max();
+        LookBack { ticks, settled }
     }
 
     /// Aborts the signal of the attempts running here of occurrences before `replace` (a later one replaces them).
@@ -342,7 +388,7 @@ impl Driver {
                     let mut last = record.clone();
                     last.outcome = Status::Crashed;
                     let conditions = Conditions { only_running: true, ..Conditions::default() };
-                    let write = Write { record: &last, conditions, last: None, open: Open::Closed, takes_over: None };
+                    let write = Write { record: &last, conditions, open: Open::Closed, takes_over: None };
                     let _ = self.record(&write).await;
                     continue;
                 }
@@ -352,28 +398,15 @@ impl Driver {
         });
     }
 
-    /// Records the occurrences missed since the last one recorded (or since the schedule was first registered), and
-    /// runs the latest late when it is still within `startingDeadline`.
-    async fn catch_up(self: &Arc<Self>, state: &State, attempts: &mut JoinSet<()>) {
-        let mark = state.last.unwrap_or(i64::MIN).max(state.since);
-        let now = self.now();
-        let Some(mut at) = DateTime::from_timestamp_millis(mark) else { return };
-        let until = now - chrono::Duration::from_std(GRACE).unwrap_or_default();
-        let mut missed = Vec::new();
-        while let Some(tick) = self.cron.next_after(at).filter(|&tick| tick <= until) {
-            if missed.len() == MAX_LOOK_BACK {
-                missed.drain(..MAX_LOOK_BACK / 2);
-            }
-            missed.push(tick.timestamp_millis());
-            at = tick;
-        }
-        let keep = self.options.history as usize;
-        let plan = CatchUp::plan(&missed, now.timestamp_millis(), self.options.starting_deadline, keep);
-        for tick in plan.missed {
-            let record = Record::missed(Attempt::first(tick), Why::OnTime, "deadline");
+    /// Records the occurrences the look back found that no replica ran, and runs the latest late when no later one
+    /// ran and it can still start within `startingDeadline` (see snatch-protocol's `CatchUp`).
+    async fn catch_up(self: &Arc<Self>, look: &LookBack, state: &State, attempts: &mut JoinSet<()>) {
+        let ticks: Vec<(i64, bool)> = look.ticks.iter().copied().zip(state.recorded.iter().copied()).collect();
+        let plan = CatchUp::plan(&ticks, self.now().timestamp_millis(), GRACE, self.options.starting_deadline);
+        for (tick, reason) in plan.missed {
+            let record = Record::missed(Attempt::first(tick), Why::OnTime, reason);
             let conditions = Conditions { only_new: true, ..Conditions::default() };
-            let write =
-                Write { record: &record, conditions, last: Some(tick), open: Open::Unchanged, takes_over: None };
+            let write = Write { record: &record, conditions, open: Open::Unchanged, takes_over: None };
             if self.record(&write).await.is_err() {
                 return;
             }
@@ -434,7 +467,6 @@ impl Driver {
         let write = Write {
             record: &running,
             conditions,
-            last: (!attempt.manual).then_some(attempt.tick),
             open: Open::LookIn(self.locker.lease_ttl(&self.lock)),
             takes_over: follows.as_ref().zip(crashed.as_ref()),
         };
@@ -535,7 +567,7 @@ impl Driver {
         };
         let conditions = Conditions { only_running: true, ..Conditions::default() };
         let open = if retry { Open::LookIn(delay) } else { Open::Closed };
-        let write = Write { record: &record, conditions, last: None, open, takes_over: None };
+        let write = Write { record: &record, conditions, open, takes_over: None };
         if self.record(&write).await == Ok(Written::Yes) && retry {
             let _ = self.work.send(Work::SweepAt(Instant::now() + delay));
         }
@@ -545,9 +577,7 @@ impl Driver {
     async fn missed(&self, attempt: Attempt, why: Why, reason: &str) {
         let record = Record::missed(attempt, why, reason);
         let conditions = Conditions { only_new: true, ..Conditions::default() };
-        let last = (!attempt.manual).then_some(attempt.tick);
-        let _ =
-            self.record(&Write { record: &record, conditions, last, open: Open::Unchanged, takes_over: None }).await;
+        let _ = self.record(&Write { record: &record, conditions, open: Open::Unchanged, takes_over: None }).await;
     }
 
     /// Writes a record of the schedule.

@@ -6,7 +6,7 @@
 use crate::lock::locker::Locker;
 use crate::server::script_call::ScriptCall;
 use futures_util::future::join_all;
-use snatch_protocol::schedule::{Record, ScheduleKeys};
+use snatch_protocol::schedule::{Attempt, Record, ScheduleKeys};
 use snatch_protocol::scripts::{
     SCHEDULE_CONTROL, SCHEDULE_INDEX, SCHEDULE_READ, SCHEDULE_RECORD, SCHEDULE_REGISTER, SCHEDULE_SWEEP,
     SCHEDULE_TAKE_TRIGGER,
@@ -35,13 +35,13 @@ pub(crate) struct Registration {
 }
 
 /// A schedule's state, as a replica reads it when it registers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct State {
     /// The server's time, in epoch ms.
     pub(crate) now: i64,
     /// When the schedule was first registered (server ms).
     pub(crate) since: i64,
-    /// The newest scheduled tick claimed or recorded.
+    /// The newest tick a look back settled (see snatch-protocol's `CatchUp`).
     pub(crate) last: Option<i64>,
     pub(crate) suspended: bool,
     /// Open attempts due for a look (see [`sweep`]).
@@ -50,6 +50,16 @@ pub(crate) struct State {
     pub(crate) triggers: i64,
     /// Running attempts of ticks before this give way (`replace`).
     pub(crate) replace: Option<i64>,
+    /// For each tick the registration looked at, whether it has a record.
+    pub(crate) recorded: Vec<bool>,
+}
+
+/// The ticks a registration looks at (see snatch-protocol's `CatchUp`): whether each has a record, and the newest it
+/// settles.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LookBack {
+    pub(crate) ticks: Vec<i64>,
+    pub(crate) settled: Option<i64>,
 }
 
 /// A schedule as a read finds it.
@@ -90,8 +100,6 @@ pub(crate) enum Open {
 pub(crate) struct Write<'a> {
     pub(crate) record: &'a Record,
     pub(crate) conditions: Conditions,
-    /// A scheduled tick claimed or recorded (raises `last`).
-    pub(crate) last: Option<i64>,
     pub(crate) open: Open,
     /// The attempt this one takes over: its record as it must still be, and as it becomes.
     pub(crate) takes_over: Option<(&'a Record, &'a Record)>,
@@ -107,22 +115,30 @@ pub(crate) enum Written {
     Refused,
 }
 
-/// Registers `registration` of the schedule of `keys` (or renews it) and reads its state.
+/// Registers `registration` of the schedule of `keys` (or renews it), has it look back at `look`'s ticks, and reads
+/// its state.
 pub(crate) async fn register(
     locker: &Locker,
     keys: &ScheduleKeys,
     registration: &Registration,
+    look: &LookBack,
 ) -> Result<State, SnatchError> {
     let mut call = ScriptCall::new(&SCHEDULE_REGISTER, 6);
     call.arg(&keys.state).arg(&keys.replicas).arg(&keys.triggers).arg(&keys.history).arg(&keys.records).arg(&keys.open);
     call.arg(&registration.instance).arg(millis(REGISTRATION)).arg(millis(registration.keep));
-    call.arg(&registration.cron).arg(&registration.timezone);
-    let answer: Vec<i64> = first(locker, call).await?;
-    let [now, since, last, suspended, due, triggers, replace] = answer[..] else {
-        return Err(SnatchError::Redis { cause: format!("the schedule's registration answered {answer:?}") });
-    };
+    call.arg(&registration.cron).arg(&registration.timezone).arg(look.settled.unwrap_or(-1));
+    for &tick in &look.ticks {
+        call.arg(Attempt::first(tick).id());
+    }
+    type Answer = (i64, i64, i64, i64, i64, i64, i64, Vec<i64>);
+    let (now, since, last, suspended, due, triggers, replace, recorded): Answer = first(locker, call).await?;
+    if recorded.len() != look.ticks.len() {
+        return Err(SnatchError::Redis { cause: "the schedule's registration answered for other ticks".to_owned() });
+    }
     let known = |n: i64| (n >= 0).then_some(n);
-    Ok(State { now, since, last: known(last), suspended: suspended == 1, due, triggers, replace: known(replace) })
+    let recorded = recorded.into_iter().map(|r| r == 1).collect();
+    let replace = known(replace);
+    Ok(State { now, since, last: known(last), suspended: suspended == 1, due, triggers, replace, recorded })
 }
 
 /// Keeps `names` in the index of schedules live replicas registered (none: only reads it); the names it holds.
@@ -153,7 +169,7 @@ pub(crate) async fn record(
     let conditions: String =
         [(unless_suspended, 's'), (only_new, 'n'), (only_running, 'r')].iter().filter(|c| c.0).map(|c| c.1).collect();
     let attempt = write.record.attempt();
-    call.arg(conditions).arg(write.last.unwrap_or(-1)).arg(attempt.id());
+    call.arg(conditions).arg(attempt.id());
     call.arg(write.record.to_json()).arg(attempt.score());
     match write.open {
         Open::Unchanged => call.arg(""),

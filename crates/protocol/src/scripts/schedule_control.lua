@@ -2,8 +2,9 @@
 -- pending triggers; ARGV[1] the action, ARGV[2] its control channel, ARGV[3] how long the state is kept at least, in
 -- ms, ARGV[4] the action's value. 'suspend' and 'resume' set or clear `suspended`; 'trigger' queues a manual run, at
 -- the server's time, when a live replica registered the schedule; 'replace' asks the running attempts of ticks before
--- ARGV[4] to give way. The replicas hear of it on the channel. Returns {live, now}: how many live replicas registered
--- the schedule, and the server's time (ms), which is a manual run's tick.
+-- ARGV[4] to give way. The replicas hear of it on the channel. Returns {live, tick}: how many live replicas registered
+-- the schedule, and the server's time in ms (for a manual run, its tick: 1 ms after the last one's if that is not
+-- earlier, so that each is its own).
 local state, replicas, triggers, action = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 local time = redis.call('TIME')
 local now = time[1] * 1000 + math.floor(time[2] / 1000)
@@ -16,6 +17,9 @@ elseif action == 'trigger' then
   if live == 0 then
     return {0, now}
   end
+  -- Each manual run's tick is its own, even for two asked for in one millisecond.
+  now = math.max(now, tonumber(redis.call('HGET', state, 'manual') or 0) + 1)
+  redis.call('HSET', state, 'manual', now)
   redis.call('RPUSH', triggers, now)
   redis.call('PEXPIRE', triggers, ARGV[3])
 elseif action == 'replace' then

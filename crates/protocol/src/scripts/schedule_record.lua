@@ -2,14 +2,14 @@
 -- history (record ids scored by tick and attempt), KEYS[3] its records (id → JSON), KEYS[4] its open attempts (id →
 -- when to look at it again, server ms). ARGV[1] holds the conditions: 's', written only while the schedule is not
 -- suspended; 'n', only if there is no record of this id yet; 'r', only if the record of this id says it is running.
--- ARGV[2] the scheduled tick it claimed or recorded (raises `last`), or -1; ARGV[3] the record's id, ARGV[4] its JSON,
--- ARGV[5] its score; ARGV[6] what becomes of it among the open attempts: '' nothing, '-' it leaves them, or a number of
--- ms from now when it is to be looked at; ARGV[7] how many records are kept (the oldest are dropped); ARGV[8] how long
--- the state and records are kept in ms. ARGV[9], ARGV[10], ARGV[11], when given: the id of the attempt this one takes
--- over, the JSON its record must still have (or nothing is written), and its new JSON (the attempt leaves the open
--- ones). Answers 1 when written, 0 when the schedule is suspended, -1 when a condition did not hold.
+-- ARGV[2] the record's id, ARGV[3] its JSON, ARGV[4] its score; ARGV[5] what becomes of it among the open attempts: ''
+-- nothing, '-' it leaves them, or a number of ms from now when it is to be looked at; ARGV[6] how many records are kept
+-- (the oldest are dropped); ARGV[7] how long the state and records are kept in ms. ARGV[8], ARGV[9], ARGV[10], when
+-- given: the id of the attempt this one takes over, the JSON its record must still have (or nothing is written), and
+-- its new JSON (the attempt leaves the open ones). Answers 1 when written, 0 when the schedule is suspended, -1 when a
+-- condition did not hold.
 local state, history, records, open = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local conditions, id = ARGV[1], ARGV[3]
+local conditions, id = ARGV[1], ARGV[2]
 local function wants(flag)
   return string.find(conditions, flag, 1, true) ~= nil
 end
@@ -23,28 +23,24 @@ end
 if wants('r') and not (current and string.find(current, '"outcome":"running"', 1, true)) then
   return -1
 end
-local previous = ARGV[9]
-if previous and redis.call('HGET', records, previous) ~= ARGV[10] then
+local previous = ARGV[8]
+if previous and redis.call('HGET', records, previous) ~= ARGV[9] then
   return -1
 end
 local time = redis.call('TIME')
 local now = time[1] * 1000 + math.floor(time[2] / 1000)
-local tick = tonumber(ARGV[2])
-if tick >= 0 and tonumber(redis.call('HGET', state, 'last') or -1) < tick then
-  redis.call('HSET', state, 'last', ARGV[2])
-end
-redis.call('HSET', records, id, ARGV[4])
-redis.call('ZADD', history, ARGV[5], id)
-if ARGV[6] == '-' then
+redis.call('HSET', records, id, ARGV[3])
+redis.call('ZADD', history, ARGV[4], id)
+if ARGV[5] == '-' then
   redis.call('ZREM', open, id)
-elseif ARGV[6] ~= '' then
-  redis.call('ZADD', open, now + tonumber(ARGV[6]), id)
+elseif ARGV[5] ~= '' then
+  redis.call('ZADD', open, now + tonumber(ARGV[5]), id)
 end
 if previous then
-  redis.call('HSET', records, previous, ARGV[11])
+  redis.call('HSET', records, previous, ARGV[10])
   redis.call('ZREM', open, previous)
 end
-local excess = redis.call('ZCARD', history) - tonumber(ARGV[7])
+local excess = redis.call('ZCARD', history) - tonumber(ARGV[6])
 if excess > 0 then
   local old = redis.call('ZRANGE', history, 0, excess - 1)
   redis.call('ZREMRANGEBYRANK', history, 0, excess - 1)
@@ -52,6 +48,6 @@ if excess > 0 then
   redis.call('ZREM', open, unpack(old))
 end
 for _, key in ipairs(KEYS) do
-  redis.call('PEXPIRE', key, ARGV[8])
+  redis.call('PEXPIRE', key, ARGV[7])
 end
 return 1

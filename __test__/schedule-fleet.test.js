@@ -1,0 +1,314 @@
+'use strict'
+// Schedules that lose no occurrence, with replica processes: late runs after every replica was down at the tick, a
+// dead runner's attempt taken over, retries, suspend and trigger from another process, concurrency policies,
+// timeouts, and records bounded and expiring.
+
+const { fork } = require('node:child_process')
+const path = require('node:path')
+const { createLocker, RunReplacedError, RunTimeoutError } = require('..')
+const { redisCommand } = require('./support/redis-server')
+const { uniqueKey, sleep } = require('./support/util')
+
+jest.setTimeout(60_000)
+
+let locker
+beforeAll(() => {
+  locker = createLocker({ url: process.env.REDIS_URL })
+})
+afterAll(() => locker.close())
+
+/** The replica processes of one test, and every event they reported (schedule-replica.js). */
+class Replicas {
+  children = new Map()
+  events = []
+  #waiters = []
+
+  /** Starts `count` replicas of `job`; resolves their pids once each registered its schedule. */
+  async start(job, count = 1) {
+    const started = []
+    for (let i = 0; i < count; i++) {
+      const child = fork(path.join(__dirname, 'support', 'schedule-replica.js'), { env: process.env })
+      child.on('message', (event) => this.#heard(event))
+      this.children.set(child.pid, child)
+      child.send(job)
+      started.push(this.next((e) => e.event === 'ready' && e.pid === child.pid, 'a replica to start'))
+    }
+    return (await Promise.all(started)).map((e) => e.pid)
+  }
+
+  /** Resolves the first event, already heard or to come, for which `match` holds. */
+  next(match, what) {
+    const seen = this.events.find(match)
+    if (seen) return Promise.resolve(seen)
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), 50_000)
+      this.#waiters.push({ match, resolve: (e) => (clearTimeout(timer), resolve(e)) })
+    })
+  }
+
+  /** The events heard for which `match` holds. */
+  all(match) {
+    return this.events.filter(match)
+  }
+
+  /** SIGKILLs replica `pid` and waits for it to exit. */
+  async kill(pid) {
+    const child = this.children.get(pid)
+    this.children.delete(pid)
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    child.kill('SIGKILL')
+    await exited
+  }
+
+  /** Stops every replica still running (each closes its locker). */
+  async stop() {
+    await Promise.all(
+      [...this.children.values()].map((child) => {
+        const exited = new Promise((resolve) => child.once('exit', resolve))
+        child.send({ stop: true })
+        return exited
+      }),
+    )
+    this.children.clear()
+  }
+
+  #heard(event) {
+    this.events.push(event)
+    this.#waiters = this.#waiters.filter((w) => !(w.match(event) && (w.resolve(event), true)))
+  }
+}
+
+let replicas
+beforeEach(() => {
+  replicas = new Replicas()
+})
+afterEach(async () => {
+  for (const pid of replicas.children.keys()) await replicas.kill(pid)
+})
+
+/** A daily cron whose one occurrence today is the first whole second at least `ms` from now: `{ cron, tick }`. */
+function tickIn(ms) {
+  const tick = Math.ceil((Date.now() + ms) / 1000) * 1000
+  const at = new Date(tick)
+  return { cron: `${at.getUTCSeconds()} ${at.getUTCMinutes()} ${at.getUTCHours()} * * *`, tick }
+}
+
+/** Resolves once `Date.now()` is past `ms`. */
+async function until(ms) {
+  await sleep(Math.max(0, ms - Date.now()))
+}
+
+/** Schedule `name`'s records of occurrence `tick`, once `done(records)` holds for them (polling the fleet's view). */
+async function recordsOf(name, tick, done = (records) => records.length > 0) {
+  for (;;) {
+    const records = (await locker.history(name, { limit: 100 })).filter((r) => r.tick.getTime() === tick)
+    if (done(records)) return records
+    await sleep(100)
+  }
+}
+
+test('every replica down across a tick, one back within startingDeadline: the occurrence runs once, late', async () => {
+  const name = uniqueKey('late')
+  const { cron, tick } = tickIn(5000)
+  const job = { name, cron, options: { startingDeadline: 15_000 } }
+  // Registered (the schedule counts occurrences from now on), then all gone before the tick.
+  const pids = await replicas.start(job, 3)
+  for (const pid of pids) await replicas.kill(pid)
+  expect(Date.now()).toBeLessThan(tick)
+  await until(tick + 300)
+  await replicas.start(job)
+  const late = await replicas.next((e) => e.event === 'run' && e.tick === tick, 'the late run')
+  expect(late.why).toBe('late')
+  const records = await recordsOf(name, tick)
+  expect(records).toHaveLength(1)
+  expect(records[0]).toMatchObject({ attempt: 1, why: 'late', outcome: 'ok' })
+  expect(records[0].started.getTime()).toBeGreaterThan(tick)
+  expect(replicas.all((e) => e.event === 'start' && e.tick === tick)).toHaveLength(1)
+})
+
+test('every replica down past startingDeadline: the occurrence does not run, and is recorded missed', async () => {
+  const name = uniqueKey('missed')
+  const { cron, tick } = tickIn(5000)
+  const job = { name, cron, options: { startingDeadline: 1000 } }
+  for (const pid of await replicas.start(job, 3)) await replicas.kill(pid)
+  await until(tick + 300)
+  await replicas.start(job)
+  const [record] = await recordsOf(name, tick)
+  expect(record).toMatchObject({ attempt: 1, outcome: 'missed', reason: 'deadline', instance: null, fence: null })
+  expect(replicas.all((e) => e.event === 'start' && e.tick === tick)).toEqual([])
+})
+
+test("SIGKILL of the replica running an occurrence: another runs it again, with a higher fence, once", async () => {
+  const name = uniqueKey('crash')
+  const { cron, tick } = tickIn(3000)
+  await replicas.start({ name, cron, hangFirst: true, options: { ttl: 1500 } }, 3)
+  const first = await replicas.next((e) => e.event === 'start' && e.tick === tick, 'the first attempt')
+  await replicas.kill(first.pid)
+  const second = await replicas.next((e) => e.event === 'run' && e.tick === tick, 'the attempt that takes over')
+  expect(second).toMatchObject({ attempt: 2, why: 'retry' })
+  expect(second.pid).not.toBe(first.pid)
+  const started = replicas.all((e) => e.event === 'start' && e.tick === tick)
+  expect(started.map((e) => e.attempt)).toEqual([1, 2])
+  expect(BigInt(started[1].fence)).toBeGreaterThan(BigInt(started[0].fence))
+  const records = await recordsOf(name, tick, (r) => r.length === 2 && r.every((x) => x.outcome !== 'running'))
+  expect(records.map((r) => [r.attempt, r.outcome])).toEqual([[2, 'ok'], [1, 'crashed']])
+})
+
+test('fn rejects twice, then resolves, with retries: 2: three attempts, one run, all recorded', async () => {
+  const name = uniqueKey('retries')
+  const { cron, tick } = tickIn(1500)
+  const attempts = []
+  const task = locker.schedule(
+    name,
+    cron,
+    ({ attempt, why }) => {
+      attempts.push([attempt, why])
+      if (attempt < 3) throw new Error(`attempt ${attempt} failed`)
+    },
+    { retries: 2, retryDelay: 100 },
+  )
+  const errors = []
+  task.on('error', (err, info) => errors.push([err.message, info.attempt]))
+  const run = await new Promise((resolve) => task.once('run', resolve))
+  await task.stop()
+  expect(run).toMatchObject({ tick: new Date(tick), attempt: 3, why: 'retry' })
+  expect(attempts).toEqual([[1, 'on-time'], [2, 'retry'], [3, 'retry']])
+  expect(errors).toEqual([['attempt 1 failed', 1], ['attempt 2 failed', 2]])
+  const records = await recordsOf(name, tick)
+  expect(records.map((r) => [r.attempt, r.outcome, r.error])).toEqual([
+    [3, 'ok', undefined],
+    [2, 'failed', 'attempt 2 failed'],
+    [1, 'failed', 'attempt 1 failed'],
+  ])
+  expect(records[1].retryAt).toBeInstanceOf(Date)
+})
+
+test('suspend from a fourth process stops runs on all three replicas until resume; trigger runs exactly one', async () => {
+  const name = uniqueKey('steer')
+  const pids = await replicas.start({ name, cron: '* * * * * *' }, 3)
+  await replicas.next((e) => e.event === 'run', 'a first run')
+  await locker.suspend(name)
+  const suspendedAt = Date.now()
+  // Every replica hears of it, and skips the occurrences it does not win as suspended too.
+  for (const pid of pids) {
+    await replicas.next((e) => e.event === 'skip' && e.reason === 'suspended' && e.pid === pid, 'a suspended skip')
+  }
+  const [info] = (await locker.schedules()).filter((s) => s.name === name)
+  expect(info.suspended).toBe(true)
+  expect(info.replicas).toHaveLength(3)
+  // One run now, while suspended (an operator's explicit ask), on exactly one replica.
+  const { tick } = await locker.trigger(name)
+  const manual = await replicas.next((e) => e.event === 'run' && e.why === 'manual', 'the manual run')
+  expect(manual.tick).toBe(tick.getTime())
+  const lastSkip = await replicas.next((e) => e.event === 'skip' && e.tick > manual.tick + 1000, 'a later skip')
+  expect(lastSkip.reason).toBe('suspended')
+  const onTimeWhileSuspended = replicas.all((e) => e.event === 'start' && e.why === 'on-time' && e.tick > suspendedAt + 1000)
+  expect(onTimeWhileSuspended).toEqual([])
+  await locker.resume(name)
+  const resumedAt = Date.now()
+  await replicas.next((e) => e.event === 'run' && e.why === 'on-time' && e.tick > resumedAt, 'a run after resume')
+  expect(replicas.all((e) => e.event === 'start' && e.why === 'manual')).toHaveLength(1)
+  const manualRecords = (await locker.history(name, { limit: 100 })).filter((r) => r.why === 'manual')
+  expect(manualRecords).toHaveLength(1)
+  expect(manualRecords[0]).toMatchObject({ outcome: 'ok', manual: true })
+  await replicas.stop()
+})
+
+test("trigger rejects NoReplicaError when no live replica registered the schedule", async () => {
+  const err = await locker.trigger(uniqueKey('nobody')).catch((e) => e)
+  expect(err.code).toBe('ERR_SNATCH_NO_REPLICA')
+  expect(err.name).toBe('NoReplicaError')
+})
+
+test("'replace' aborts the running attempt's signal before the next occurrence starts", async () => {
+  const starts = []
+  let aborted
+  const task = locker.schedule(
+    uniqueKey('replace'),
+    '* * * * * *',
+    async ({ signal, tick }) => {
+      starts.push({ tick: tick.getTime(), at: Date.now() })
+      if (starts.length > 1) return
+      await new Promise((resolve) => signal.addEventListener('abort', resolve))
+      aborted = { at: Date.now(), reason: signal.reason }
+    },
+    { concurrency: 'replace' },
+  )
+  const [err] = await new Promise((resolve) => task.once('error', (...args) => resolve(args)))
+  await new Promise((resolve) => task.once('run', resolve))
+  await task.stop()
+  expect(err).toBeInstanceOf(RunReplacedError)
+  expect(err.code).toBe('ERR_SNATCH_REPLACED')
+  expect(aborted.reason).toBe(err)
+  expect(starts[1].at).toBeGreaterThanOrEqual(aborted.at)
+  expect(starts[1].tick).toBeGreaterThan(starts[0].tick)
+})
+
+test("'allow' runs an occurrence while the previous one still runs", async () => {
+  const spans = []
+  const task = locker.schedule(
+    uniqueKey('allow'),
+    '* * * * * *',
+    async () => {
+      const span = { start: Date.now() }
+      spans.push(span)
+      await sleep(1500)
+      span.end = Date.now()
+    },
+    { concurrency: 'allow' },
+  )
+  await new Promise((resolve) => task.on('run', () => spans.length >= 2 && resolve()))
+  await task.stop()
+  expect(spans[1].start).toBeLessThan(spans[0].end)
+})
+
+test('timeout aborts the attempt, which counts as failed with RunTimeoutError', async () => {
+  const name = uniqueKey('timeout')
+  const { cron, tick } = tickIn(1500)
+  let reason
+  const task = locker.schedule(
+    name,
+    cron,
+    async ({ signal }) => {
+      await new Promise((resolve) => signal.addEventListener('abort', resolve))
+      reason = signal.reason
+    },
+    { timeout: 300 },
+  )
+  const [err, info] = await new Promise((resolve) => task.once('error', (...args) => resolve(args)))
+  await task.stop()
+  expect(err).toBeInstanceOf(RunTimeoutError)
+  expect(err.code).toBe('ERR_SNATCH_RUN_TIMEOUT')
+  expect(reason).toBe(err)
+  expect(info).toMatchObject({ tick: new Date(tick), attempt: 1, why: 'on-time' })
+  const [record] = await recordsOf(name, tick, (r) => r.length > 0 && r[0].outcome !== 'running')
+  expect(record).toMatchObject({ outcome: 'timeout', error: 'the attempt timed out after 300 ms' })
+})
+
+test('history stays bounded after 1,000 occurrences, and every key of a schedule has a ttl', async () => {
+  const name = uniqueKey('bounded')
+  const task = locker.schedule(name, '0 0 0 1 1 *', () => {}, { history: 10 })
+  let runs = 0
+  task.on('run', () => runs++)
+  // Registered once it answers a manual run.
+  for (;;) {
+    const asked = await locker.trigger(name).catch((e) => e)
+    if (!(asked instanceof Error)) break
+    await sleep(50)
+  }
+  for (let n = 1; n < 1000; n++) {
+    const ran = new Promise((resolve) => task.once('run', resolve))
+    await locker.trigger(name)
+    await ran
+  }
+  await new Promise((resolve) => (runs >= 1000 ? resolve() : task.on('run', () => runs >= 1000 && resolve())))
+  await task.stop()
+  const url = process.env.REDIS_URL
+  expect(await redisCommand(url, 'ZCARD', `{snatch:${name}}:history`)).toBe(10)
+  expect(await redisCommand(url, 'HLEN', `{snatch:${name}}:records`)).toBe(10)
+  expect(await locker.history(name, { limit: 100 })).toHaveLength(10)
+  const keys = await redisCommand(url, 'KEYS', `*${name}*`)
+  expect(keys.length).toBeGreaterThan(0)
+  const ttls = await Promise.all(keys.map((key) => redisCommand(url, 'PTTL', key)))
+  expect(ttls.filter((ttl) => ttl < 0)).toEqual([])
+})

@@ -1,0 +1,36 @@
+'use strict'
+// A replica process for the schedule fleet tests: on `{ name, cron, options, hangFirst, instanceId }` it schedules that
+// job on REDIS_URL and reports over IPC every attempt it starts (`start`) and every event of the schedule (`run`,
+// `skip`, `error`), each with its tick in epoch ms. With `hangFirst` the first attempt of an occurrence never settles
+// (the process is to be killed while it runs). `{ stop: true }` closes the locker and exits.
+
+const { createLocker } = require('../..')
+
+let locker
+let task
+
+process.on('message', async (message) => {
+  if (message.stop) {
+    await locker?.close()
+    process.disconnect()
+    return
+  }
+  const { name, cron, options, hangFirst, instanceId } = message
+  locker = createLocker({ url: process.env.REDIS_URL, instanceId })
+  task = locker.schedule(
+    name,
+    cron,
+    async ({ tick, attempt, why, fence }) => {
+      process.send({ event: 'start', tick: tick.getTime(), attempt, why, fence: String(fence), pid: process.pid })
+      if (hangFirst && attempt === 1) await new Promise(() => {})
+    },
+    options,
+  )
+  const pid = process.pid
+  task.on('run', ({ tick, attempt, why }) => process.send({ event: 'run', pid, tick: tick.getTime(), attempt, why }))
+  task.on('skip', ({ tick, reason }) => process.send({ event: 'skip', pid, tick: tick.getTime(), reason }))
+  task.on('error', (err, { tick, attempt, why }) =>
+    process.send({ event: 'error', pid, tick: tick.getTime(), attempt, why, code: err.code, message: err.message }),
+  )
+  process.send({ event: 'ready', pid: process.pid })
+})

@@ -1,0 +1,346 @@
+#!/usr/bin/env node
+'use strict'
+
+/**
+ * redis-snatch's command line: an operator's view of the fleet's schedules and locks, and the controls over them.
+ * Exit codes: 0 success, 1 an error at run time (Redis, or any error of the library), 2 bad usage.
+ */
+
+const fs = require('node:fs')
+const { parseArgs } = require('node:util')
+const { createLocker } = require('../index.js')
+
+const USAGE =
+  'usage: redis-snatch <schedules | history NAME | locks [MATCH] | inspect KEY | release KEY | trigger NAME | ' +
+  'suspend NAME | resume NAME> [options]'
+
+const HELP = `${USAGE}
+
+Commands:
+  schedules         every schedule a live replica registered
+  history NAME      schedule NAME's newest records, newest first
+  locks [MATCH]     the locks held now (MATCH: a glob over the key names, default '*')
+  inspect KEY       what Redis holds for lock KEY ("free" when nothing)
+  release KEY       delete lock KEY whoever holds it (its holder's signal aborts)
+  trigger NAME      run schedule NAME once now, on one live replica that registered it
+  suspend NAME      every replica skips schedule NAME's occurrences until resume
+  resume NAME       schedule NAME runs again
+
+Options:
+  --url URL                  one Redis (default: $REDIS_URL, else redis://127.0.0.1:6379)
+  --cluster URL,URL,...      Redis Cluster seed nodes
+  --sentinel URL,URL,...     sentinels, with --sentinel-name NAME (the monitored master)
+  --prefix P                 the lockers' key prefix (default 'snatch:')
+  --tls-ca FILE              PEM file of the certificate authorities to trust (rediss:// URLs)
+  --tls-cert FILE            PEM file of the client certificate (mutual TLS)
+  --tls-key FILE             PEM file of the client certificate's key
+  --username U               ACL user when the URL names none
+  --password P               password when the URL gives none (default: $REDIS_PASSWORD)
+  --limit N                  at most N records (history, default 50) or locks (locks, default 1000)
+  --json                     one JSON document on stdout (fences as decimal strings, times as ISO strings)
+  --help                     this help
+
+Exit codes: 0 success, 1 an error from Redis or redis-snatch, 2 bad usage.`
+
+/** @type {import('node:util').ParseArgsConfig['options']} */
+const OPTIONS = {
+  url: { type: 'string' },
+  cluster: { type: 'string' },
+  sentinel: { type: 'string' },
+  'sentinel-name': { type: 'string' },
+  prefix: { type: 'string' },
+  'tls-ca': { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+  username: { type: 'string' },
+  password: { type: 'string' },
+  limit: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+}
+
+/** Each command's positional arguments: required ones, then optional ones (in brackets). */
+const COMMANDS = {
+  schedules: [],
+  history: ['NAME'],
+  locks: ['[MATCH]'],
+  inspect: ['KEY'],
+  release: ['KEY'],
+  trigger: ['NAME'],
+  suspend: ['NAME'],
+  resume: ['NAME'],
+}
+
+/** The commands that take --limit. */
+const LIMITED = new Set(['history', 'locks'])
+
+/** A mistake in the command line: exit code 2. */
+class UsageError extends Error {}
+
+/** The secrets to keep out of stderr (the password given), set once the arguments are read. */
+let secrets = []
+
+/** `text` for stderr, with URL passwords (`//user:pass@` → `//user:***@`) and the password given masked. */
+function mask(text) {
+  let masked = String(text).replace(/\/\/([^:@/\s]*):[^@\s]*@/g, '//$1:***@')
+  for (const secret of secrets) masked = masked.split(secret).join('***')
+  return masked
+}
+
+/** The command line parsed: `{ command, args, values, limit }` (`limit` a number); throws UsageError. */
+function parse(argv) {
+  let parsed
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true })
+  } catch (err) {
+    // parseArgs' messages go on with hints over several sentences: the first says what is wrong.
+    const first = err.message.split(/\.\s|\n/)[0]
+    throw new UsageError(first[0].toLowerCase() + first.slice(1))
+  }
+  const { values, positionals } = parsed
+  if (values.help) return { command: 'help', args: [], values, limit: undefined }
+  const [command, ...args] = positionals
+  if (command === undefined) throw new UsageError('no command given')
+  if (!Object.hasOwn(COMMANDS, command)) throw new UsageError(`unknown command '${command}'`)
+  const expected = COMMANDS[command]
+  const required = expected.filter((a) => !a.startsWith('['))
+  if (args.length < required.length) throw new UsageError(`${command}: missing ${required[args.length]}`)
+  if (args.length > expected.length) throw new UsageError(`${command}: unexpected argument '${args[expected.length]}'`)
+  const limit = values.limit === undefined ? undefined : Number(values.limit)
+  if (limit !== undefined) {
+    if (!LIMITED.has(command)) throw new UsageError(`${command} takes no --limit (history and locks do)`)
+    if (!/^\d+$/.test(String(values.limit)) || limit < 1 || limit > 2 ** 32 - 1) {
+      throw new UsageError(`--limit must be a positive integer, got '${values.limit}'`)
+    }
+  }
+  const targets = ['url', 'cluster', 'sentinel'].filter((name) => values[name] !== undefined)
+  if (targets.length > 1) throw new UsageError(`--${targets.join(' and --')} are exclusive`)
+  if (values.sentinel !== undefined && !values['sentinel-name']) {
+    throw new UsageError('--sentinel needs --sentinel-name')
+  }
+  if (values.sentinel === undefined && values['sentinel-name'] !== undefined) {
+    throw new UsageError('--sentinel-name goes with --sentinel')
+  }
+  return { command, args, values, limit }
+}
+
+/** A comma-separated list of URLs, `--name`'s value. */
+function urlList(name, value) {
+  const urls = value.split(',').map((u) => u.trim()).filter(Boolean)
+  if (urls.length === 0) throw new UsageError(`--${name} must list at least one URL`)
+  return urls
+}
+
+/** The contents of PEM file `file` (option `--name`); an unreadable file is a run-time error (exit 1). */
+function readPem(name, file) {
+  try {
+    return fs.readFileSync(file)
+  } catch (err) {
+    throw new Error(`cannot read --${name} ${file}: ${err.code ?? err.message}`)
+  }
+}
+
+/** The LockerOptions the command line gives (REDIS_URL is the library's own default; REDIS_PASSWORD is read here). */
+function lockerOptions(values) {
+  const options = {}
+  if (values.url !== undefined) options.url = values.url
+  if (values.cluster !== undefined) options.cluster = urlList('cluster', values.cluster)
+  if (values.sentinel !== undefined) {
+    options.sentinel = { urls: urlList('sentinel', values.sentinel), name: values['sentinel-name'] }
+  }
+  if (values.prefix !== undefined) options.prefix = values.prefix
+  if (values.username !== undefined) options.username = values.username
+  const password = values.password ?? (process.env.REDIS_PASSWORD || undefined)
+  if (password !== undefined) options.password = password
+  const tls = {}
+  for (const [option, name] of [['tls-ca', 'ca'], ['tls-cert', 'cert'], ['tls-key', 'key']]) {
+    if (values[option] !== undefined) tls[name] = readPem(option, values[option])
+  }
+  if (Object.keys(tls).length > 0) options.tls = tls
+  return options
+}
+
+/** Runs `command` with `args` (and `limit`) on `locker`; resolves `{ json, text }`, what to print in either mode. */
+async function run(locker, command, args, limit) {
+  const [name] = args
+  switch (command) {
+    case 'schedules': {
+      const schedules = await locker.schedules()
+      return { json: schedules, text: schedulesTable(schedules) }
+    }
+    case 'history': {
+      const records = await locker.history(name, { limit })
+      return { json: records, text: historyTable(name, records) }
+    }
+    case 'locks': {
+      const locks = await locker.locks({ match: name, limit })
+      return { json: locks, text: locksTable(locks) }
+    }
+    case 'inspect': {
+      const held = await locker.inspect(name)
+      if (held === null) return { json: null, text: 'free' }
+      const { holder, holders, ttl, fence } = held
+      const rows = [['key', name], ['holder', holder ?? '-'], ['holders', holders], ['ttl', duration(ttl)]]
+      return { json: held, text: table([...rows, ['fence', fence]]) }
+    }
+    case 'release': {
+      const released = await locker.forceRelease(name)
+      return { json: { released }, text: released ? `released '${name}'` : `'${name}' was not held: nothing released` }
+    }
+    case 'trigger': {
+      const { tick } = await locker.trigger(name)
+      return { json: { tick }, text: `triggered '${name}': a manual run with tick ${localTime(tick)}` }
+    }
+    case 'suspend':
+      await locker.suspend(name)
+      return { json: { name, suspended: true }, text: `suspended '${name}'` }
+    case 'resume':
+      await locker.resume(name)
+      return { json: { name, suspended: false }, text: `resumed '${name}'` }
+  }
+  throw new Error(`unhandled command ${command}`)
+}
+
+function schedulesTable(schedules) {
+  if (schedules.length === 0) return 'no schedules registered'
+  const rows = schedules.map((s) => [
+    s.name,
+    s.cron,
+    s.timezone,
+    s.suspended ? 'suspended' : 'active',
+    s.replicas.length,
+    s.running.length,
+    s.next ? when(s.next) : '-',
+    s.last ? `${s.last.outcome} ${relative(s.last.started ?? s.last.tick)}` : '-',
+  ])
+  return table([['NAME', 'CRON', 'TIMEZONE', 'STATE', 'REPLICAS', 'RUNNING', 'NEXT', 'LAST'], ...rows])
+}
+
+function historyTable(name, records) {
+  if (records.length === 0) return `no records of '${name}'`
+  const rows = records.map((r) => [
+    when(r.tick),
+    r.attempt,
+    r.why,
+    r.outcome,
+    r.instance ?? '-',
+    r.fence ?? '-',
+    r.started ? localTime(r.started) : '-',
+    r.durationMs === null ? '-' : duration(r.durationMs),
+    detail(r),
+  ])
+  return table([['TICK', 'ATTEMPT', 'WHY', 'OUTCOME', 'INSTANCE', 'FENCE', 'STARTED', 'DURATION', 'DETAIL'], ...rows])
+}
+
+/** A record's reason, retry time and error, on one line. */
+function detail(r) {
+  const parts = []
+  if (r.reason !== undefined) parts.push(r.reason)
+  if (r.retryAt !== undefined) parts.push(`retry ${relative(r.retryAt)}`)
+  if (r.error !== undefined) parts.push(r.error.replace(/\s+/g, ' ').trim())
+  return parts.join('; ') || '-'
+}
+
+function locksTable(locks) {
+  if (locks.length === 0) return 'no locks held'
+  const rows = locks.map((l) => [l.key, l.holder ?? '-', duration(l.ttl), l.fence])
+  return table([['KEY', 'HOLDER', 'TTL', 'FENCE'], ...rows])
+}
+
+/** `rows` (the first a header, if any) as aligned columns, two spaces apart; the last column is not padded. */
+function table(rows) {
+  const cells = rows.map((row) => row.map((cell) => String(cell)))
+  const widths = cells[0].map((_, i) => Math.max(...cells.map((row) => row[i].length)))
+  const line = (row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ')
+  return cells.map(line).join('\n')
+}
+
+const pad = (n, width = 2) => String(n).padStart(width, '0')
+
+/** `date` in local time, 'YYYY-MM-DD HH:MM:SS' (milliseconds when not whole). */
+function localTime(date) {
+  const d = date
+  const day = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`
+  const ms = d.getMilliseconds() === 0 ? '' : `.${pad(d.getMilliseconds(), 3)}`
+  return `${day} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}${ms}`
+}
+
+/** `date` in local time and relative to now: '2025-01-02 03:04:05 (in 12s)'. */
+function when(date) {
+  return `${localTime(date)} (${relative(date)})`
+}
+
+/** `date` relative to now: 'in 12s', '3m ago', 'now'. */
+function relative(date) {
+  const ms = date.getTime() - Date.now()
+  const s = Math.round(Math.abs(ms) / 1000)
+  if (s === 0) return 'now'
+  let span = `${Math.floor(s / 86400)}d`
+  if (s < 60) span = `${s}s`
+  else if (s < 3600) span = `${Math.floor(s / 60)}m`
+  else if (s < 172800) span = `${Math.floor(s / 3600)}h`
+  return ms > 0 ? `in ${span}` : `${span} ago`
+}
+
+/** A span of `ms` milliseconds: '0.3ms', '850ms', '9.9s', '4m05s', '2h10m'. */
+function duration(ms) {
+  if (ms < 10) return `${ms.toFixed(1)}ms`
+  if (ms < 1000) return `${Math.round(ms)}ms`
+  if (ms < 60_000) return `${(Math.floor(ms / 100) / 10).toFixed(1)}s`
+  const s = Math.floor(ms / 1000)
+  if (s < 3600) return `${Math.floor(s / 60)}m${pad(s % 60)}s`
+  return `${Math.floor(s / 3600)}h${pad(Math.floor(s / 60) % 60)}m`
+}
+
+/** JSON with bigints as decimal strings (Dates become ISO strings by their toJSON). */
+function toJson(value) {
+  return JSON.stringify(value, (_key, v) => (typeof v === 'bigint' ? v.toString() : v), 2)
+}
+
+/** Tells what is wrong with the command line, and the usage; exit code 2. */
+function usage(err) {
+  process.stderr.write(`redis-snatch: ${mask(err.message)}\n${USAGE}\nRun 'redis-snatch --help' for the options.\n`)
+  return 2
+}
+
+/** Runs the command line `argv`; resolves the exit code. */
+async function main(argv) {
+  let parsed
+  try {
+    parsed = parse(argv)
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err
+    return usage(err)
+  }
+  const { command, args, values, limit } = parsed
+  if (command === 'help') {
+    process.stdout.write(`${HELP}\n`)
+    return 0
+  }
+  const password = values.password ?? process.env.REDIS_PASSWORD
+  if (password) secrets = [password]
+  let locker
+  try {
+    locker = createLocker(lockerOptions(values))
+    const { json, text } = await run(locker, command, args, limit)
+    process.stdout.write(`${values.json ? toJson(json) : text}\n`)
+    return 0
+  } catch (err) {
+    if (err instanceof UsageError) return usage(err)
+    const code = err?.code ? ` (${err.code})` : ''
+    process.stderr.write(`redis-snatch: ${mask(err?.message ?? err)}${code}\n`)
+    return 1
+  } finally {
+    await locker?.close().catch(() => {})
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code
+  },
+  (err) => {
+    process.stderr.write(`redis-snatch: ${mask(err?.stack ?? err)}\n`)
+    process.exitCode = 1
+  },
+)

@@ -4,6 +4,7 @@
 
 const { once } = require('node:events')
 const { createLocker, LockLostError, LockTimeoutError } = require('..')
+const { fleetChecks } = require('./support/every-method')
 const { uniqueKey } = require('./support/util')
 
 describe.each([
@@ -103,5 +104,9 @@ describe.each([
     await Promise.all(tasks.map((t) => t.stop()))
     expect(ticks.length).toBeGreaterThanOrEqual(2)
     expect(new Set(ticks).size).toBe(ticks.length)
+  })
+
+  test("the fleet's schedules, records, suspend, resume, trigger and locks", async () => {
+    await fleetChecks({ locker: a, other: b })
   })
 })

@@ -2,6 +2,7 @@
 
 const { createLocker, QuorumError, LockLostError } = require('..')
 const { startRedis, redisCommand } = require('./support/redis-server')
+const { fleetChecks } = require('./support/every-method')
 const { uniqueKey, heldBy } = require('./support/util')
 
 let servers
@@ -87,6 +88,12 @@ test('schedule() works over a Redlock set', async () => {
     const records = await redisCommand(s.url, 'HGETALL', `{snatch:${name}}:records`)
     expect(JSON.parse(records[1])).toMatchObject({ tick: run.tick.getTime(), outcome: 'ok', fence: String(run.fence) })
   }
+})
+
+test("the fleet's schedules, records, suspend, resume, trigger and locks over a Redlock set", async () => {
+  const [locker, other] = [createLocker({ urls: urls() }), createLocker({ urls: urls() })]
+  await fleetChecks({ locker, other })
+  await Promise.all([locker.close(), other.close()])
 })
 
 test('three lockers scheduling one job over Redlock: every occurrence runs exactly once', async () => {

@@ -28,7 +28,8 @@ class Workers {
     this.errors = {}
     this.kills = []
     this.stale = { released: 0, refused: 0 }
-    this.ticks = []
+    /** A schedule's attempts, by fence: { worker, tick, attempt, why, fence, end: 'ok' | 'cut' | 'killed' | undefined }. */
+    this.attempts = new Map()
     this.nextId = 1
   }
 
@@ -54,6 +55,8 @@ class Workers {
       this.open.delete(worker)
       if (!s) return
       this.sections.push({ ...s, last: BigInt(m.last), cut: m.cut })
+      const attempt = this.attempts.get(m.fence)
+      if (attempt) attempt.end = m.cut ? 'cut' : 'ok'
       // The first section a stopped worker ends is the one it held when it was stopped: its release is stale.
       const entry = this.children.get(worker)
       if (entry?.stopped && m.released !== undefined) {
@@ -62,8 +65,8 @@ class Workers {
       }
     } else if (m.type === 'error') {
       this.errors[m.code] = (this.errors[m.code] ?? 0) + 1
-    } else if (m.type === 'tick') {
-      this.ticks.push({ worker, tick: m.tick, fence: BigInt(m.fence) })
+    } else if (m.type === 'attempt') {
+      this.attempts.set(m.fence, { worker, tick: m.tick, attempt: m.attempt, why: m.why, fence: m.fence, end: undefined })
     }
   }
 
@@ -82,6 +85,8 @@ class Workers {
       this.open.delete(entry.id)
       this.sections.push({ ...s, last: t, cut: false })
       this.kills.push({ key: s.key, t })
+      const attempt = this.attempts.get(String(s.fence))
+      if (attempt) attempt.end = 'killed'
     }
     this.children.delete(entry.id)
     this.spawn(entry.config, entry.env)
@@ -275,7 +280,7 @@ const SCENARIOS = {
     title: 'schedules on 3 processes with clocks 0, −300 and +300 ms off, through a Redis restart (down 1.3 s)',
     async run({ redis, url, workers, seconds }) {
       for (const offset of [0, -300, 300]) {
-        workers.spawn({ mode: 'schedule', locker: { url, prefix: 'chaos:' }, ttl: 1000 }, { SNATCH_TEST_CLOCK_OFFSET_MS: String(offset) })
+        workers.spawn(scheduler({ url, prefix: 'chaos:' }), { SNATCH_TEST_CLOCK_OFFSET_MS: String(offset) })
       }
       await sleep(seconds(5) * 1000)
       await redis.kill()
@@ -283,11 +288,118 @@ const SCENARIOS = {
       await redis.restart()
       await sleep(seconds(5) * 1000)
       const counts = new Map()
-      for (const { tick } of workers.ticks) counts.set(tick, (counts.get(tick) ?? 0) + 1)
+      for (const { tick, end } of workers.attempts.values()) if (end === 'ok') counts.set(tick, (counts.get(tick) ?? 0) + 1)
       const twice = [...counts.values()].filter((n) => n > 1).length
       return { notes: `${counts.size} occurrences ran, ${twice} of them more than once` }
     },
   },
+  'schedule-faults': {
+    title:
+      'a schedule on 3 processes (clocks 0, −300, +300 ms off; ttl 1 s): its runner SIGKILLed, its runner SIGSTOPped ' +
+      'for 2.5 s, every process killed for 2.5 s; then the records audited against what ran',
+    async run({ url, workers, seconds }) {
+      const spawn = () =>
+        [0, -300, 300].map((offset) =>
+          workers.spawn(scheduler({ url, prefix: 'chaos:' }), { SNATCH_TEST_CLOCK_OFFSET_MS: String(offset) }),
+        )
+      spawn()
+      const started = Date.now()
+      await sleep(3000)
+      const faults = { kills: 0, stops: 0, outages: 0 }
+      const end = Date.now() + seconds(24) * 1000
+      for (let round = 0; Date.now() < end; round++) {
+        const runner = await runnerWithin(workers, 2000)
+        if (round % 4 === 3) {
+          for (const entry of [...workers.children.values()]) {
+            entry.child.kill('SIGKILL')
+            workers.children.delete(entry.id)
+          }
+          await sleep(2500)
+          spawn()
+          faults.outages++
+        } else if (runner && round % 2 === 0) {
+          workers.kill(runner)
+          faults.kills++
+        } else if (runner) {
+          runner.paused = true
+          runner.child.kill('SIGSTOP')
+          await sleep(2500)
+          runner.child.kill('SIGCONT')
+          runner.paused = false
+          faults.stops++
+        }
+        await sleep(1500)
+      }
+      // Past the faults: taken over, retried and recorded before the audit.
+      const audited = Date.now() - 10_000
+      await sleep(seconds(4) * 1000 + 8000)
+      const audit = await auditSchedule(url, workers, started + 1000, audited)
+      return {
+        scheduleFailures: audit.failures,
+        notes:
+          `${faults.kills} runners killed, ${faults.stops} stopped, ${faults.outages} outages of every process; ` +
+          `${audit.summary}`,
+      }
+    },
+  },
+}
+
+/** A worker config for a schedule (worker.js `schedule` mode) on `locker`. */
+function scheduler(locker) {
+  return { mode: 'schedule', locker, ttl: 1000, acts: 4, pauseMs: 60, schedule: { history: 2000, startingDeadline: 60_000 } }
+}
+
+/** A worker running an attempt of the schedule within `ms` (the first seen), or null. */
+async function runnerWithin(workers, ms) {
+  const until = Date.now() + ms
+  while (Date.now() < until) {
+    const holder = workers.holder()
+    if (holder) return holder
+    await sleep(10)
+  }
+  return null
+}
+
+/**
+ * Checks schedule 'chaos-job''s records against the attempts the workers reported, for the occurrences from `from` to
+ * `to` (epoch ms): each attempt that completed has its record, 'ok', with its fence, and each 'ok' record an attempt
+ * that completed; every occurrence has a record (ran, or missed for a reason); none has two that completed.
+ */
+async function auditSchedule(url, workers, from, to) {
+  const { createLocker } = require('..')
+  const locker = createLocker({ url, prefix: 'chaos:' })
+  const records = (await locker.history('chaos-job', { limit: 2000 })).filter((r) => !r.manual)
+  await locker.close()
+  const inWindow = (tick) => tick >= from && tick <= to
+  const attempts = [...workers.attempts.values()].filter((a) => inWindow(a.tick))
+  const failures = []
+  const key = (tick, attempt) => `${tick}/${attempt}`
+  const recorded = new Map(records.map((r) => [key(r.tick.getTime(), r.attempt), r]))
+  for (const a of attempts.filter((a) => a.end === 'ok')) {
+    const r = recorded.get(key(a.tick, a.attempt))
+    if (r?.outcome !== 'ok' || String(r.fence) !== a.fence) failures.push(`attempt ${key(a.tick, a.attempt)} completed; its record: ${r?.outcome}`)
+  }
+  const completed = new Set(attempts.filter((a) => a.end === 'ok').map((a) => key(a.tick, a.attempt)))
+  for (const r of records.filter((r) => inWindow(r.tick.getTime()) && r.outcome === 'ok')) {
+    if (!completed.has(key(r.tick.getTime(), r.attempt))) failures.push(`record ${key(r.tick.getTime(), r.attempt)} says ok; no attempt completed`)
+  }
+  const byTick = new Map()
+  for (const r of records) byTick.set(r.tick.getTime(), [...(byTick.get(r.tick.getTime()) ?? []), r])
+  let lost = 0
+  for (let tick = Math.ceil(from / 1000) * 1000; tick <= to; tick += 1000) if (!byTick.has(tick)) lost++
+  if (lost) failures.push(`${lost} occurrences have no record`)
+  const twice = [...byTick.values()].filter((rs) => rs.filter((r) => r.outcome === 'ok').length > 1).length
+  if (twice) failures.push(`${twice} occurrences completed twice`)
+  const count = (f) => records.filter((r) => inWindow(r.tick.getTime()) && f(r)).length
+  const reasons = ['superseded', 'deadline', 'overlap'].map((reason) => `${count((r) => r.reason === reason)} ${reason}`)
+  const outcomes = ['failed', 'lost', 'crashed', 'running'].map((o) => `${count((r) => r.outcome === o)} ${o}`)
+  return {
+    failures,
+    summary:
+      `${byTick.size} occurrences recorded: ${count((r) => r.outcome === 'ok')} ran (${count((r) => r.why === 'late')} late, ` +
+      `${count((r) => r.why === 'retry' && r.outcome === 'ok')} taken over from a dead or stopped runner), ` +
+      `missed ${reasons.join(', ')}; attempts ${outcomes.join(', ')}; ${failures.length ? `AUDIT FAILED: ${failures.slice(0, 5).join('; ')}` : 'the records match what ran'}`,
+  }
 }
 
 /** Parses `--only a,b` and `--scale N`. */
@@ -398,7 +510,7 @@ async function main() {
     publish(report)
     console.error(`written to ${path.relative(process.cwd(), SAFETY)}`)
   }
-  const failed = results.some((r) => r.overlaps > 0 || r.fenceViolations > 0)
+  const failed = results.some((r) => r.overlaps > 0 || r.fenceViolations > 0 || r.scheduleFailures?.length > 0)
   process.exitCode = failed ? 1 : 0
 }
 

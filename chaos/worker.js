@@ -2,7 +2,7 @@
 // One worker process of the chaos suite (forked by chaos/run.js): loops critical sections on a few shared keys with
 // one way of locking (`lock`: Locker.lock + Lock.release; `withLock`; `snatchTask`) and reports each to the parent
 // over IPC, on process.hrtime.bigint() (CLOCK_MONOTONIC: one clock for every process of the host); or (`schedule`)
-// runs a schedule's job every second and reports each occurrence it ran ({ type: 'tick', tick, fence }):
+// runs a schedule's job every second, each attempt a section (and reported as { type: 'attempt', … }, see schedule()):
 //   { type: 'enter', key, fence, t }         the section started (sent at once, so a SIGKILL cannot lose it)
 //   { type: 'exit', key, fence, t, last, cut, released? }
 //      `last`: the time of its last act; `cut`: it stopped acting because its lease could no longer be guaranteed
@@ -84,12 +84,28 @@ async function once(key) {
   }
 }
 
-/** Schedule mode: the job of schedule 'chaos-job' every second, each run reported as a tick. */
+/**
+ * Schedule mode: schedule 'chaos-job' every second (`config.schedule`: its options), each attempt a section of key
+ * 'chaos-job' (with the default `concurrency: 'forbid'`, no two attempts may act at once, and fences rise), reported
+ * with what it was ({ type: 'attempt', tick, attempt, why, fence }). Besides the signal, each act checks a local
+ * deadline of half the lease from the call: a process stopped (SIGSTOP) in the middle cannot know before acting that
+ * its signal aborted meanwhile. An attempt cut short throws, so that its record does not say 'ok'.
+ */
 function schedule() {
-  const task = locker.schedule('chaos-job', '* * * * * *', ({ tick, fence }) => {
-    send({ type: 'tick', tick: tick.getTime(), fence: String(fence) })
-  }, { ttl: config.ttl })
-  task.on('error', (err) => send({ type: 'error', code: err.code || err.name, t: now() }))
+  const deadlineMs = config.ttl / 2
+  const task = locker.schedule(
+    'chaos-job',
+    '* * * * * *',
+    async ({ tick, attempt, why, fence, signal }) => {
+      send({ type: 'attempt', tick: tick.getTime(), attempt, why, fence: String(fence) })
+      const until = Date.now() + deadlineMs
+      const ended = await section('chaos-job', fence, () => !signal.aborted && Date.now() < until)
+      send({ type: 'exit', ...ended, t: now() })
+      if (ended.cut) throw new Error('cut short')
+    },
+    { ttl: config.ttl, ...config.schedule },
+  )
+  task.on('error', (err) => err.message !== 'cut short' && send({ type: 'error', code: err.code || err.name, t: now() }))
   process.on('message', async (message) => {
     if (message !== 'stop') return
     await task.stop()

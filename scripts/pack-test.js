@@ -201,6 +201,9 @@ async function checkInstalled(temp, tarballs, platform, env) {
 
   process.stdout.write(run('node', ['smoke.cjs', platform, declared], { cwd: project, env }))
   ok('require(): CommonJS entry')
+  const help = run(path.join(project, 'node_modules', '.bin', 'redis-snatch'), ['--help'], { cwd: project, env })
+  assert.match(help, /^usage: redis-snatch /, 'the command line answers --help')
+  ok('the command line: node_modules/.bin/redis-snatch --help')
 
   const server = await redisFromEnv()
   try {

@@ -114,7 +114,14 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
   await Promise.all([permits[1].release(), woken.release()])
   expect(await mine.withPermit(({ fence, key: k }) => [k, fence > woken.fence])).toEqual([semKey, true])
 
-  // schedule: two replicas, each occurrence runs on exactly one.
+  await fleetChecks({ locker, other })
+}
+
+/**
+ * A schedule on `locker` and `other` (two replicas: each occurrence runs on exactly one), and the fleet's view and
+ * control of it from `other` (schedules, history, suspend, resume, trigger) and of the locks held (locks).
+ */
+async function fleetChecks({ locker, other }) {
   const name = uniqueKey('every-cron')
   const ticks = []
   const whys = []
@@ -129,7 +136,6 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
   for (const task of tasks) task.on('error', (err) => errors.push(err)).on('skip', ({ reason }) => skips.push(reason))
   await until(() => ticks.length >= 2, 'two occurrences to run')
 
-  // The fleet, from either locker: the schedule and its replica, its records, suspend, resume, trigger, locks.
   const info = (await other.schedules()).find((s) => s.name === name)
   expect(info).toMatchObject({ cron: '* * * * * *', timezone: 'UTC', replicas: [INSTANCE], suspended: false })
   expect(info.next).toBeInstanceOf(Date)
@@ -144,7 +150,9 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
   expect(ticks).toContain(tick.getTime())
   const lockKey = uniqueKey('every-held')
   const holding = await locker.tryLock(lockKey, { ttl: 10_000 })
-  expect(await other.locks({ match: `${lockKey}*` })).toEqual([{ key: lockKey, holder: INSTANCE, ttl: expect.any(Number), fence: holding.fence }])
+  expect(await other.locks({ match: `${lockKey}*` })).toEqual([
+    { key: lockKey, holder: INSTANCE, ttl: expect.any(Number), fence: holding.fence },
+  ])
   await holding.release()
 
   await Promise.all(tasks.map((task) => task.stop()))
@@ -152,4 +160,4 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
   expect(new Set(ticks).size).toBe(ticks.length)
 }
 
-module.exports = { everyMethod, until, publishes, subscribers }
+module.exports = { everyMethod, fleetChecks, until, publishes, subscribers }

@@ -10,11 +10,19 @@ import {
   Locker,
   LockLostError,
   LockTimeoutError,
+  NoReplicaError,
   QuorumError,
   RedisError,
+  RunReplacedError,
+  RunTimeoutError,
   snatchTask,
   SnatchError,
+  type AttemptInfo,
+  type HeldLock,
   type Inspection,
+  type OccurrenceRecord,
+  type RunReason,
+  type ScheduleInfo,
   type Semaphore,
   type AcquireMessage,
   type ReleaseMessage,
@@ -69,7 +77,7 @@ export async function usage(): Promise<void> {
   void n, maybe, fields, extended, released
 
   const held: Inspection | null = await locker.inspect('k')
-  if (held) void [held.ttl + 1, held.fence + 1n, held.holders + 1]
+  if (held) void [held.ttl + 1, held.fence + 1n, held.holders + 1, held.holder?.length]
   const forced: boolean = await locker.forceRelease('k')
   void forced
 
@@ -85,14 +93,35 @@ export async function usage(): Promise<void> {
   const failed = (m: ErrorMessage) => [m.key, m.fence, m.ms, m.error.message]
   void [acquired, ended, failed]
 
-  const scheduleOptions: ScheduleOptions = { ttl: 60_000, timezone: 'Europe/Paris' }
-  const task: ScheduledTask = locker.schedule('report', '0 6 * * *', ({ tick, fence }: TickContext) => {
+  const scheduleOptions: ScheduleOptions = {
+    ttl: 60_000,
+    timezone: 'Europe/Paris',
+    startingDeadline: 900_000,
+    retries: 2,
+    retryDelay: 1000,
+    concurrency: 'replace',
+    timeout: 60_000,
+    history: 100,
+  }
+  const task: ScheduledTask = locker.schedule('report', '0 6 * * *', ({ tick, fence, attempt, why }: TickContext) => {
     const when: Date = tick
-    return [when, fence]
+    const reason: RunReason = why
+    return [when, fence, attempt + 1, reason]
   }, scheduleOptions)
-  task.on('run', ({ tick, fence, durationMs }) => void [tick.getTime(), fence + 1n, durationMs + 1])
-  task.on('error', (err, { tick }) => void [err, tick])
+  task.on('run', ({ tick, fence, durationMs, attempt, why }) => void [tick.getTime(), fence + 1n, durationMs + 1, attempt, why])
+  task.on('skip', ({ reason }) => void (reason === 'suspended'))
+  task.on('error', (err, info: AttemptInfo) => void [err, info.tick, info.attempt, info.why])
   await task.stop()
+
+  const schedules: ScheduleInfo[] = await locker.schedules()
+  const next: Date | null = schedules[0]?.next ?? null
+  const records: OccurrenceRecord[] = await locker.history('report', { limit: 10 })
+  const outcome: OccurrenceRecord['outcome'] = records[0]?.outcome ?? 'missed'
+  await locker.suspend('report')
+  await locker.resume('report')
+  const { tick: manual }: { tick: Date } = await locker.trigger('report')
+  const locks: HeldLock[] = await locker.locks({ match: 'orders:*', limit: 10 })
+  void [next, outcome, manual, (locks[0]?.fence ?? 0n) + 1n]
   await locker.close()
 
   try {
@@ -104,7 +133,8 @@ export async function usage(): Promise<void> {
       void code
     }
     const timeout: 'ERR_SNATCH_TIMEOUT' = new LockTimeoutError().code
-    void timeout, [RedisError, QuorumError, ClosedError]
+    const none: 'ERR_SNATCH_NO_REPLICA' = new NoReplicaError().code
+    void timeout, none, [RedisError, QuorumError, ClosedError, RunTimeoutError, RunReplacedError]
   }
 
   // @ts-expect-error the key must be a string
@@ -121,6 +151,8 @@ export async function usage(): Promise<void> {
   createLocker({ tls: { ca: 5 } })
   // @ts-expect-error the cron expression is a string
   locker.schedule('report', 6, () => {})
+  // @ts-expect-error concurrency is one of three policies
+  locker.schedule('report', '* * * * *', () => {}, { concurrency: 'queue' })
   // @ts-expect-error the fence is read-only
   lock.fence = 2n
   // @ts-expect-error a Lock comes from a Locker, not from its constructor

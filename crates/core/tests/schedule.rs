@@ -234,6 +234,29 @@ async fn a_dead_runners_attempt_is_taken_over_with_a_higher_fence() {
 }
 
 #[tokio::test]
+async fn a_runner_that_keeps_dying_stops_after_three_attempts_recorded_failed() {
+    let (_server, url) = redis_url();
+    let name = unique_key("poison");
+    let options = ScheduleOptions { ttl: Some(Duration::from_millis(300)), ..ScheduleOptions::default() };
+    let dead = locker(&url, "dead");
+    let cron = Cron::new("0 0 0 1 1 *", "UTC").unwrap();
+    let schedule = snatch_core::schedule(&dead, 0, &name, cron, options, Arc::new(Gone)).unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    ask_fleet(&dead, FleetRequest::Trigger(name.clone())).await.unwrap();
+    let records = loop {
+        let records = history(&dead, &name).await;
+        if records.iter().any(|r| r.attempt == 3 && r.outcome != Status::Running) {
+            break records;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    schedule.stop().await;
+    let outcomes: Vec<_> = records.iter().map(|r| (r.attempt, r.outcome)).collect();
+    assert_eq!(outcomes, [(3, Status::Failed), (2, Status::Crashed), (1, Status::Crashed)], "{records:?}");
+    assert_eq!(records[0].error.as_deref(), Some("the runner of attempt 3 died, and no attempt is left"));
+}
+
+#[tokio::test]
 async fn suspended_schedules_skip_on_every_replica_until_resumed() {
     let (_server, url) = redis_url();
     let name = unique_key("suspend");

@@ -64,10 +64,14 @@ impl ScheduleKeys {
         self.run.beside("", self.one_slot)
     }
 
-    /// The set of every schedule a live replica registered, under `prefix`: name → when its last registration
-    /// expires (server ms).
-    pub fn index(prefix: &str) -> String {
-        [prefix, "schedules"].concat()
+    /// The name of the schedule whose registrations `key` holds, under `prefix` (what a scan for schedules finds).
+    pub fn name_of_replicas(prefix: &str, key: &str, one_slot: bool) -> Option<String> {
+        let base = key.strip_suffix(":replicas")?;
+        let name = match base.strip_prefix('{').and_then(|b| b.strip_suffix('}')) {
+            Some(lock) => lock.strip_prefix(prefix)?,
+            None => base.strip_prefix(prefix)?,
+        };
+        Self::new(prefix, name, one_slot).ok().filter(|keys| keys.replicas == key).map(|_| name.to_owned())
     }
 }
 
@@ -338,7 +342,12 @@ mod tests {
         }
         let tagged = ScheduleKeys::new("{app}:", "report", true).unwrap();
         assert_eq!(tagged.state, "{app}:report:state");
-        assert_eq!(ScheduleKeys::index("snatch:"), "snatch:schedules");
+        for (prefix, name, one_slot) in [("snatch:", "a:b", false), ("snatch:", "a", true), ("{app}:", "r", true)] {
+            let keys = ScheduleKeys::new(prefix, name, one_slot).unwrap();
+            assert_eq!(ScheduleKeys::name_of_replicas(prefix, &keys.replicas, one_slot).as_deref(), Some(name));
+        }
+        assert_eq!(ScheduleKeys::name_of_replicas("snatch:", "{other:a}:replicas", false), None);
+        assert_eq!(ScheduleKeys::name_of_replicas("snatch:", "{snatch:a}:state", false), None);
     }
 
     #[test]

@@ -106,10 +106,6 @@ pub static PERMIT_RELEASE: LazyLock<Script> =
 pub static SCHEDULE_REGISTER: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/schedule_register.lua").to_owned()));
 
-/// Keep schedules in the index of live ones: see scripts/schedule_index.lua.
-pub static SCHEDULE_INDEX: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/schedule_index.lua").to_owned()));
-
 /// Write the record of an attempt of an occurrence, on conditions: see scripts/schedule_record.lua.
 pub static SCHEDULE_RECORD: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/schedule_record.lua").to_owned()));
@@ -127,7 +123,7 @@ pub static SCHEDULE_READ: LazyLock<Script> =
 pub static SCHEDULE_CONTROL: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/schedule_control.lua").to_owned()));
 
-/// One step of a scan for locks held on a server (`locks()`): see scripts/scan.lua.
+/// One step of a scan of a server's keys (`locks()`, `schedules()`): see scripts/scan.lua.
 pub static SCAN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/scan.lua").to_owned()));
 
 /// Take the oldest manual run asked for: see scripts/schedule_take_trigger.lua.

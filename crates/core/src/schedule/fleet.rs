@@ -77,7 +77,7 @@ async fn control(locker: &Locker, name: &str, control: Control) -> Result<(i64, 
 
 /// Every schedule a live replica registered, by name.
 async fn schedules(locker: &Locker) -> Result<Vec<ScheduleInfo>, SnatchError> {
-    let names = store::index(locker, &[]).await?;
+    let names = scheduled(locker).await?;
     let infos = join_all(names.iter().map(|name| schedule(locker, name))).await;
     let mut infos: Vec<ScheduleInfo> =
         infos.into_iter().collect::<Result<Vec<_>, _>>()?.into_iter().flatten().collect();
@@ -111,6 +111,20 @@ async fn schedule(locker: &Locker, name: &str) -> Result<Option<ScheduleInfo>, S
     }))
 }
 
+/// The names of the schedules that have registrations under the locker's prefix (live or not), found by a scan.
+async fn scheduled(locker: &Locker) -> Result<Vec<String>, SnatchError> {
+    let prefix = &locker.config().prefix;
+    let one_slot = locker.one_slot();
+    let mut found = BTreeSet::new();
+    for node in locker.nodes().all() {
+        for route in routes(node, prefix).await? {
+            scan(node, &route, &Scan { glob: "*:replicas", kind: "zset", locks: false }, usize::MAX, &mut found)
+                .await?;
+        }
+    }
+    Ok(found.iter().filter_map(|key| ScheduleKeys::name_of_replicas(prefix, key, one_slot)).collect())
+}
+
 /// Up to `limit` locks held now under the locker's prefix whose names match `pattern`, by name: every node of
 /// Redlock, each master of a cluster scanned.
 async fn locks(locker: &Locker, pattern: &str, limit: u32) -> Result<Vec<HeldLock>, SnatchError> {
@@ -119,7 +133,7 @@ async fn locks(locker: &Locker, pattern: &str, limit: u32) -> Result<Vec<HeldLoc
     let mut found = BTreeSet::new();
     for node in locker.nodes().all() {
         for route in routes(node, prefix).await? {
-            scan(node, &route, &glob, limit as usize, &mut found).await?;
+            scan(node, &route, &Scan { glob: &glob, kind: "string", locks: true }, limit as usize, &mut found).await?;
         }
     }
     let names: Vec<String> = found
@@ -129,7 +143,7 @@ async fn locks(locker: &Locker, pattern: &str, limit: u32) -> Result<Vec<HeldLoc
         .map(str::to_owned)
         .collect();
     // A schedule's claim shares its run lock's fence counter.
-    let schedules = store::index(locker, &[]).await?;
+    let schedules = scheduled(locker).await?;
     let keys = names
         .iter()
         .map(|name| {
@@ -164,18 +178,25 @@ async fn routes(node: &Node, prefix: &str) -> Result<Vec<String>, SnatchError> {
         .collect())
 }
 
-/// Scans the server that `route` leads to for locks whose keys match `glob`, into `found`, until it holds `limit`.
+/// What a scan looks for: keys matching `glob` of type `kind`; with `locks`, only those whose value is a lock's owner.
+struct Scan<'a> {
+    glob: &'a str,
+    kind: &'a str,
+    locks: bool,
+}
+
+/// Scans the server that `route` leads to for `scan`'s keys, into `found`, until it holds `limit`.
 async fn scan(
     node: &Node,
     route: &str,
-    glob: &str,
+    scan: &Scan<'_>,
     limit: usize,
     found: &mut BTreeSet<String>,
 ) -> Result<(), SnatchError> {
     let mut cursor = "0".to_owned();
     loop {
         let mut call = ScriptCall::new(&SCAN, 1);
-        call.arg(route).arg(&cursor).arg(glob).arg(SCAN_COUNT);
+        call.arg(route).arg(&cursor).arg(scan.glob).arg(SCAN_COUNT).arg(scan.kind).arg(u8::from(scan.locks));
         let (next, keys): (String, Vec<String>) = node.invoke(call).await?;
         found.extend(keys);
         if next == "0" || found.len() >= limit {

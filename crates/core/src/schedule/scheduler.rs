@@ -20,7 +20,7 @@ use crate::run::hold::{AttemptEnd, Finished};
 use crate::run::input::{post_or_undo, Input, Post};
 use crate::schedule::cron::CronSchedule;
 use crate::schedule::store::{
-    self, Conditions, Control, LookBack, Open, Registration, State, Write, Written, HEARTBEAT,
+    self, Conditions, Control, LookBack, Open, Registration, State, Write, Written, HEARTBEAT, REFRESH_EVERY,
 };
 use chrono::{DateTime, Utc};
 use snatch_protocol::run::{AbortReason, Occurrence, Outcome, SkipReason};
@@ -169,7 +169,6 @@ pub fn schedule(
     let driver = Arc::new(Driver {
         locker: locker.clone(),
         id,
-        name: name.to_owned(),
         keys,
         cron: cron.schedule,
         lock,
@@ -196,7 +195,6 @@ struct Driver {
     locker: Locker,
     /// The caller's id for the schedule.
     id: u32,
-    name: String,
     keys: ScheduleKeys,
     cron: CronSchedule,
     /// The leases of claims and of the run lock.
@@ -229,6 +227,10 @@ struct Beats {
     looked: Option<i64>,
     /// The replace last heard of.
     replace: Option<i64>,
+    /// Heartbeats so far.
+    count: u32,
+    /// The first tick after a look back's start, while that start stays.
+    first_after: Option<(i64, Option<i64>)>,
 }
 
 /// Why an attempt starts, and what it takes over.
@@ -294,15 +296,18 @@ impl Driver {
         // A little jitter, so that the schedules of a replica do not renew all at once.
         let next = Instant::now() + HEARTBEAT.mul_f64(rand::random_range(0.9..1.1));
         let first = beats.looked.is_none();
-        let mut look = beats.looked.map(|from| self.look_back(from)).unwrap_or_default();
-        let index = store::index(&self.locker, std::slice::from_ref(&self.name));
-        let (state, _) = tokio::join!(self.register(&look), index);
-        let Ok(mut state) = state else { return next };
+        let mut look = match beats.looked {
+            Some(from) if self.ticked_since(from, &mut beats.first_after) => self.look_back(from),
+            _ => LookBack::default(),
+        };
+        let refresh = beats.count.is_multiple_of(REFRESH_EVERY);
+        beats.count += 1;
+        let Ok(mut state) = self.register(&look, refresh).await else { return next };
         if first {
             // Now that it is known since when, the first look back.
             look = self.look_back(state.last.unwrap_or(i64::MIN).max(state.since));
             if !look.ticks.is_empty() {
-                let Ok(looked) = self.register(&look).await else { return next };
+                let Ok(looked) = self.register(&look, false).await else { return next };
                 state = looked;
             }
         }
@@ -330,9 +335,24 @@ impl Driver {
         again.map_or(next, |again| again.min(next))
     }
 
-    /// Renews the registration, looking back at `look`'s ticks.
-    async fn register(&self, look: &LookBack) -> Result<State, SnatchError> {
-        store::register(&self.locker, &self.keys, &self.registration, look).await
+    /// Renews the registration (with `refresh`, the schedule's expression and keys' TTLs too), looking back at
+    /// `look`'s ticks.
+    async fn register(&self, look: &LookBack, refresh: bool) -> Result<State, SnatchError> {
+        store::register(&self.locker, &self.keys, &self.registration, look, refresh).await
+    }
+
+    /// Whether a tick came after `from` (the first one after it is kept in `first_after` while `from` stays).
+    fn ticked_since(&self, from: i64, first_after: &mut Option<(i64, Option<i64>)>) -> bool {
+        let first = match *first_after {
+            Some((after, first)) if after == from => first,
+            _ => {
+                let first = DateTime::from_timestamp_millis(from).and_then(|at| self.cron.next_after(at));
+                let first = first.map(|tick| tick.timestamp_millis());
+                *first_after = Some((from, first));
+                first
+            }
+        };
+        first.is_some_and(|tick| tick <= self.now().timestamp_millis())
     }
 
     /// The ticks after `from` up to now (the newest [`MAX_LOOK_BACK`] of them), and the newest of them older than the
@@ -384,9 +404,11 @@ impl Driver {
                 let crashed = record.outcome == Status::Running;
                 let attempt = record.attempt();
                 if crashed && attempt.attempt >= max_attempts(self.options.retries) {
-                    // A poison job: its runner keeps dying. It stops here, recorded crashed.
+                    // A poison job: its runner keeps dying. It stops here, recorded failed.
                     let mut last = record.clone();
-                    last.outcome = Status::Crashed;
+                    last.outcome = Status::Failed;
+                    last.error =
+                        Some(format!("the runner of attempt {} died, and no attempt is left", attempt.attempt));
                     let conditions = Conditions { only_running: true, ..Conditions::default() };
                     let write = Write { record: &last, conditions, open: Open::Closed, takes_over: None };
                     let _ = self.record(&write).await;

@@ -8,8 +8,7 @@ use crate::server::script_call::ScriptCall;
 use futures_util::future::join_all;
 use snatch_protocol::schedule::{Attempt, Record, ScheduleKeys};
 use snatch_protocol::scripts::{
-    SCHEDULE_CONTROL, SCHEDULE_INDEX, SCHEDULE_READ, SCHEDULE_RECORD, SCHEDULE_REGISTER, SCHEDULE_SWEEP,
-    SCHEDULE_TAKE_TRIGGER,
+    SCHEDULE_CONTROL, SCHEDULE_READ, SCHEDULE_RECORD, SCHEDULE_REGISTER, SCHEDULE_SWEEP, SCHEDULE_TAKE_TRIGGER,
 };
 use snatch_protocol::SnatchError;
 use std::collections::HashMap;
@@ -61,6 +60,9 @@ pub(crate) struct LookBack {
     pub(crate) ticks: Vec<i64>,
     pub(crate) settled: Option<i64>,
 }
+
+/// How often (in heartbeats) a registration also refreshes the schedule: its expression, and its keys' TTLs.
+pub(crate) const REFRESH_EVERY: u32 = 12;
 
 /// A schedule as a read finds it.
 #[derive(Debug, Clone, Default)]
@@ -115,18 +117,19 @@ pub(crate) enum Written {
     Refused,
 }
 
-/// Registers `registration` of the schedule of `keys` (or renews it), has it look back at `look`'s ticks, and reads
-/// its state.
+/// Registers `registration` of the schedule of `keys` (or renews it; with `refresh`, its expression and its keys'
+/// TTLs too), has it look back at `look`'s ticks, and reads its state.
 pub(crate) async fn register(
     locker: &Locker,
     keys: &ScheduleKeys,
     registration: &Registration,
     look: &LookBack,
+    refresh: bool,
 ) -> Result<State, SnatchError> {
     let mut call = ScriptCall::new(&SCHEDULE_REGISTER, 6);
     call.arg(&keys.state).arg(&keys.replicas).arg(&keys.triggers).arg(&keys.history).arg(&keys.records).arg(&keys.open);
     call.arg(&registration.instance).arg(millis(REGISTRATION)).arg(millis(registration.keep));
-    call.arg(&registration.cron).arg(&registration.timezone).arg(look.settled.unwrap_or(-1));
+    call.arg(&registration.cron).arg(&registration.timezone).arg(look.settled.unwrap_or(-1)).arg(u8::from(refresh));
     for &tick in &look.ticks {
         call.arg(Attempt::first(tick).id());
     }
@@ -139,20 +142,6 @@ pub(crate) async fn register(
     let recorded = recorded.into_iter().map(|r| r == 1).collect();
     let replace = known(replace);
     Ok(State { now, since, last: known(last), suspended: suspended == 1, due, triggers, replace, recorded })
-}
-
-/// Keeps `names` in the index of schedules live replicas registered (none: only reads it); the names it holds.
-pub(crate) async fn index(locker: &Locker, names: &[String]) -> Result<Vec<String>, SnatchError> {
-    let mut call = ScriptCall::new(&SCHEDULE_INDEX, 1);
-    call.arg(ScheduleKeys::index(&locker.config().prefix)).arg(millis(REGISTRATION));
-    for name in names {
-        call.arg(name);
-    }
-    if names.is_empty() {
-        first(locker, call).await
-    } else {
-        Ok(every::<Vec<String>>(locker, call).await?.into_iter().next().unwrap_or_default())
-    }
 }
 
 /// Writes `write`'s record of the schedule of `keys`, which keeps `history` records for `keep`.

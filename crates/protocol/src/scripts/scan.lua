@@ -1,7 +1,11 @@
--- One step of a scan for locks held on a server (see scripts.rs): KEYS[1] only routes the call (on a cluster, to the
--- master of its slot); ARGV[1] the cursor, ARGV[2] the MATCH glob, ARGV[3] the COUNT hint. Returns {cursor, keys}: the
--- string keys the step found whose value is a lock's owner (32 hex digits, ':', the instance; see owner.rs).
-local step = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', ARGV[3], 'TYPE', 'string')
+-- One step of a scan of a server's keys (see scripts.rs): KEYS[1] only routes the call (on a cluster, to the master
+-- of its slot); ARGV[1] the cursor, ARGV[2] the MATCH glob, ARGV[3] the COUNT hint, ARGV[4] the type of the keys
+-- wanted; with ARGV[5] = '1', only string keys whose value is a lock's owner (32 hex digits, ':', the instance; see
+-- owner.rs). Returns {cursor, keys}.
+local step = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', ARGV[3], 'TYPE', ARGV[4])
+if ARGV[5] ~= '1' then
+  return step
+end
 local owner = '^' .. string.rep('%x', 32) .. ':'
 local locks = {}
 for _, key in ipairs(step[2]) do

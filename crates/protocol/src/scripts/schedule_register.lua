@@ -2,40 +2,45 @@
 -- scripts.rs): KEYS[1] is the schedule's state, KEYS[2] its registrations, KEYS[3] its pending triggers, KEYS[4] its
 -- history, KEYS[5] its records, KEYS[6] its open attempts; ARGV[1] the instance, ARGV[2] how long the registration
 -- lasts in ms, ARGV[3] how long the state and records are kept in ms, ARGV[4] the cron expression, ARGV[5] the time
--- zone, ARGV[6] the newest tick this look back settles (raises `last`; -1 for none), then the ids of the first attempts
--- of the ticks it looks at. Returns {now, since, last, suspended, due, triggers, replace, recorded}: the server's time
--- (ms), when the schedule was first registered, the newest tick a look back settled (-1 for none), 1 when suspended,
--- how many open attempts are due for a look (running past their lease, or waiting for a retry that is due), how many
--- manual runs wait, the tick before which running attempts are to give way (-1 for none), and for each id given 1
--- when it has a record.
+-- zone, ARGV[6] the newest tick this look back settles (raises `last`; -1 for none), ARGV[7] '1' to refresh the
+-- schedule (its expression and the keys' TTLs; done anyway when its state is gone), then the ids of the first
+-- attempts of the ticks the look back looks at. Returns {now, since, last, suspended, due, triggers, replace,
+-- recorded}: the server's time (ms), when the schedule was first registered, the newest tick a look back settled (-1
+-- for none), 1 when suspended, how many open attempts are due for a look (running past their lease, or waiting for a
+-- retry that is due), how many manual runs wait, the tick before which running attempts are to give way (-1 for
+-- none), and for each id given 1 when it has a record.
 local state, replicas, triggers, records, open = KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6]
 local time = redis.call('TIME')
 local now = time[1] * 1000 + math.floor(time[2] / 1000)
-local lasts, keep = tonumber(ARGV[2]), ARGV[3]
-redis.call('ZREMRANGEBYSCORE', replicas, '-inf', now)
-redis.call('ZADD', replicas, now + lasts, ARGV[1])
-redis.call('PEXPIRE', replicas, lasts)
-redis.call('HSETNX', state, 'since', now)
-redis.call('HSET', state, 'cron', ARGV[4], 'timezone', ARGV[5])
-for n = 4, 6 do
-  redis.call('PEXPIRE', KEYS[n], keep)
+local keep = ARGV[3]
+local fields = redis.call('HMGET', state, 'since', 'last', 'suspended', 'replace')
+if ARGV[7] == '1' or not fields[1] then
+  redis.call('HSETNX', state, 'since', now)
+  redis.call('HSET', state, 'cron', ARGV[4], 'timezone', ARGV[5])
+  redis.call('ZREMRANGEBYSCORE', replicas, '-inf', now)
+  for n = 1, 6 do
+    redis.call('PEXPIRE', KEYS[n], keep)
+  end
+  fields[1] = fields[1] or now
 end
-redis.call('PEXPIRE', state, keep)
-local function number(field, default)
-  return tonumber(redis.call('HGET', state, field) or default)
+-- A registration that is new here (a first one, or a key that was gone) gives the key its TTL at once.
+if redis.call('ZADD', replicas, now + tonumber(ARGV[2]), ARGV[1]) == 1 then
+  redis.call('PEXPIRE', replicas, keep)
 end
-if tonumber(ARGV[6]) > number('last', -1) then
-  redis.call('HSET', state, 'last', ARGV[6])
+local last = tonumber(fields[2] or -1)
+if tonumber(ARGV[6]) > last then
+  last = tonumber(ARGV[6])
+  redis.call('HSET', state, 'last', last)
 end
 local recorded = {}
-if #ARGV > 6 then
-  for n, found in ipairs(redis.call('HMGET', records, unpack(ARGV, 7))) do
+if #ARGV > 7 then
+  for n, found in ipairs(redis.call('HMGET', records, unpack(ARGV, 8))) do
     recorded[n] = found and 1 or 0
   end
 end
 local suspended = 0
-if redis.call('HGET', state, 'suspended') then
+if fields[3] then
   suspended = 1
 end
-return {now, number('since', now), number('last', -1), suspended, redis.call('ZCOUNT', open, '-inf', now),
-  redis.call('LLEN', triggers), number('replace', -1), recorded}
+return {now, tonumber(fields[1]), last, suspended, redis.call('ZCOUNT', open, '-inf', now), redis.call('LLEN', triggers),
+  tonumber(fields[4] or -1), recorded}

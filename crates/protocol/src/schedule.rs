@@ -258,10 +258,12 @@ pub fn max_attempts(retries: u32) -> u32 {
 pub const MAX_LOOK_BACK: usize = 1000;
 
 /// What to do about a schedule's past occurrences that no replica recorded. Given the ticks since the last look (in
-/// order, each with whether it has a record), those older than `grace` (left to their on-time run) and unrecorded
-/// are missed: the latest of them runs late if no later occurrence has a record and it can still start within
-/// `window` of its tick; it is recorded missed (`deadline`) otherwise, and every other one is recorded missed
-/// (`superseded`: a later occurrence runs instead).
+/// order, up to now, each with whether it has a record), those older than `grace` (left to their on-time run) and
+/// unrecorded are missed: the latest of them runs late if it is the newest occurrence of all and can still start
+/// within `window` of its tick, and is recorded missed (`deadline`) if it is the newest but cannot; every other one is
+/// recorded missed (`superseded`: a later occurrence ran, or runs, instead). While the newest occurrence is
+/// unrecorded and within its grace, it is not known yet whether it runs on time: the older ones are superseded
+/// either way, and it is looked at again once its grace is over.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CatchUp {
     /// The tick to run late.
@@ -286,8 +288,8 @@ impl CatchUp {
             return Self { late: None, missed: vec![], settled };
         };
         let mut missed: Vec<(i64, &'static str)> = older.iter().map(|&tick| (tick, "superseded")).collect();
-        let later_ran = ticks.iter().any(|&(tick, recorded)| recorded && tick > latest);
-        let late = if later_ran {
+        let later = ticks.iter().any(|&(tick, _)| tick > latest);
+        let late = if later {
             missed.push((latest, "superseded"));
             None
         } else if now - latest <= window.as_millis() as i64 {
@@ -388,19 +390,17 @@ mod tests {
             plan(&[(10, false), (800, false)]),
             CatchUp { late: None, missed: vec![(10, "superseded"), (800, "deadline")], settled: Some(800) }
         );
-        // A later occurrence ran (or runs: it has a record): the missed one does not run late.
+        // A later occurrence ran (it has a record): the missed one does not run late.
         assert_eq!(
             plan(&[(950, false), (990, true)]),
             CatchUp { late: None, missed: vec![(950, "superseded")], settled: Some(990) }
         );
-        // Within the grace, a tick is left to its on-time run: not missed, not settled, but its record counts.
+        // Within its grace, the newest is left to its on-time run: not missed, not settled, and whether it runs on
+        // time or late, the older ones are superseded.
         assert_eq!(
             plan(&[(950, false), (998, false)]),
-            CatchUp { late: Some(950), missed: vec![], settled: Some(950) }
-        );
-        assert_eq!(
-            plan(&[(950, false), (998, true)]),
             CatchUp { late: None, missed: vec![(950, "superseded")], settled: Some(950) }
         );
+        assert_eq!(plan(&[(998, false)]), CatchUp { late: None, missed: vec![], settled: None });
     }
 }

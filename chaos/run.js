@@ -24,11 +24,11 @@ class Workers {
   constructor() {
     this.children = new Map()
     this.sections = []
-    this.open = new Map() // worker id -> its section under way ({ key, fence, enter })
+    this.open = new Map() // `${worker id} ${key}` -> a section under way ({ worker, key, fence, enter })
     this.errors = {}
     this.kills = []
     this.stale = { released: 0, refused: 0 }
-    /** A schedule's attempts, by fence: { worker, tick, attempt, why, fence, end: 'ok' | 'cut' | 'killed' | undefined }. */
+    /** Schedules' attempts, by `name/fence`: { worker, name, tick, manual, attempt, why, fence, end: 'ok' | 'cut' | 'killed' | undefined }. */
     this.attempts = new Map()
     this.nextId = 1
   }
@@ -49,13 +49,13 @@ class Workers {
 
   #heard(worker, m) {
     if (m.type === 'enter') {
-      this.open.set(worker, { worker, key: m.key, fence: BigInt(m.fence), enter: BigInt(m.t) })
+      this.open.set(`${worker} ${m.key}`, { worker, key: m.key, fence: BigInt(m.fence), enter: BigInt(m.t) })
     } else if (m.type === 'exit') {
-      const s = this.open.get(worker)
-      this.open.delete(worker)
+      const s = this.open.get(`${worker} ${m.key}`)
+      this.open.delete(`${worker} ${m.key}`)
       if (!s) return
       this.sections.push({ ...s, last: BigInt(m.last), cut: m.cut })
-      const attempt = this.attempts.get(m.fence)
+      const attempt = this.attempts.get(`${m.key}/${m.fence}`)
       if (attempt) attempt.end = m.cut ? 'cut' : 'ok'
       // The first section a stopped worker ends is the one it held when it was stopped: its release is stale.
       const entry = this.children.get(worker)
@@ -66,30 +66,39 @@ class Workers {
     } else if (m.type === 'error') {
       this.errors[m.code] = (this.errors[m.code] ?? 0) + 1
     } else if (m.type === 'attempt') {
-      this.attempts.set(m.fence, { worker, tick: m.tick, attempt: m.attempt, why: m.why, fence: m.fence, end: undefined })
+      this.attempts.set(`${m.name}/${m.fence}`, { worker, ...m, end: undefined })
     }
   }
 
   /** A worker holding a key now, if any. */
   holder() {
-    const holding = [...this.open.keys()].filter((id) => this.children.has(id) && !this.children.get(id).paused)
+    const holding = [...this.open.values()].map((s) => s.worker).filter((id) => this.children.has(id) && !this.children.get(id).paused)
     return holding.length ? this.children.get(holding[Math.floor(Math.random() * holding.length)]) : null
   }
 
-  /** SIGKILLs `entry` (its section under way ends at the kill) and starts another worker in its place. */
+  /** SIGKILLs `entry` (its sections under way end at the kill) and starts another worker in its place. */
   kill(entry) {
+    this.#killed(entry)
+    this.spawn(entry.config, entry.env)
+  }
+
+  /** SIGKILLs every worker (their sections under way end at the kill). */
+  killAll() {
+    for (const entry of [...this.children.values()]) this.#killed(entry)
+  }
+
+  #killed(entry) {
     const t = nowNs()
     entry.child.kill('SIGKILL')
-    const s = this.open.get(entry.id)
-    if (s) {
-      this.open.delete(entry.id)
+    for (const [id, s] of this.open) {
+      if (s.worker !== entry.id) continue
+      this.open.delete(id)
       this.sections.push({ ...s, last: t, cut: false })
       this.kills.push({ key: s.key, t })
-      const attempt = this.attempts.get(String(s.fence))
+      const attempt = this.attempts.get(`${s.key}/${s.fence}`)
       if (attempt) attempt.end = 'killed'
     }
     this.children.delete(entry.id)
-    this.spawn(entry.config, entry.env)
   }
 
   /** Stops every worker (each finishes its section) and waits for them to exit. */
@@ -288,16 +297,22 @@ const SCENARIOS = {
       await redis.restart()
       await sleep(seconds(5) * 1000)
       const counts = new Map()
-      for (const { tick, end } of workers.attempts.values()) if (end === 'ok') counts.set(tick, (counts.get(tick) ?? 0) + 1)
+      for (const { name, tick, end } of workers.attempts.values()) {
+        if (end === 'ok') counts.set(`${name}/${tick}`, (counts.get(`${name}/${tick}`) ?? 0) + 1)
+      }
       const twice = [...counts.values()].filter((n) => n > 1).length
-      return { notes: `${counts.size} occurrences ran, ${twice} of them more than once` }
+      const scheduleFailures = twice ? [`${twice} occurrences ran more than once`] : []
+      return { scheduleFailures, notes: `${counts.size} occurrences ran, ${twice} of them more than once` }
     },
   },
   'schedule-faults': {
     title:
-      'a schedule on 3 processes (clocks 0, −300, +300 ms off; ttl 1 s): its runner SIGKILLed, its runner SIGSTOPped ' +
-      'for 2.5 s, every process killed for 2.5 s; then the records audited against what ran',
+      "schedules on 3 processes (clocks 0, −300, +300 ms off; ttl 1 s), every second and every 10 s: their runner " +
+      'SIGKILLed, SIGSTOPped for 2.5 s, every process killed for 2.5 s across a tick of the 10-s one, manual runs ' +
+      'asked for meanwhile; then the records audited against what ran',
     async run({ url, workers, seconds }) {
+      const { createLocker } = require('..')
+      const operator = createLocker({ url, prefix: 'chaos:' })
       const spawn = () =>
         [0, -300, 300].map((offset) =>
           workers.spawn(scheduler({ url, prefix: 'chaos:' }), { SNATCH_TEST_CLOCK_OFFSET_MS: String(offset) }),
@@ -305,15 +320,15 @@ const SCENARIOS = {
       spawn()
       const started = Date.now()
       await sleep(3000)
-      const faults = { kills: 0, stops: 0, outages: 0 }
-      const end = Date.now() + seconds(24) * 1000
+      const faults = { kills: 0, stops: 0, outages: 0, triggers: 0 }
+      const end = Date.now() + seconds(30) * 1000
       for (let round = 0; Date.now() < end; round++) {
+        if ((await operator.trigger('chaos-job').catch(() => null)) !== null) faults.triggers++
         const runner = await runnerWithin(workers, 2000)
         if (round % 4 === 3) {
-          for (const entry of [...workers.children.values()]) {
-            entry.child.kill('SIGKILL')
-            workers.children.delete(entry.id)
-          }
+          // Every process down from 1 s before a tick of the 10-s schedule to 1.5 s after it.
+          await sleep(10_000 - ((Date.now() + 1000) % 10_000))
+          workers.killAll()
           await sleep(2500)
           spawn()
           faults.outages++
@@ -330,15 +345,19 @@ const SCENARIOS = {
         }
         await sleep(1500)
       }
-      // Past the faults: taken over, retried and recorded before the audit.
+      // Past the faults: taken over, retried, run late and recorded before the audit.
       const audited = Date.now() - 10_000
       await sleep(seconds(4) * 1000 + 8000)
-      const audit = await auditSchedule(url, workers, started + 1000, audited)
+      const audits = [
+        await auditSchedule(operator, workers, 'chaos-job', 1000, started + 1000, audited),
+        await auditSchedule(operator, workers, 'chaos-sparse', 10_000, started + 1000, audited),
+      ]
+      await operator.close()
       return {
-        scheduleFailures: audit.failures,
+        scheduleFailures: audits.flatMap((a) => a.failures),
         notes:
-          `${faults.kills} runners killed, ${faults.stops} stopped, ${faults.outages} outages of every process; ` +
-          `${audit.summary}`,
+          `${faults.kills} runners killed, ${faults.stops} stopped, ${faults.outages} outages of every process, ` +
+          `${faults.triggers} manual runs asked for; ${audits.map((a) => a.summary).join('; ')}`,
       }
     },
   },
@@ -361,44 +380,47 @@ async function runnerWithin(workers, ms) {
 }
 
 /**
- * Checks schedule 'chaos-job''s records against the attempts the workers reported, for the occurrences from `from` to
- * `to` (epoch ms): each attempt that completed has its record, 'ok', with its fence, and each 'ok' record an attempt
- * that completed; every occurrence has a record (ran, or missed for a reason); none has two that completed.
+ * Checks schedule `name`'s records (its ticks `period` ms apart) against the attempts the workers reported, for the
+ * occurrences from `from` to `to` (epoch ms): each attempt that completed has its record, 'ok', with its fence, and
+ * each 'ok' record an attempt that completed; every occurrence has a record (ran, or missed for a reason); none has
+ * two that completed.
  */
-async function auditSchedule(url, workers, from, to) {
-  const { createLocker } = require('..')
-  const locker = createLocker({ url, prefix: 'chaos:' })
-  const records = (await locker.history('chaos-job', { limit: 2000 })).filter((r) => !r.manual)
-  await locker.close()
+async function auditSchedule(operator, workers, name, period, from, to) {
+  const records = await operator.history(name, { limit: 2000 })
   const inWindow = (tick) => tick >= from && tick <= to
-  const attempts = [...workers.attempts.values()].filter((a) => inWindow(a.tick))
+  const attempts = [...workers.attempts.values()].filter((a) => a.name === name && inWindow(a.tick))
   const failures = []
-  const key = (tick, attempt) => `${tick}/${attempt}`
-  const recorded = new Map(records.map((r) => [key(r.tick.getTime(), r.attempt), r]))
+  const key = (tick, manual, attempt) => `${name} ${tick}${manual ? 'm' : ''}/${attempt}`
+  const recorded = new Map(records.map((r) => [key(r.tick.getTime(), r.manual, r.attempt), r]))
   for (const a of attempts.filter((a) => a.end === 'ok')) {
-    const r = recorded.get(key(a.tick, a.attempt))
-    if (r?.outcome !== 'ok' || String(r.fence) !== a.fence) failures.push(`attempt ${key(a.tick, a.attempt)} completed; its record: ${r?.outcome}`)
+    const r = recorded.get(key(a.tick, a.manual, a.attempt))
+    if (r?.outcome !== 'ok' || String(r.fence) !== a.fence) {
+      failures.push(`attempt ${key(a.tick, a.manual, a.attempt)} completed; its record: ${r?.outcome}`)
+    }
   }
-  const completed = new Set(attempts.filter((a) => a.end === 'ok').map((a) => key(a.tick, a.attempt)))
-  for (const r of records.filter((r) => inWindow(r.tick.getTime()) && r.outcome === 'ok')) {
-    if (!completed.has(key(r.tick.getTime(), r.attempt))) failures.push(`record ${key(r.tick.getTime(), r.attempt)} says ok; no attempt completed`)
+  const completed = new Set(attempts.filter((a) => a.end === 'ok').map((a) => key(a.tick, a.manual, a.attempt)))
+  const windowed = records.filter((r) => inWindow(r.tick.getTime()))
+  for (const r of windowed.filter((r) => r.outcome === 'ok')) {
+    const k = key(r.tick.getTime(), r.manual, r.attempt)
+    if (!completed.has(k)) failures.push(`record ${k} says ok; no attempt completed`)
   }
   const byTick = new Map()
-  for (const r of records) byTick.set(r.tick.getTime(), [...(byTick.get(r.tick.getTime()) ?? []), r])
+  for (const r of records.filter((r) => !r.manual)) byTick.set(r.tick.getTime(), [...(byTick.get(r.tick.getTime()) ?? []), r])
   let lost = 0
-  for (let tick = Math.ceil(from / 1000) * 1000; tick <= to; tick += 1000) if (!byTick.has(tick)) lost++
-  if (lost) failures.push(`${lost} occurrences have no record`)
+  for (let tick = Math.ceil(from / period) * period; tick <= to; tick += period) if (!byTick.has(tick)) lost++
+  if (lost) failures.push(`${lost} occurrences of ${name} have no record`)
   const twice = [...byTick.values()].filter((rs) => rs.filter((r) => r.outcome === 'ok').length > 1).length
-  if (twice) failures.push(`${twice} occurrences completed twice`)
-  const count = (f) => records.filter((r) => inWindow(r.tick.getTime()) && f(r)).length
+  if (twice) failures.push(`${twice} occurrences of ${name} completed twice`)
+  const count = (f) => windowed.filter(f).length
   const reasons = ['superseded', 'deadline', 'overlap'].map((reason) => `${count((r) => r.reason === reason)} ${reason}`)
   const outcomes = ['failed', 'lost', 'crashed', 'running'].map((o) => `${count((r) => r.outcome === o)} ${o}`)
+  const ran = (why) => count((r) => r.why === why && r.outcome === 'ok')
   return {
     failures,
     summary:
-      `${byTick.size} occurrences recorded: ${count((r) => r.outcome === 'ok')} ran (${count((r) => r.why === 'late')} late, ` +
-      `${count((r) => r.why === 'retry' && r.outcome === 'ok')} taken over from a dead or stopped runner), ` +
-      `missed ${reasons.join(', ')}; attempts ${outcomes.join(', ')}; ${failures.length ? `AUDIT FAILED: ${failures.slice(0, 5).join('; ')}` : 'the records match what ran'}`,
+      `${name}: ${count((r) => r.outcome === 'ok')} attempts ran (${ran('late')} late, ${ran('retry')} taken over from a ` +
+      `dead or stopped runner, ${ran('manual')} manual), missed ${reasons.join(', ')}, attempts ${outcomes.join(', ')}; ` +
+      `${failures.length ? `AUDIT FAILED: ${failures.slice(0, 5).join('; ')}` : 'the records match what ran'}`,
   }
 }
 

@@ -85,30 +85,38 @@ async function once(key) {
 }
 
 /**
- * Schedule mode: schedule 'chaos-job' every second (`config.schedule`: its options), each attempt a section of key
- * 'chaos-job' (with the default `concurrency: 'forbid'`, no two attempts may act at once, and fences rise), reported
- * with what it was ({ type: 'attempt', tick, attempt, why, fence }). Besides the signal, each act checks a local
- * deadline of half the lease from the call: a process stopped (SIGSTOP) in the middle cannot know before acting that
- * its signal aborted meanwhile. An attempt cut short throws, so that its record does not say 'ok'.
+ * Schedule mode: schedules 'chaos-job' every second and 'chaos-sparse' every 10 s (`config.schedule`: their options),
+ * each attempt a section whose key is the schedule's name (with the default `concurrency: 'forbid'`, no two attempts
+ * of a schedule may act at once, and its fences rise), reported with what it was ({ type: 'attempt', name, tick,
+ * manual, attempt, why, fence }). Besides the signal, each act checks a local deadline of half the lease from the call:
+ * a process stopped (SIGSTOP) in the middle cannot know before acting that its signal aborted meanwhile. An attempt
+ * cut short throws, so that its record does not say 'ok'.
  */
 function schedule() {
   const deadlineMs = config.ttl / 2
-  const task = locker.schedule(
-    'chaos-job',
-    '* * * * * *',
-    async ({ tick, attempt, why, fence, signal }) => {
-      send({ type: 'attempt', tick: tick.getTime(), attempt, why, fence: String(fence) })
-      const until = Date.now() + deadlineMs
-      const ended = await section('chaos-job', fence, () => !signal.aborted && Date.now() < until)
-      send({ type: 'exit', ...ended, t: now() })
-      if (ended.cut) throw new Error('cut short')
-    },
-    { ttl: config.ttl, ...config.schedule },
-  )
-  task.on('error', (err) => err.message !== 'cut short' && send({ type: 'error', code: err.code || err.name, t: now() }))
+  const tasks = [
+    ['chaos-job', '* * * * * *'],
+    ['chaos-sparse', '*/10 * * * * *'],
+  ].map(([name, cron]) => {
+    const task = locker.schedule(
+      name,
+      cron,
+      async ({ tick, attempt, why, fence, signal }) => {
+        const manual = why === 'manual' || (why === 'retry' && tick.getMilliseconds() !== 0)
+        send({ type: 'attempt', name, tick: tick.getTime(), manual, attempt, why, fence: String(fence) })
+        const until = Date.now() + deadlineMs
+        const ended = await section(name, fence, () => !signal.aborted && Date.now() < until)
+        send({ type: 'exit', ...ended, t: now() })
+        if (ended.cut) throw new Error('cut short')
+      },
+      { ttl: config.ttl, ...config.schedule },
+    )
+    task.on('error', (err) => err.message !== 'cut short' && send({ type: 'error', code: err.code || err.name, t: now() }))
+    return task
+  })
   process.on('message', async (message) => {
     if (message !== 'stop') return
-    await task.stop()
+    await Promise.all(tasks.map((task) => task.stop()))
     await locker.close()
     process.disconnect()
   })

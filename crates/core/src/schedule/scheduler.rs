@@ -423,7 +423,10 @@ impl Driver {
     /// Records the occurrences the look back found that no replica ran, and runs the latest late when no later one
     /// ran and it can still start within `startingDeadline` (see snatch-protocol's `CatchUp`).
     async fn catch_up(self: &Arc<Self>, look: &LookBack, state: &State, attempts: &mut JoinSet<()>) {
+        // Not the ticks from before the schedule's registration: with a state that is gone (Redis restarted empty, or
+        // everything expired) their records are gone too, and what ran then is not known.
         let ticks: Vec<(i64, bool)> = look.ticks.iter().copied().zip(state.recorded.iter().copied()).collect();
+        let ticks: Vec<(i64, bool)> = ticks.into_iter().filter(|&(tick, _)| tick > state.since).collect();
         let plan = CatchUp::plan(&ticks, self.now().timestamp_millis(), GRACE, self.options.starting_deadline);
         for (tick, reason) in plan.missed {
             let record = Record::missed(Attempt::first(tick), Why::OnTime, reason);

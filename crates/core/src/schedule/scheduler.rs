@@ -20,7 +20,7 @@ use crate::run::hold::{AttemptEnd, Finished};
 use crate::run::input::{post_or_undo, Input, Post};
 use crate::schedule::cron::CronSchedule;
 use crate::schedule::store::{
-    self, Conditions, Control, LookBack, Open, Registration, State, Write, Written, HEARTBEAT, REFRESH_EVERY,
+    self, Conditions, Control, Found, LookBack, Open, Registration, State, Write, Written, HEARTBEAT, REFRESH_EVERY,
 };
 use chrono::{DateTime, Utc};
 use snatch_protocol::run::{AbortReason, Occurrence, Outcome, SkipReason};
@@ -238,7 +238,7 @@ struct Start {
     attempt: Attempt,
     why: Why,
     /// The record of the attempt it follows (crashed, or failed with a retry due), as read.
-    follows: Option<Record>,
+    follows: Option<Found>,
 }
 
 impl Driver {
@@ -400,7 +400,8 @@ impl Driver {
         attempts.spawn(async move {
             let found = store::sweep(&self.locker, &self.keys).await;
             self.sweeping.store(false, Ordering::SeqCst);
-            for record in found.unwrap_or_default() {
+            for found in found.unwrap_or_default() {
+                let record = &found.record;
                 let crashed = record.outcome == Status::Running;
                 let attempt = record.attempt();
                 if crashed && attempt.attempt >= max_attempts(self.options.retries) {
@@ -414,7 +415,7 @@ impl Driver {
                     let _ = self.record(&write).await;
                     continue;
                 }
-                let start = Start { attempt: attempt.next(), why: Why::Retry, follows: Some(record) };
+                let start = Start { attempt: attempt.next(), why: Why::Retry, follows: Some(found) };
                 let _ = self.work.send(Work::Start(start));
             }
         });
@@ -482,7 +483,7 @@ impl Driver {
             retry_at: None,
         };
         let crashed = follows.as_ref().map(|seen| {
-            let mut crashed = seen.clone();
+            let mut crashed = seen.record.clone();
             if crashed.outcome == Status::Running {
                 crashed.outcome = Status::Crashed;
             }

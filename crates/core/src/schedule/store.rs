@@ -103,8 +103,17 @@ pub(crate) struct Write<'a> {
     pub(crate) record: &'a Record,
     pub(crate) conditions: Conditions,
     pub(crate) open: Open,
-    /// The attempt this one takes over: its record as it must still be, and as it becomes.
-    pub(crate) takes_over: Option<(&'a Record, &'a Record)>,
+    /// The attempt this one takes over: its record as it must still be (as read), and as it becomes.
+    pub(crate) takes_over: Option<(&'a Found, &'a Record)>,
+}
+
+/// A record as [`sweep`] found it: read, and its JSON exactly as stored (what a takeover compares it with, since a
+/// record written again from what was read need not be the same text: a float's last digit, a field of a later
+/// version).
+#[derive(Debug, Clone)]
+pub(crate) struct Found {
+    pub(crate) record: Record,
+    pub(crate) json: String,
 }
 
 /// What came of a write.
@@ -167,7 +176,7 @@ pub(crate) async fn record(
     };
     call.arg(history).arg(millis(keep));
     if let Some((was, becomes)) = write.takes_over {
-        call.arg(was.attempt().id()).arg(was.to_json()).arg(becomes.to_json());
+        call.arg(was.record.attempt().id()).arg(&was.json).arg(becomes.to_json());
     }
     let answers: Vec<i64> = every(locker, call).await?;
     let quorum = locker.nodes().quorum();
@@ -187,7 +196,7 @@ pub(crate) async fn record(
 
 /// The open attempts of the schedule of `keys` that need another: running while their claim is gone (their runner
 /// died), or failed with a retry due. On Redlock, those a majority of the nodes tells.
-pub(crate) async fn sweep(locker: &Locker, keys: &ScheduleKeys) -> Result<Vec<Record>, SnatchError> {
+pub(crate) async fn sweep(locker: &Locker, keys: &ScheduleKeys) -> Result<Vec<Found>, SnatchError> {
     let mut call = ScriptCall::new(&SCHEDULE_SWEEP, 2);
     call.arg(&keys.open).arg(&keys.records).arg(keys.claims()).arg(SWEEP_BATCH);
     let answers: Vec<Vec<String>> = every(locker, call).await?;
@@ -202,7 +211,7 @@ pub(crate) async fn sweep(locker: &Locker, keys: &ScheduleKeys) -> Result<Vec<Re
     Ok(told
         .into_iter()
         .filter(|(_, count)| *count >= quorum)
-        .filter_map(|(json, _)| Record::from_json(&json))
+        .filter_map(|(json, _)| Some(Found { record: Record::from_json(&json)?, json }))
         .collect())
 }
 

@@ -218,8 +218,9 @@ test('tryLocks made in one turn share one transaction; a key holding another typ
     uniqueKey(`direct-batch-${name}`),
   )
   await redisCommand(server.url, 'HSET', `snatch:${wrongType}`, 'field', 'value')
-  // Counters in use already: a key's first acquisition has the acquire script start its counter (not counted here).
+  // Each key acquired lately (a key's first acquisition gives its counter a floor, in a transaction of that kind).
   for (const key of [first, second, before]) await (await locker.tryLock(key)).release()
+  await settle(locker.tryLock(wrongType))
   const [transactions, scripts] = await Promise.all(['exec', 'evalsha'].map((c) => commandCalls(server.url, c)))
   // Calls made while a reply is handed out (here: in the reaction to the first tryLock) are written together.
   const [, ...outcomes] = await locker
@@ -233,6 +234,52 @@ test('tryLocks made in one turn share one transaction; a key holding another typ
     expect(await redisCommand(server.url, 'GET', `snatch:${lock.key}`)).toBe(heldBy(lock))
     expect(await lock.release()).toBe(true)
   }
+})
+
+/** The server clock's µs, by TIME. */
+async function serverMicros(url) {
+  const [seconds, micros] = await redisCommand(url, 'TIME')
+  return BigInt(seconds) * 1_000_000n + BigInt(micros)
+}
+
+test('keys locked for the first time take one transaction each, no script: their counters start from the server clock', async () => {
+  const keys = Array.from({ length: 20 }, (_, i) => uniqueKey(`direct-new-${i}`))
+  const [transactions, scripts] = await Promise.all(['exec', 'evalsha'].map((c) => commandCalls(server.url, c)))
+  const before = await serverMicros(server.url)
+  const locks = []
+  for (const key of keys) locks.push(await locker.tryLock(key))
+  expect(await commandCalls(server.url, 'exec')).toBe(transactions + keys.length)
+  expect(await commandCalls(server.url, 'evalsha')).toBe(scripts)
+  const after = await serverMicros(server.url)
+  for (const lock of locks) {
+    // The server's clock as the socket read it when it opened, plus the time since (counted 0.1% slow).
+    expect(lock.fence).toBeGreaterThan(before - 5_000_000n)
+    expect(lock.fence).toBeLessThanOrEqual(after)
+    expect(await lock.release()).toBe(true)
+  }
+})
+
+test("fences rise across a counter's expiry, whichever way its new counter starts", async () => {
+  const key = uniqueKey('direct-expiring-counter')
+  const counterGone = async () => {
+    while ((await redisCommand(server.url, 'EXISTS', `{snatch:${key}}:fence`)) === 1) await sleep(5)
+  }
+  const fences = []
+  // Each round a new locker (one at a time, each on its direct socket), once the counter expired: its first
+  // acquisition of the key gives the counter a floor in the transaction; its second, the counter expired again,
+  // finds none (the key was acquired lately) and goes again by the acquire script.
+  for (let round = 0; round < 3; round++) {
+    await locker.close()
+    locker = createLocker({ url: server.url, fenceTtl: 30 })
+    await onDirectSocket(locker, server.url)
+    for (let time = 0; time < 2; time++) {
+      await counterGone()
+      const lock = await locker.tryLock(key)
+      fences.push(lock.fence)
+      await lock.release()
+    }
+  }
+  for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1])
 })
 
 test('a lock from the direct socket whose lease is lost aborts its signal; close releases the others', async () => {

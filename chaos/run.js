@@ -10,7 +10,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { ensureBuilt } = require('../scripts/ensure-built')
-const { startRedis } = require('../__test__/support/redis-server')
+const { redisCommand, startRedis } = require('../__test__/support/redis-server')
 const { startProxy } = require('./proxy')
 const { check, takeovers, percentile } = require('./checker')
 
@@ -186,6 +186,32 @@ const SCENARIOS = {
         await sleep(300)
       }
       return { notes: `${stops} holders stopped; stale releases answered false ${workers.stale.refused} times, true ${workers.stale.released} times` }
+    },
+  },
+  'fence-expiry': {
+    title:
+      'fence counters expiring all through the run (fenceTtl 100 ms): 6 workers on 150 keys, idle up to 60 ms between ' +
+      'sections, one SIGKILLed and replaced every 1.5 s (a new process has acquired no key lately: its first acquisition ' +
+      'of each starts a new counter from its own reading of the server clock)',
+    async run({ url, workers, seconds }) {
+      const keys = keysOf('expiry', 150)
+      const locker = { url, prefix: 'chaos:', fenceTtl: 100 }
+      const expired = async () => Number(/expired_keys:(\d+)/.exec(await redisCommand(url, 'INFO', 'stats'))[1])
+      const before = await expired()
+      for (const mode of ['snatchTask', 'snatchTask', 'withLock', 'withLock', 'lock', 'lock']) {
+        workers.spawn(worker(mode, keys, locker, { acts: 2, pauseMs: 0.5, idleMs: 60 }))
+      }
+      const end = Date.now() + seconds(20) * 1000
+      let replaced = 0
+      while (Date.now() < end) {
+        await sleep(1500)
+        const running = [...workers.children.values()].filter((entry) => !entry.paused)
+        if (running.length) {
+          workers.kill(running[Math.floor(Math.random() * running.length)])
+          replaced++
+        }
+      }
+      return { notes: `${(await expired()) - before} keys expired in Redis (fence counters and leases); ${replaced} workers replaced` }
     },
   },
   'redis-restart': {

@@ -129,6 +129,8 @@ async function main() {
       const ran = await once(pick(config.keys))
       // A snatchTask that lost the key backs off a moment, as a replica would.
       if (!ran) await sleep(Math.random() * 2)
+      // Idle a while (config.idleMs), so that keys' fence counters expire between their sections.
+      if (config.idleMs) await sleep(Math.random() * config.idleMs)
     } catch (err) {
       send({ type: 'error', code: err.code || err.name, message: String(err.message).slice(0, 200), t: now() })
       await sleep(20)

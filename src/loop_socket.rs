@@ -174,7 +174,8 @@ fn install<C: DirectCall + 'static>(
     group: bool,
 ) -> Option<Open<C>> {
     let watch = LoopWatch::install(env, stream.as_raw_fd(), state)?;
-    Some(Open { watch, stream, session: DirectSession::new(timeout, group), writable_wanted: false })
+    let session = DirectSession::new(timeout, group, stream.server_clock());
+    Some(Open { watch, stream, session, writable_wanted: false })
 }
 
 /// Encodes the calls not written yet and writes what the socket takes of the session's bytes, polling for

@@ -27,6 +27,18 @@ const spreadWithFn = (lib) => async (index, run) => {
   }
 }
 
+/**
+ * The withfn cycle on a new key every time (`n<index>:<n>`, under a prefix of its own per run): the key and its fence
+ * counter do not exist yet, as when a job or an order is grabbed by its id.
+ */
+const newKeysWithFn = (lib) => async (index, run) => {
+  for (let n = 0; !run.stopped; n++) {
+    const start = performance.now()
+    if (!(await lib.withFn(`n${index}:${n}`, task))) throw new Error(`the new key n${index}:${n} was taken`)
+    run.record(performance.now() - start)
+  }
+}
+
 const SCENARIOS = {
   /** Own key per loop: acquire, release. */
   uncontended: {
@@ -94,11 +106,22 @@ const SCENARIOS = {
       }
     },
   },
+  /** withfn on a new key every cycle. */
+  newkeys: {
+    concurrencies: [50],
+    loop: newKeysWithFn,
+  },
   /** withfn on a 3-master Redis Cluster, each loop cycling through its own keys (spread over the slots). */
   cluster: {
     concurrencies: [50],
     deployment: 'cluster',
     loop: spreadWithFn,
+  },
+  /** newkeys on a 3-master Redis Cluster. */
+  'cluster-newkeys': {
+    concurrencies: [50],
+    deployment: 'cluster',
+    loop: newKeysWithFn,
   },
   /** withfn on one redis-server over TLS, each loop cycling through its own keys, as on the cluster. */
   tls: {

@@ -1,5 +1,5 @@
 'use strict'
-// Where the tail of a cycle's latency falls in time: redis-snatch withfn (or uncontended) at concurrency C for D ms
+// Where the tail of a cycle's latency falls in time: redis-snatch withfn (or uncontended, or newkeys) at concurrency C for D ms
 // from the very first call (no warmup), on the server of REDIS_URL; prints p50/p99/p99.9/max over the whole run, node
 // CPU per cycle and max RSS, and with WINDOWS=1 a line per 250 ms window (start ms, cycles, p50, p99, max ms).
 // Run from the package root after `npm run build`:
@@ -30,10 +30,11 @@ async function main() {
     }
   }
   const loop = async (i) => {
-    const key = `k${i}`
-    while (!stop) {
+    for (let n = 0; !stop; n++) {
+      // newkeys: withfn on a new key every cycle.
+      const key = scenario === 'newkeys' ? `k${i}:${n}` : `k${i}`
       const t = performance.now()
-      if (scenario === 'withfn') await locker.snatchTask(key, async () => {})
+      if (scenario === 'withfn' || scenario === 'newkeys') await locker.snatchTask(key, async () => {})
       else {
         const lock = await locker.tryLock(key)
         await lock.release()

@@ -3,6 +3,7 @@
 mod support;
 
 use redis::Commands;
+use snatch_core::protocol::direct::clock::ServerClock;
 use snatch_core::protocol::direct::commands::{DirectCall, DirectCommand};
 use snatch_core::protocol::direct::handshake::DIRECT_CLIENT_NAME;
 use snatch_core::protocol::direct::session::{DirectSession, NoReply};
@@ -62,8 +63,19 @@ fn exchange(socket: &mut DirectStream, calls: Vec<Call>) -> (Vec<(Call, Reply)>,
 
 /// [`exchange`], reading at most `chunk` bytes at a time.
 fn exchange_in(socket: &mut DirectStream, calls: Vec<Call>, chunk: usize) -> (Vec<(Call, Reply)>, Vec<&'static str>) {
+    let clock = socket.server_clock();
+    exchange_with(socket, calls, chunk, clock)
+}
+
+/// [`exchange_in`], with `clock` as the server's clock the session knows.
+fn exchange_with(
+    socket: &mut DirectStream,
+    calls: Vec<Call>,
+    chunk: usize,
+    clock: Option<ServerClock>,
+) -> (Vec<(Call, Reply)>, Vec<&'static str>) {
     let count = calls.len();
-    let mut session = DirectSession::new(Duration::from_secs(5), true);
+    let mut session = DirectSession::new(Duration::from_secs(5), true, clock);
     for call in calls {
         assert!(session.push(call), "written at once while no replies are handed out");
     }
@@ -132,12 +144,16 @@ fn acquire(socket: &mut DirectStream, attempt: DirectAcquire) -> Acquired {
     settle_acquire(replies.remove(0))
 }
 
-/// The lease an acquisition comes to, finishing it on the locker's connection when it falls back there, as the
-/// binding does (the first acquisition of a key whose counter is new does: the acquire script raises the counter).
-async fn lease_of(settled: Acquired) -> Option<Arc<Lease>> {
-    match settled {
-        Settled::Done(result) => result.unwrap(),
-        Settled::Fallback(attempt) => attempt.fallback().await.unwrap(),
+/// The lease an acquisition comes to, sending it again on `socket` when it is to go again (a transaction that took a
+/// key whose counter is new: the acquire script raises the counter) and finishing it on the locker's connection when
+/// it falls back there, as the binding does.
+async fn lease_of(socket: &mut DirectStream, mut settled: Acquired) -> Option<Arc<Lease>> {
+    loop {
+        settled = match settled {
+            Settled::Done(result) => return result.unwrap(),
+            Settled::Fallback(attempt) => return attempt.fallback().await.unwrap(),
+            Settled::Again(attempt) => acquire(socket, attempt),
+        }
     }
 }
 
@@ -154,8 +170,8 @@ async fn acquires_and_releases_over_the_callers_socket() {
     let key = unique_key("direct");
     let options = LockOptions::default();
 
-    let lease = lease_of(acquire(&mut socket, attempt_on(&locker, &key, &options))).await;
-    let lease = lease.expect("acquired");
+    let acquired = acquire(&mut socket, attempt_on(&locker, &key, &options));
+    let lease = lease_of(&mut socket, acquired).await.expect("acquired");
     assert!(lease.fence() > 0);
     let held: String = inspect(&url).get(format!("snatch:{key}")).unwrap();
     assert_eq!(held, held_by(lease.token()));
@@ -172,19 +188,105 @@ async fn acquires_and_releases_over_the_callers_socket() {
     locker.close().await;
 }
 
+/// The server's clock in µs, by `TIME`.
+fn server_micros(url: &str) -> i64 {
+    let (seconds, micros): (i64, i64) = redis::cmd("TIME").query(&mut inspect(url)).unwrap();
+    seconds * 1_000_000 + micros
+}
+
+/// An attempt on `key` for a lock not acquired lately.
+fn maybe_new(locker: &Locker, key: &str) -> DirectAcquire {
+    let mut attempt = attempt_on(locker, key, &LockOptions::default());
+    attempt.maybe_new();
+    attempt
+}
+
 #[tokio::test]
-async fn a_new_counter_is_raised_to_the_server_clock_by_the_acquire_script_then_used_directly() {
+async fn a_lock_not_acquired_lately_starts_its_new_counter_from_the_servers_clock_in_one_transaction() {
+    let (_server, url) = redis_url();
+    let locker = locker(&[&url]);
+    let mut socket = socket(&locker).await;
+    assert!(socket.server_clock().is_some(), "the handshake read the server's clock");
+    let key = unique_key("floor");
+    let before = server_micros(&url);
+    let (mut replies, commands) = exchange(&mut socket, vec![Call::Acquire(Box::new(maybe_new(&locker, &key)))]);
+    assert_eq!(commands, ["EXEC"], "one transaction, no script");
+    let Settled::Done(Ok(Some(first))) = settle_acquire(replies.remove(0)) else { panic!("acquired at once") };
+    // The floor is the server's clock as the socket read it (when it opened, before `before`), plus the time since.
+    assert!(first.fence() >= CLOCK_FLOOR);
+    assert!(first.fence() <= server_micros(&url), "not ahead of the server's clock: {}", first.fence());
+    assert!(first.fence() > before - 60_000_000, "near it: {} {before}", first.fence());
+    let pttl: i64 = inspect(&url).pttl(format!("{{snatch:{key}}}:fence")).unwrap();
+    let fence_ttl = LockerConfig::default().fence_ttl.as_millis() as i64;
+    assert!(pttl > fence_ttl - 60_000 && pttl <= fence_ttl, "kept fenceTtl from now: {pttl}");
+    // Held: refused; a counter that exists is counted up, the floor left aside.
+    assert!(matches!(acquire(&mut socket, maybe_new(&locker, &key)), Settled::Done(Ok(None))));
+    assert!(first.release().await.unwrap());
+    let Settled::Done(Ok(Some(again))) = acquire(&mut socket, maybe_new(&locker, &key)) else { panic!("again") };
+    assert_eq!(again.fence(), first.fence() + 2, "one more for the refused attempt, one for this one");
+    locker.close().await;
+}
+
+#[tokio::test]
+async fn a_floor_too_old_is_refused_by_redis_and_the_acquisition_goes_again_by_the_acquire_script() {
+    let (_server, url) = redis_url();
+    let urls = vec![url.clone()];
+    let fence_ttl = Duration::from_secs(2);
+    let locker = Locker::new(LockerConfig { urls, fence_ttl, ..LockerConfig::default() }).unwrap();
+    let mut socket = socket(&locker).await;
+    // A reading of the clock that lags the server by 3 s, more than the counter's ttl: its floor could be at or
+    // below a fence the key had 2 s ago, and Redis does not keep it.
+    let stale = ServerClock::new(server_micros(&url) - 3_000_000, Instant::now(), Instant::now());
+    let key = unique_key("stale-floor");
+    let call = Call::Acquire(Box::new(maybe_new(&locker, &key)));
+    let (mut replies, commands) = exchange_with(&mut socket, vec![call], usize::MAX, Some(stale));
+    assert_eq!(commands, ["EXEC"]);
+    let Settled::Again(attempt) = settle_acquire(replies.remove(0)) else { panic!("the counter started from 0") };
+    let DirectCommand::AcquireByScript(values) = attempt.command() else { panic!("then the acquire script") };
+    let token = values.token.to_owned();
+    let before = server_micros(&url);
+    let (mut replies, commands) = exchange(&mut socket, vec![Call::Acquire(Box::new(attempt))]);
+    assert_eq!(commands, ["EVALSHA"]);
+    let Settled::Done(Ok(Some(lease))) = settle_acquire(replies.remove(0)) else { panic!("acquired by the script") };
+    assert_eq!(held_by(lease.token()), token, "asked again with the token the transaction took the key with");
+    assert!(lease.fence() >= before && lease.fence() <= server_micros(&url), "from the server's clock");
+    locker.close().await;
+}
+
+#[tokio::test]
+async fn without_the_servers_clock_a_lock_not_acquired_lately_goes_by_the_acquire_script() {
+    let (_server, url) = redis_url();
+    let locker = locker(&[&url]);
+    let mut socket = socket(&locker).await;
+    let key = unique_key("no-clock");
+    let call = Call::Acquire(Box::new(maybe_new(&locker, &key)));
+    let (mut replies, commands) = exchange_with(&mut socket, vec![call], usize::MAX, None);
+    assert_eq!(commands, ["EVALSHA"], "one call");
+    let Settled::Done(Ok(Some(lease))) = settle_acquire(replies.remove(0)) else { panic!("acquired at once") };
+    assert!(lease.fence() >= CLOCK_FLOOR);
+    // The script unloaded (a server that restarted): the locker's connection loads it.
+    let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
+    let call = Call::Acquire(Box::new(maybe_new(&locker, &unique_key("unloaded"))));
+    let (mut replies, _) = exchange_with(&mut socket, vec![call], usize::MAX, None);
+    let Settled::Fallback(attempt) = settle_acquire(replies.remove(0)) else { panic!("NOSCRIPT falls back") };
+    assert!(attempt.fallback().await.unwrap().is_some());
+    locker.close().await;
+}
+
+#[tokio::test]
+async fn a_transaction_without_a_floor_that_finds_a_new_counter_goes_again_by_the_acquire_script() {
     let (_server, url) = redis_url();
     let locker = locker(&[&url]);
     let mut socket = socket(&locker).await;
     let key = unique_key("new-counter");
     let options = LockOptions::default();
     let first = acquire(&mut socket, attempt_on(&locker, &key, &options));
-    let Settled::Fallback(attempt) = first else { panic!("a new counter needs the script: {first:?}") };
-    let first = attempt.fallback().await.unwrap().expect("acquired by the script, with the same token");
-    let (seconds, micros): (i64, i64) = redis::cmd("TIME").query(&mut inspect(&url)).unwrap();
+    let Settled::Again(attempt) = first else { panic!("a new counter needs the script: {first:?}") };
+    let (mut replies, commands) = exchange(&mut socket, vec![Call::Acquire(Box::new(attempt))]);
+    assert_eq!(commands, ["EVALSHA"]);
+    let Settled::Done(Ok(Some(first))) = settle_acquire(replies.remove(0)) else { panic!("acquired by the script") };
     assert!(first.fence() >= CLOCK_FLOOR, "{}", first.fence());
-    assert!(first.fence() <= seconds * 1_000_000 + micros, "from the server's clock, not the future");
+    assert!(first.fence() <= server_micros(&url), "from the server's clock, not the future");
     let pttl: i64 = inspect(&url).pttl(format!("{{snatch:{key}}}:fence")).unwrap();
     assert!(pttl > 0, "the counter expires (fenceTtl): {pttl}");
     assert!(first.release().await.unwrap());
@@ -209,7 +311,9 @@ async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_o
     let (replies, commands) = exchange(&mut socket, vec![attempt(&first), attempt(&wrong_type), attempt(&third)]);
     assert_eq!(commands, ["EXEC"], "one transaction for the three acquisitions");
     let [first_lease, wrong, third_lease] = <[_; 3]>::try_from(replies).ok().unwrap().map(settle_acquire);
-    let (Some(first_lease), Some(third_lease)) = (lease_of(first_lease).await, lease_of(third_lease).await) else {
+    let (first_lease, third_lease) =
+        (lease_of(&mut socket, first_lease).await, lease_of(&mut socket, third_lease).await);
+    let (Some(first_lease), Some(third_lease)) = (first_lease, third_lease) else {
         panic!("the two free keys are acquired")
     };
     let Settled::Done(Err(e)) = wrong else { panic!("a key of another type fails: {wrong:?}") };
@@ -246,8 +350,8 @@ async fn acquisitions_need_no_script_and_a_release_the_server_cannot_run_goes_to
     let key = unique_key("noscript");
     let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
 
-    let lease = lease_of(acquire(&mut socket, attempt_on(&locker, &key, &LockOptions::default())));
-    let lease = lease.await.expect("acquired without the release script");
+    let acquired = acquire(&mut socket, attempt_on(&locker, &key, &LockOptions::default()));
+    let lease = lease_of(&mut socket, acquired).await.expect("acquired without the release script");
     let Settled::Fallback(release) = self::release(&mut socket, release_of(&locker, &lease)) else {
         panic!("expected a fallback")
     };
@@ -267,7 +371,7 @@ async fn a_group_the_server_cannot_run_sends_each_of_its_calls_back_to_the_locke
     let (acquired, _) = exchange(&mut socket, calls.collect());
     let mut calls = Vec::new();
     for reply in acquired {
-        let lease = lease_of(settle_acquire(reply)).await.expect("acquired");
+        let lease = lease_of(&mut socket, settle_acquire(reply)).await.expect("acquired");
         calls.push(Call::Release(release_of(&locker, &lease)));
     }
     let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
@@ -313,7 +417,7 @@ async fn the_socket_is_authenticated_and_on_the_urls_database() {
     let mut socket = socket(&authed).await;
     let key = unique_key("db3");
     let acquired = acquire(&mut socket, attempt_on(&authed, &key, &LockOptions::default()));
-    assert!(lease_of(acquired).await.is_some());
+    assert!(lease_of(&mut socket, acquired).await.is_some());
     let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
     assert!(exists, "the key is in database 3");
     let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut inspect(&url)).unwrap();
@@ -349,7 +453,7 @@ async fn the_probe_of_the_handshake_leaves_nothing_behind() {
     assert_eq!(left, 0, "the probe deleted its key and its fence counter");
     // The socket is out of the probe's transaction: an acquisition on it is answered at once.
     let acquired = acquire(&mut socket, attempt_on(&locker, &unique_key("after-probe"), &LockOptions::default()));
-    assert!(lease_of(acquired).await.is_some());
+    assert!(lease_of(&mut socket, acquired).await.is_some());
     locker.close().await;
 }
 
@@ -395,9 +499,9 @@ async fn replies_read_a_byte_at_a_time_are_paired_with_their_calls() {
     let [free, wrong_type] = [0, 1].map(|n| unique_key(&format!("split{n}")));
     let () = inspect(&url).hset(format!("snatch:{wrong_type}"), "field", "value").unwrap();
     let attempt = |key: &str| Call::Acquire(Box::new(attempt_on(&locker, key, &options)));
-    // The first acquisition of a key goes through the script (a new counter): after it, the key's are direct.
-    let first = lease_of(acquire(&mut socket, attempt_on(&locker, &free, &options))).await;
-    let first = first.expect("acquired");
+    // The first acquisition of a key goes again by the script (a new counter): after it, the key's are transactions.
+    let acquired = acquire(&mut socket, attempt_on(&locker, &free, &options));
+    let first = lease_of(&mut socket, acquired).await.expect("acquired");
 
     let calls = vec![Call::Release(release_of(&locker, &first)), attempt(&free), attempt(&wrong_type), attempt(&free)];
     let (replies, commands) = exchange_in(&mut socket, calls, 1);
@@ -488,12 +592,19 @@ async fn the_direct_transaction_and_the_acquire_script_agree_on_every_state_of_a
         let before = prepare(&url, &direct, state);
         let settled = match acquire(&mut socket, attempt_on(&locker, &direct, &options)) {
             Settled::Done(result) => result,
-            Settled::Fallback(attempt) => panic!("{state}: an existing counter needs no script ({attempt:?})"),
+            other => panic!("{state}: an existing counter needs no script ({other:?})"),
         };
         let by_transaction = outcome(&url, &direct, before, settled);
         assert_eq!(by_transaction, by_script, "{state}");
         let counter: i64 = inspect(&url).get(format!("{{snatch:{direct}}}:fence")).unwrap();
         assert_eq!(counter, before + 1, "{state}: the transaction counts the fence up whatever its SET did");
+        // A transaction with a floor (a lock not acquired lately) leaves an existing counter's value to it.
+        let floored = unique_key("agree-floored");
+        let before = prepare(&url, &floored, state);
+        let Settled::Done(settled) = acquire(&mut socket, maybe_new(&locker, &floored)) else { panic!("{state}") };
+        assert_eq!(outcome(&url, &floored, before, settled), by_script, "{state}");
+        let counter: i64 = inspect(&url).get(format!("{{snatch:{floored}}}:fence")).unwrap();
+        assert_eq!(counter, before + 1, "{state}: the floor is for a counter that does not exist");
     }
     locker.close().await;
 }

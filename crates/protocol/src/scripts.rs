@@ -1,7 +1,7 @@
 //! The Lua scripts, each written once: their sources (scripts/*.lua, and the acquisition's commands that
 //! acquisition.rs writes as Lua) and their SHA1, as EVALSHA names them. The main connection calls them by EVALSHA
 //! (snatch-core's server/batcher.rs sends a call the server has no script for again as EVAL), the direct connection
-//! calls [`RELEASE`], and `memory://` runs their sources in-process.
+//! calls [`RELEASE`] and [`ACQUIRE`] (and runs [`CLOCK`] when it opens), and `memory://` runs their sources in-process.
 
 use crate::acquisition;
 use std::sync::LazyLock;
@@ -125,6 +125,10 @@ pub static SCHEDULE_CONTROL: LazyLock<Script> =
 
 /// One step of a scan of a server's keys (`locks()`, `schedules()`): see scripts/scan.lua.
 pub static SCAN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/scan.lua").to_owned()));
+
+/// The server's clock in µs, one integer (TIME's two bulk strings, which the direct connection's RESP reader skips,
+/// made one): what a socket of direct calls reads when it opens (direct/handshake.rs, direct/clock.rs). Sent as EVAL.
+pub static CLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/clock.lua").to_owned()));
 
 /// Take the oldest manual run asked for: see scripts/schedule_take_trigger.lua.
 pub static SCHEDULE_TAKE_TRIGGER: LazyLock<Script> =

@@ -27,6 +27,8 @@ pub enum Settled<T, C> {
     Done(Result<T, SnatchError>),
     /// The reply does not settle the call: finish it with its `fallback`.
     Fallback(C),
+    /// Send the call again (its command changed).
+    Again(C),
 }
 
 /// One attempt to acquire a key on a single Redis, its command sent by the caller.
@@ -38,6 +40,12 @@ pub struct DirectAcquire {
     ttl: Duration,
     options: LockOptions,
     started: Instant,
+    /// The lock was not acquired lately: its fence counter may not exist (snatch-protocol's recent.rs).
+    maybe_new: bool,
+    /// It goes by the acquire script: a transaction took the key with a new counter.
+    by_script: bool,
+    /// Whether its command was encoded once already.
+    sent: bool,
 }
 
 impl std::fmt::Debug for DirectAcquire {
@@ -62,27 +70,53 @@ impl DirectAcquire {
             ttl: locker.lease_ttl(options),
             options: options.clone(),
             started: Instant::now(),
+            maybe_new: false,
+            by_script: false,
+            sent: false,
         }))
+    }
+
+    /// The lock's Redis name.
+    pub fn lock(&self) -> &str {
+        &self.keys.lock
+    }
+
+    /// The lock was not acquired lately: its fence counter may not exist, and the transaction gives it a floor
+    /// (snatch-protocol's recent.rs and direct/clock.rs).
+    pub fn maybe_new(&mut self) {
+        self.maybe_new = true;
     }
 
     /// The command that takes the lock.
     pub fn command(&self) -> DirectCommand<'_> {
-        DirectCommand::Acquire(acquisition::Values {
+        let values = acquisition::Values {
             lock: &self.keys.lock,
             fence: &self.keys.fence,
             token: &self.owner,
             ttl_ms: self.ttl.as_millis(),
             fence_ttl_ms: self.locker.config().fence_ttl.as_millis(),
-        })
+        };
+        if self.by_script {
+            DirectCommand::AcquireByScript(values)
+        } else if self.maybe_new {
+            DirectCommand::AcquireNew(values)
+        } else {
+            DirectCommand::Acquire(values)
+        }
     }
 
-    /// The command was encoded at `at`: the lease counts from then.
+    /// The command was encoded at `at`: the lease counts from then, or from the first, when the attempt was sent
+    /// again (the key may be ours since then).
     pub fn encoded(&mut self, at: std::time::Instant) {
-        self.started = Instant::from_std(at);
+        if !self.sent {
+            self.started = Instant::from_std(at);
+            self.sent = true;
+        }
     }
 
     /// What the command's reply, or its absence, comes to: the lease (supervised like any other), `None` when the
-    /// key is held by someone else, or an error. Must be called within the Tokio runtime.
+    /// key is held by someone else, or an error; or the attempt to send again, by the acquire script, when a
+    /// transaction took the key with a new fence counter. Must be called within the Tokio runtime.
     pub fn settle(self, reply: CallReply) -> Settled<Option<Arc<Lease>>, Self> {
         let timed_out = reply == Err(NoReply::TimedOut);
         let acquired = match answer(single(self.locker.nodes()), reply) {
@@ -101,6 +135,9 @@ impl DirectAcquire {
             Acquired::Taken { .. } => return Settled::Done(Ok(None)),
             // Ours, but the counter was new (or from before counters expired): the acquire script, asked again with
             // our token, raises it to the server's clock and gives that as the fence.
+            Acquired::NewCounter if !self.by_script => {
+                return Settled::Again(DirectAcquire { by_script: true, ..self })
+            }
             Acquired::NewCounter => return Settled::Fallback(self),
         };
         let valid_until = self.locker.nodes().valid_until(self.started, self.ttl);

@@ -14,6 +14,7 @@ use crate::run::call::Call;
 use crate::run::hold::{Hold, OccurrenceHold};
 use crate::run::input::{post_or_undo, Input, Post};
 use rustc_hash::FxHashMap;
+use snatch_protocol::direct::recent::RecentLocks;
 use snatch_protocol::direct::session::{CallReply, NoReply};
 use snatch_protocol::run::{Outcome, Purpose, Runs};
 use snatch_protocol::schedule::Attempt;
@@ -43,6 +44,8 @@ pub struct Runner {
     runs: Runs<Hold>,
     /// The runs of schedules' attempts, by schedule and attempt (for their aborts).
     attempts: FxHashMap<(u32, Attempt), u32>,
+    /// The locks acquired lately by direct calls: whether a lock's fence counter may not exist.
+    recent: RecentLocks,
     post: Arc<dyn Post>,
     runtime: Handle,
     /// Set when a direct call had to go over the locker's own connection: on a cluster, the slot map may be out of
@@ -53,7 +56,15 @@ pub struct Runner {
 impl Runner {
     /// The runner of `locker`, whose work on the runtime (`runtime`) comes back through `post`.
     pub fn new(locker: Locker, post: Arc<dyn Post>, runtime: Handle) -> Self {
-        Self { locker, runs: Runs::default(), attempts: FxHashMap::default(), post, runtime, stale: Arc::default() }
+        Self {
+            locker,
+            runs: Runs::default(),
+            attempts: FxHashMap::default(),
+            recent: RecentLocks::default(),
+            post,
+            runtime,
+            stale: Arc::default(),
+        }
     }
 
     /// The locker.
@@ -206,7 +217,7 @@ impl Runner {
     pub fn settle(&mut self, replies: Vec<(Call, CallReply)>, out: &mut Output) {
         let _runtime = self.runtime.enter();
         for (call, reply) in replies {
-            self.settle_call(call, reply, &mut out.told);
+            self.settle_call(call, reply, out);
         }
     }
 
@@ -214,7 +225,7 @@ impl Runner {
     /// own connection, as a call whose socket failed does.
     pub fn unsent(&mut self, call: Call, out: &mut Output) {
         let _runtime = self.runtime.enter();
-        self.settle_call(call, Err(NoReply::Dropped), &mut out.told);
+        self.settle_call(call, Err(NoReply::Dropped), out);
     }
 
     /// Takes a result from the runtime: its step of the lifecycle.
@@ -294,7 +305,10 @@ impl Runner {
         required: bool,
         out: &mut Output,
     ) -> Result<(), SnatchError> {
-        if let Some(attempt) = DirectAcquire::new(&self.locker, key, options)? {
+        if let Some(mut attempt) = DirectAcquire::new(&self.locker, key, options)? {
+            if !self.recent.note(attempt.lock()) {
+                attempt.maybe_new();
+            }
             let busy = self.locker.enter()?;
             self.runs.start(id, purpose);
             out.calls.push(Call::Acquire { id, purpose, required, attempt, busy });
@@ -328,14 +342,16 @@ impl Runner {
         });
     }
 
-    /// The step of the lifecycle the reply of `call` (or its absence) comes to.
-    fn settle_call(&mut self, call: Call, reply: CallReply, told: &mut Told) {
+    /// The step of the lifecycle the reply of `call` (or its absence) comes to: a call to send again goes in `out`.
+    fn settle_call(&mut self, call: Call, reply: CallReply, out: &mut Output) {
+        let told = &mut out.told;
         match call {
             Call::Acquire { id, purpose, required, attempt, busy } => {
                 // For the error of a withLock that did not get the lock (settling consumes the attempt).
                 let key = required.then(|| attempt.key().to_owned());
                 match attempt.settle(reply) {
                     Settled::Done(result) => self.acquired(id, purpose, required_lock(result, key), busy, told),
+                    Settled::Again(attempt) => out.calls.push(Call::Acquire { id, purpose, required, attempt, busy }),
                     Settled::Fallback(attempt) => {
                         self.stale.store(true, Ordering::SeqCst);
                         self.acquire_on_runtime(id, purpose, busy, async move {
@@ -352,7 +368,7 @@ impl Runner {
                     drop(busy);
                 }
                 (Settled::Done(released), Purpose::Lock) => told.push((id, answered(released.map(Outcome::Done)))),
-                (Settled::Fallback(release), purpose) => {
+                (Settled::Fallback(release) | Settled::Again(release), purpose) => {
                     self.stale.store(true, Ordering::SeqCst);
                     let post = self.post.clone();
                     self.runtime.spawn(async move {

@@ -1,8 +1,12 @@
 //! The commands of direct calls, written: an acquisition is [`acquisition::COMMANDS`] in a `MULTI`/`EXEC`
-//! transaction, a release the release script; consecutive calls of one kind share one command on a single server.
+//! transaction, with a floor for a new fence counter when the lock was not acquired lately (recent.rs, clock.rs), or
+//! the acquire script when a counter is new and no floor can be given; a release is the release script. Consecutive
+//! transactions of one kind, and consecutive releases, share one command on a single server.
 
 use crate::acquisition;
+use crate::acquisition::Floor;
 use crate::direct::awaited::AwaitedReplies;
+use crate::direct::clock::ServerClock;
 use crate::resp;
 use crate::scripts;
 use std::time::Instant;
@@ -10,8 +14,15 @@ use std::time::Instant;
 /// A direct call's command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DirectCommand<'a> {
-    /// Take a lock: the commands of [`acquisition::COMMANDS`] with these values.
+    /// Take a lock acquired lately (its fence counter most likely exists): the commands of
+    /// [`acquisition::COMMANDS`] with these values.
     Acquire(acquisition::Values<'a>),
+    /// Take a lock not acquired lately (its counter may not exist): the same commands with a floor for a new counter,
+    /// or the acquire script when the socket cannot give one (see [`ServerClock::floor`]).
+    AcquireNew(acquisition::Values<'a>),
+    /// Take a lock by the acquire script, which raises a new counter to the server clock: a lock's acquisition asked
+    /// again, with its token, after a transaction took it with a new counter (the script keeps the key ours).
+    AcquireByScript(acquisition::Values<'a>),
     /// Release a lock we own: the release script, for `lock` held with `token`.
     Release { lock: &'a str, token: &'a str },
 }
@@ -25,54 +36,108 @@ pub trait DirectCall {
     fn encoded(&mut self, at: Instant);
 }
 
-/// Appends the commands of `calls`, in order, and awaits their replies in `awaited`: with `group`, the calls of each
-/// run of consecutive calls of one kind share one command, which costs Redis less per lock than a command each
-/// (bench/README.md, profile steps 19 and 22); without (a cluster master, which refuses a command whose keys are in
-/// different slots), each call has its own.
+/// How a call is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written<'a> {
+    /// In a transaction, with this floor for a new counter or none.
+    Transaction(acquisition::Values<'a>, Option<Floor>),
+    /// The acquire script.
+    Script(acquisition::Values<'a>),
+    /// In a release script call.
+    Release { lock: &'a str, token: &'a str },
+}
+
+impl Written<'_> {
+    /// Whether `next` goes in the same command: transactions with the same kind of transaction (the replies of one
+    /// are split by the number of commands of each acquisition), releases with releases.
+    fn shares_a_command_with(&self, next: &Self) -> bool {
+        match (self, next) {
+            (Self::Transaction(_, a), Self::Transaction(_, b)) => a.is_some() == b.is_some(),
+            (Self::Release { .. }, Self::Release { .. }) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Appends the commands of `calls`, encoded at `now`, in order, and awaits their replies in `awaited`: with `group`,
+/// the transactions of each run of consecutive ones of one kind, and the releases of each run of consecutive ones,
+/// share one command, which costs Redis less per lock than a command each (bench/README.md, profile steps 19 and 22);
+/// without (a cluster master, which refuses a command whose keys are in different slots), each call has its own. An
+/// acquire script is one call's. `clock` is the server's clock as the socket read it, for the floors of new counters.
 pub fn write_commands<'a, C: DirectCall + 'a>(
     calls: impl IntoIterator<Item = &'a C>,
     buf: &mut Vec<u8>,
     awaited: &mut AwaitedReplies,
     group: bool,
+    clock: Option<&ServerClock>,
+    now: Instant,
 ) {
-    let mut calls = calls.into_iter().map(C::command).peekable();
+    let written = |command: DirectCommand<'a>| match command {
+        DirectCommand::Acquire(values) => Written::Transaction(values, None),
+        DirectCommand::AcquireNew(values) => match clock.and_then(|clock| clock.floor(now, values.fence_ttl_ms)) {
+            Some(floor) => Written::Transaction(values, Some(floor)),
+            None => Written::Script(values),
+        },
+        DirectCommand::AcquireByScript(values) => Written::Script(values),
+        DirectCommand::Release { lock, token } => Written::Release { lock, token },
+    };
+    let mut calls = calls.into_iter().map(|call| written(call.command())).peekable();
     while let Some(first) = calls.next() {
-        let acquisitions = matches!(first, DirectCommand::Acquire(_));
         let mut run = vec![first];
-        while let Some(next) = calls.next_if(|next| group && matches!(next, DirectCommand::Acquire(_)) == acquisitions)
-        {
+        while let Some(next) = calls.next_if(|next| group && first.shares_a_command_with(next)) {
             run.push(next);
         }
-        if acquisitions {
-            write_acquisitions(&run, buf);
-            awaited.acquisitions(run.len());
-        } else {
-            write_releases(&run, buf);
-            awaited.script(run.len());
+        match first {
+            Written::Transaction(_, floor) => {
+                write_acquisitions(&run, buf);
+                awaited.acquisitions(run.len(), floor.is_some());
+            }
+            Written::Script(values) => {
+                write_acquire_script(&values, buf);
+                awaited.script(1);
+            }
+            Written::Release { .. } => {
+                write_releases(&run, buf);
+                awaited.script(run.len());
+            }
         }
     }
 }
 
 /// `MULTI`, then the commands that take a lock ([`acquisition::COMMANDS`]: `SET … NX PX … GET`, `INCR` and `PEXPIRE` of
-/// the fence counter) for each, then `EXEC`: as atomic as the acquire script, which starts with the same commands, for
-/// a fraction of Redis's work (no Lua; bench/README.md, profile step 22). A counter found new (below
-/// [`crate::keys::CLOCK_FLOOR`]) needs the acquire script to raise it (see [`acquisition::Acquired::of_transaction`]).
-fn write_acquisitions(run: &[DirectCommand<'_>], buf: &mut Vec<u8>) {
+/// the fence counter, and the floor of a new counter before the `INCR` when given) for each, then `EXEC`: as atomic as
+/// the acquire script, which starts with the same commands, for a fraction of Redis's work (no Lua; bench/README.md,
+/// profile step 22). A counter found new (below [`crate::keys::CLOCK_FLOOR`]: no floor, or Redis refused it) needs
+/// the acquire script to raise it ([`acquisition::Acquired::NewCounter`]).
+fn write_acquisitions(run: &[Written<'_>], buf: &mut Vec<u8>) {
     resp::encode(buf, &["MULTI"]);
-    for command in run {
-        if let DirectCommand::Acquire(values) = command {
-            acquisition::write(buf, values);
+    for written in run {
+        if let Written::Transaction(values, floor) = written {
+            acquisition::write(buf, values, floor.as_ref());
         }
     }
     resp::encode(buf, &["EXEC"]);
 }
 
+/// `EVALSHA <acquire> 2 lock fence token ttl fenceTtl 0 0`: the acquire script, neither naming the holder nor marking
+/// the lock waited for.
+fn write_acquire_script(values: &acquisition::Values<'_>, buf: &mut Vec<u8>) {
+    resp::header(buf, 10);
+    for word in ["EVALSHA", scripts::ACQUIRE.hash(), "2", values.lock, values.fence, values.token] {
+        resp::arg_bytes(buf, word.as_bytes());
+    }
+    resp::arg_number(buf, values.ttl_ms);
+    resp::arg_number(buf, values.fence_ttl_ms);
+    resp::arg_bytes(buf, b"0");
+    resp::arg_bytes(buf, b"0");
+}
+
 /// `EVALSHA <release> <n> lock… token…`.
-fn write_releases(run: &[DirectCommand<'_>], buf: &mut Vec<u8>) {
+fn write_releases(run: &[Written<'_>], buf: &mut Vec<u8>) {
     let released = || {
-        run.iter().filter_map(|command| match command {
-            DirectCommand::Release { lock, token } => Some((*lock, *token)),
-            DirectCommand::Acquire(_) => None,
+        run.iter().filter_map(|written| match written {
+            Written::Release { lock, token } => Some((*lock, *token)),
+            _ => None,
         })
     };
     resp::header(buf, 3 + 2 * run.len());

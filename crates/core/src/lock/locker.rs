@@ -6,7 +6,8 @@ use crate::lock::job::Job;
 use crate::lock::lease::Lease;
 use crate::lock::supervisor::Supervisor;
 use crate::redlock::quorum::{Acquire, Grant, Nodes};
-use crate::server::node::Node;
+use crate::server::node::{Mark, Node};
+use crate::server::waker::Watch;
 use snatch_protocol::keys::LockKeys;
 use snatch_protocol::owner;
 use snatch_protocol::run::Inspection;
@@ -267,7 +268,7 @@ impl Locker {
         options: &LockOptions,
     ) -> Result<Option<Arc<Lease>>, SnatchError> {
         let ttl = self.lease_ttl(options);
-        Ok(match self.shared.nodes.acquire(&keys, &token, ttl, false).await? {
+        Ok(match self.shared.nodes.acquire(&keys, &token, ttl, Mark::None).await? {
             Acquire::Won(grant) => Some(self.adopt(keys, token, grant, ttl, options)),
             Acquire::Taken { .. } | Acquire::Split => None,
             Acquire::Contended { error, .. } => return Err(error),
@@ -284,52 +285,72 @@ impl Locker {
         let shared = &self.shared;
         let ttl = self.lease_ttl(options);
         let deadline = Instant::now() + options.wait;
-        // Set up once the key is found held and there is time to wait: release notifications from every node.
+        // Set up once the key is found held and there is time to wait: release notifications from every node. A
+        // release wakes the first of this locker's waiters on the key still waiting: a caller that finds others
+        // waiting already queues behind them rather than trying first (their turns come in the order they came).
         let mut wake = None;
+        let mut queue_first = !options.wait.is_zero() && shared.nodes.waiting(&keys) > 0;
+        if queue_first {
+            wake = Some(shared.nodes.watch(&keys).await);
+        }
         let mut late_splits = 0;
         loop {
-            let token = self.new_owner();
-            // Once subscribed to its releases, an attempt marks the lock as waited for, so that they wake us.
-            match shared.nodes.acquire(&keys, &token, ttl, wake.is_some()).await? {
-                Acquire::Won(grant) => return Ok(Some(self.adopt(keys, token, grant, ttl, options))),
-                Acquire::Contended { error, .. } if Instant::now() >= deadline => return Err(error),
-                // Maybe just taken (with some node failing): wait as for a taken key.
-                Acquire::Taken { retry_in } | Acquire::Contended { retry_in, .. } => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Ok(None);
+            let retry_in = if std::mem::take(&mut queue_first) {
+                Duration::MAX
+            } else {
+                let token = self.new_owner();
+                // Once subscribed to its releases, an attempt marks the lock as waited for, so that they wake us; and
+                // ours once taken when others of this locker wait behind us, so that its release wakes the next.
+                let mark = match &wake {
+                    None => Mark::None,
+                    Some(_) if shared.nodes.waiting(&keys) > 1 => Mark::Always,
+                    Some(_) => Mark::Held,
+                };
+                match shared.nodes.acquire(&keys, &token, ttl, mark).await? {
+                    Acquire::Won(grant) => {
+                        // Its turn taken: the next waiter in this process is woken by the next release.
+                        wake.iter_mut().flat_map(|(_, watches)| watches).for_each(Watch::took_turn);
+                        return Ok(Some(self.adopt(keys, token, grant, ttl, options)));
                     }
-                    let Some((notify, _watches)) = &wake else {
-                        // Try again right away: the holder may have released before the subscription was made.
-                        wake = Some(shared.nodes.watch(&keys).await);
-                        continue;
-                    };
-                    let closing = shared.closing.notified();
-                    tokio::pin!(closing);
-                    // Registered before `closed` is read, so that a `close` in between still wakes it.
-                    closing.as_mut().enable();
-                    if self.is_closed() {
-                        return Err(SnatchError::Closed);
-                    }
-                    let jitter = Duration::from_millis(rand::random_range(RETRY_DELAY_MS));
-                    tokio::select! {
-                        () = sleep(jitter.min(retry_in + Duration::from_millis(1)).min(left)) => {}
-                        () = notify.notified() => {}
-                        () = closing => return Err(SnatchError::Closed),
-                    }
-                }
-                Acquire::Split => {
-                    if Instant::now() >= deadline {
-                        late_splits += 1;
-                        if late_splits >= SPLIT_ROUNDS {
-                            let reason = format!(
-                                "the nodes' votes split between competing clients {SPLIT_ROUNDS} rounds in a row"
-                            );
-                            return Err(SnatchError::Quorum { failures: vec![reason] });
+                    Acquire::Contended { error, .. } if Instant::now() >= deadline => return Err(error),
+                    // Maybe just taken (with some node failing): wait as for a taken key.
+                    Acquire::Taken { retry_in } | Acquire::Contended { retry_in, .. } => retry_in,
+                    Acquire::Split => {
+                        if Instant::now() >= deadline {
+                            late_splits += 1;
+                            if late_splits >= SPLIT_ROUNDS {
+                                let reason = format!(
+                                    "the nodes' votes split between competing clients {SPLIT_ROUNDS} rounds in a row"
+                                );
+                                return Err(SnatchError::Quorum { failures: vec![reason] });
+                            }
                         }
+                        sleep(Duration::from_millis(rand::random_range(SPLIT_RETRY_DELAY_MS))).await;
+                        continue;
                     }
-                    sleep(Duration::from_millis(rand::random_range(SPLIT_RETRY_DELAY_MS))).await;
                 }
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            let Some((notify, _watches)) = &wake else {
+                // Try again right away: the holder may have released before the subscription was made.
+                wake = Some(shared.nodes.watch(&keys).await);
+                continue;
+            };
+            let closing = shared.closing.notified();
+            tokio::pin!(closing);
+            // Registered before `closed` is read, so that a `close` in between still wakes it.
+            closing.as_mut().enable();
+            if self.is_closed() {
+                return Err(SnatchError::Closed);
+            }
+            let jitter = Duration::from_millis(rand::random_range(RETRY_DELAY_MS));
+            tokio::select! {
+                () = sleep(jitter.min(retry_in.saturating_add(Duration::from_millis(1))).min(left)) => {}
+                () = notify.notified() => {}
+                () = closing => return Err(SnatchError::Closed),
             }
         }
     }

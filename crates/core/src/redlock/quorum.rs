@@ -7,7 +7,7 @@
 //! (a second round), so that fences rise whichever majority grants the next one.
 
 use crate::redlock::cleanup::Cleanups;
-use crate::server::node::Node;
+use crate::server::node::{Mark, Node};
 use crate::server::waker::Watch;
 use futures_util::future::join_all;
 use snatch_protocol::acquisition::Acquired;
@@ -98,21 +98,20 @@ impl Nodes {
         start + ttl.saturating_sub(drift)
     }
 
-    /// Tries to acquire on every node, marking the lock as waited for where it is held if `waiting` (see
-    /// protocol/scripts.rs). On a failed round, our token is removed from every node again (in the background when some
+    /// Tries to acquire on every node, marking the lock as waited for as `mark` says (see protocol/scripts.rs). On a failed round, our token is removed from every node again (in the background when some
     /// node failed to answer).
     pub(crate) async fn acquire(
         self: &Arc<Self>,
         keys: &LockKeys,
         token: &str,
         ttl: Duration,
-        waiting: bool,
+        mark: Mark,
     ) -> Result<Acquire, SnatchError> {
         let start = Instant::now();
         let ttl_ms = ttl.as_millis() as u64;
         // With several nodes, a refusal names the holder, to tell a key held by a majority from split votes.
         let name_holder = self.nodes.len() > 1;
-        let answers = join_all(self.nodes.iter().map(|n| n.acquire(keys, token, ttl_ms, name_holder, waiting))).await;
+        let answers = join_all(self.nodes.iter().map(|n| n.acquire(keys, token, ttl_ms, name_holder, mark))).await;
         let valid_until = self.valid_until(start, ttl);
 
         let mut won = 0;
@@ -259,6 +258,12 @@ impl Nodes {
             return Err(self.failure(failures.into_iter().filter_map(Result::err).collect(), "no majority answered"));
         }
         Ok(answered.into_iter().filter_map(Result::ok).collect())
+    }
+
+    /// How many of this locker's waiters on the lock of `keys` still wait (on its first node: each waiter watches
+    /// every node).
+    pub(crate) fn waiting(&self, keys: &LockKeys) -> usize {
+        self.nodes.first().map_or(0, |node| node.waiting(keys))
     }
 
     /// Arranges for the returned notify to be woken when the lock of `keys` is released on any node. The watches

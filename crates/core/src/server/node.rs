@@ -30,6 +30,18 @@ pub(crate) struct Held {
     pub(crate) owner: Option<String>,
 }
 
+/// Which lock an acquisition marks as waited for (the acquire script's fifth argument): a marked lock's release
+/// publishes on its channel, waking the waiters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mark {
+    /// None: nobody waits.
+    None = 0,
+    /// The lock, where another holds it: this caller waits for it.
+    Held = 1,
+    /// That, and the lock once taken: other callers of this process wait behind this one.
+    Always = 2,
+}
+
 /// One Redis deployment.
 pub(crate) struct Node {
     connection: Arc<Connection>,
@@ -86,15 +98,15 @@ impl Node {
     }
 
     /// Runs ACQUIRE (PERMIT_ACQUIRE for a semaphore) for `keys` with `token` and a lease of `ttl_ms`; when a lock is
-    /// taken, the holder's token is read too if `name_holder`, and the lock marked as waited for (its release then
-    /// wakes the waiters) if `waiting`.
+    /// taken, the holder's token is read too if `name_holder`; `mark` says which lock is marked as waited for (its
+    /// release then wakes the waiters).
     pub(crate) async fn acquire(
         &self,
         keys: &LockKeys,
         token: &str,
         ttl_ms: u64,
         name_holder: bool,
-        waiting: bool,
+        mark: Mark,
     ) -> Result<Acquired, SnatchError> {
         let mut call =
             ScriptCall::new(if keys.limit.is_some() { &scripts::PERMIT_ACQUIRE } else { &scripts::ACQUIRE }, 2);
@@ -102,8 +114,8 @@ impl Node {
         if let Some(limit) = keys.limit {
             // Every release of a permit wakes the waiters; no holder is named (semaphores are not on Redlock).
             call.arg(limit);
-        } else if name_holder || waiting {
-            call.arg(u8::from(name_holder)).arg(u8::from(waiting));
+        } else if name_holder || mark != Mark::None {
+            call.arg(u8::from(name_holder)).arg(mark as u8);
         }
         if self.wait_replicas > 0 {
             return self.acquire_confirmed(keys, token, call).await;
@@ -190,14 +202,20 @@ impl Node {
         Ok(self.invoke::<i64>(call).await? == 1)
     }
 
-    /// Wakes `notify` when the lock of `keys` is released on this node; `None` when that cannot be arranged.
+    /// Queues `notify` to be woken by a release of the lock of `keys` on this node, when it is the first of this
+    /// locker's waiters on it still waiting (one release, one waiter woken); `None` when that cannot be arranged.
     pub(crate) async fn watch(&self, keys: &LockKeys, notify: &Arc<Notify>) -> Option<Watch> {
-        self.watch_channel(&keys.channel(), notify).await
+        self.waker.watch(&keys.channel(), notify, true).await
+    }
+
+    /// How many of this locker's waiters on the lock of `keys` still wait.
+    pub(crate) fn waiting(&self, keys: &LockKeys) -> usize {
+        self.waker.waiting(&keys.channel())
     }
 
     /// Wakes `notify` when a message is published on `channel` of this node; `None` when that cannot be arranged.
     pub(crate) async fn watch_channel(&self, channel: &str, notify: &Arc<Notify>) -> Option<Watch> {
-        self.waker.watch(channel, notify).await
+        self.waker.watch(channel, notify, false).await
     }
 
     /// Drops the connections; later commands fail with [`SnatchError::Closed`].

@@ -5,7 +5,7 @@
 //! that cannot be opened.
 
 use crate::server::connection::{Connection, Link, Target};
-use crate::server::waiters::{wake, Waiters};
+use crate::server::waiters::{pass_turn, wake, Waiters};
 use redis::{PushInfo, PushKind, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -28,10 +28,13 @@ struct Subscriber {
     broken: Arc<AtomicBool>,
 }
 
-/// A waiter's registration on one channel; unregisters (and unsubscribes the last one) when dropped.
+/// A waiter's registration on one channel; unregisters (and unsubscribes the last one) when dropped. A waiter in a
+/// queue (a lock's release channel) that is dropped before it [`took its turn`](Watch::took_turn) hands its turn on:
+/// it may have been woken by a release and not tried, so the next waiter in the queue is woken.
 pub(crate) struct Watch {
     waker: Arc<Waker>,
     channel: String,
+    took_turn: bool,
 }
 
 impl Waker {
@@ -44,10 +47,16 @@ impl Waker {
         Self { connection, subscriber: tokio::sync::Mutex::new(None), waiters, closed: AtomicBool::new(false) }
     }
 
-    /// Registers `notify` (held weakly: the waiter keeps it) to be woken when `channel` is published on. `None`
+    /// Registers `notify` (held weakly: the waiter keeps it) to be woken when `channel` is published on: with
+    /// `one_at_a_time`, in a queue whose first waiter alone a message wakes, else with every waiter on it. `None`
     /// when the subscriber connection cannot be opened or the subscription fails within the command timeout (the
     /// waiter then relies on its retries).
-    pub(crate) async fn watch(self: &Arc<Self>, channel: &str, notify: &Arc<Notify>) -> Option<Watch> {
+    pub(crate) async fn watch(
+        self: &Arc<Self>,
+        channel: &str,
+        notify: &Arc<Notify>,
+        one_at_a_time: bool,
+    ) -> Option<Watch> {
         let mut subscriber = self.subscriber.lock().await;
         if self.closed.load(Ordering::SeqCst) {
             *subscriber = None;
@@ -58,12 +67,13 @@ impl Waker {
         }
         let first = {
             let mut waiters = self.waiters.lock().expect("waiters poisoned");
-            let list = waiters.entry(channel.to_owned()).or_default();
-            list.retain(|w| w.strong_count() > 0);
-            list.push(Arc::downgrade(notify));
-            list.len() == 1
+            let queue = waiters.entry(channel.to_owned()).or_default();
+            queue.waiters.retain(|w| w.strong_count() > 0);
+            queue.waiters.push(Arc::downgrade(notify));
+            queue.one_at_a_time = one_at_a_time;
+            queue.waiters.len() == 1
         };
-        let watch = Watch { waker: self.clone(), channel: channel.to_owned() };
+        let watch = Watch { waker: self.clone(), channel: channel.to_owned(), took_turn: false };
         if matches!(self.connection.target(), Target::Memory(_)) {
             return Some(watch);
         }
@@ -110,6 +120,12 @@ impl Waker {
         Ok(Subscriber { link, broken })
     }
 
+    /// How many waiters on `channel` still wait.
+    pub(crate) fn waiting(&self, channel: &str) -> usize {
+        let waiters = self.waiters.lock().expect("waiters poisoned");
+        waiters.get(channel).map_or(0, |queue| queue.waiters.iter().filter(|w| w.strong_count() > 0).count())
+    }
+
     /// Closes the subscriber connection, if open (or once a subscription under way is made); no more are opened.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
@@ -123,9 +139,9 @@ impl Waker {
         let mut subscriber = self.subscriber.lock().await;
         let idle = {
             let mut waiters = self.waiters.lock().expect("waiters poisoned");
-            let list = waiters.entry(channel.clone()).or_default();
-            list.retain(|w| w.strong_count() > 0);
-            let idle = list.is_empty();
+            let queue = waiters.entry(channel.clone()).or_default();
+            queue.waiters.retain(|w| w.strong_count() > 0);
+            let idle = queue.waiters.is_empty();
             if idle {
                 waiters.remove(&channel);
             }
@@ -142,8 +158,19 @@ impl Waker {
     }
 }
 
+impl Watch {
+    /// The waiter got what it waited for: dropped, it hands no turn on.
+    pub(crate) fn took_turn(&mut self) {
+        self.took_turn = true;
+    }
+}
+
 impl Drop for Watch {
     fn drop(&mut self) {
+        if !self.took_turn {
+            // The waiter let go of its notify first (see Nodes::watch), so that the next one is woken.
+            pass_turn(&self.waker.waiters.lock().expect("waiters poisoned"), &self.channel);
+        }
         // `forget` runs later, when the waiter has let go of its notify too.
         let (waker, channel) = (self.waker.clone(), std::mem::take(&mut self.channel));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {

@@ -58,3 +58,20 @@ test("a semaphore's waiters: a released permit wakes one of them", async () => {
   const few = await commandsPerHandoff(2, take)
   expect(await commandsPerHandoff(40, take)).toBeLessThan(3 * few)
 })
+
+test("no waiter starves while the others keep coming back: each gets its turns", async () => {
+  const key = uniqueKey('hot-turns')
+  const turns = Array(20).fill(0)
+  let handoffs = 0
+  await Promise.all(
+    turns.map(async (_, caller) => {
+      while (handoffs < 2000) {
+        await locker.withLock(key, async () => {}, { wait: 30_000 })
+        turns[caller]++
+        handoffs++
+      }
+    }),
+  )
+  // In the order they queued: about 100 each; none left far behind.
+  expect(Math.min(...turns)).toBeGreaterThan(handoffs / turns.length / 4)
+})

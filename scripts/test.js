@@ -3,6 +3,9 @@
 // check Rust formatting and lints, run the Rust tests, the TypeScript type test, the Jest suite and the packaging
 // test (scripts/pack-test.js); stops at the first failure.
 // Arguments after `npm test --` go to Jest.
+// With SNATCH_TEST_SERVERS (`name=dir;name=dir`, each dir holding an executable `redis-server`: .ci/run fetches Valkey
+// and Redis 6.2 so), the single-server, Cluster and Sentinel suites and a short chaos run then run again on each of
+// those servers (the test harness starts whichever `redis-server` comes first on PATH).
 
 const { spawnSync } = require('node:child_process')
 const path = require('node:path')
@@ -41,6 +44,38 @@ function main() {
   run('facade type test', 'npx', ['tsc', '-p', '__test__/types/facade.tsconfig.json'])
   run('Jest tests', 'npx', ['jest', ...process.argv.slice(2)])
   run('packaging test', 'node', ['scripts/pack-test.js'])
+  for (const [name, dir] of otherServers()) onServer(name, dir)
+}
+
+/** The single-server suites run on every server; those of the direct connection and Cluster need Redis 7 or newer. */
+const SUITES = ['lock.test', 'snatch-task', 'schedule.test', 'semaphore.test', 'inspect', 'fence-ttl', 'hot-key', 'sentinel']
+const SUITES_FROM_7 = ['direct.test', 'credentials', 'cluster.test']
+
+/** The servers of SNATCH_TEST_SERVERS: [name, dir]. */
+function otherServers() {
+  return (process.env.SNATCH_TEST_SERVERS || '')
+    .split(';')
+    .filter(Boolean)
+    .map((entry) => entry.split('='))
+}
+
+/** The suites and a short chaos run with `dir`'s redis-server first on PATH. */
+function onServer(name, dir) {
+  const server = path.join(dir, 'redis-server')
+  const version = spawnSync(server, ['--version'], { encoding: 'utf8' })
+  const major = Number(/v=(\d+)\./.exec(version.stdout || '')?.[1])
+  if (!major) {
+    console.error(`${name}: ${server} --version did not answer: ${version.error || version.stderr}`)
+    process.exit(1)
+  }
+  console.log(`\n== on ${name}: ${version.stdout.trim()}`)
+  process.env.PATH = `${dir}${path.delimiter}${process.env.PATH}`
+  try {
+    run(`Jest tests on ${name}`, 'npx', ['jest', ...SUITES, ...(major >= 7 ? SUITES_FROM_7 : [])])
+    run(`chaos on ${name}`, 'node', ['chaos/run.js', '--only', 'steady,kill-holder,redis-restart,fence-expiry', '--scale', '0.25'])
+  } finally {
+    process.env.PATH = process.env.PATH.split(path.delimiter).slice(1).join(path.delimiter)
+  }
 }
 
 main()

@@ -16,9 +16,18 @@ function readmeAcl(password) {
     .map((arg) => (arg === '>the-password' ? `>${password}` : arg))
 }
 
-/** Creates the README's user `snatch` with `password` on each of `nodes` (redis:// URLs with admin credentials). */
+/**
+ * Creates the README's user `snatch` with `password` on each of `nodes` (redis:// URLs with admin credentials), with
+ * `+client|setinfo` on Redis 7.2 and newer (Valkey answers as 7.2), as the README says to add there.
+ */
 async function createSnatchUser(nodes, password) {
-  await Promise.all(nodes.map((node) => redisCommand(node, 'ACL', ...readmeAcl(password))))
+  await Promise.all(
+    nodes.map(async (node) => {
+      const version = /redis_version:(\d+)\.(\d+)/.exec(await redisCommand(node, 'INFO', 'server'))
+      const setinfo = version && (Number(version[1]) > 7 || (Number(version[1]) === 7 && Number(version[2]) >= 2))
+      await redisCommand(node, 'ACL', ...readmeAcl(password), ...(setinfo ? ['+client|setinfo'] : []))
+    }),
+  )
 }
 
 /** The denials ACL LOG holds on each of `nodes`, all together. */

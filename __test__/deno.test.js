@@ -9,7 +9,7 @@ const path = require('node:path')
 const deno = path.join(__dirname, '..', 'node_modules', '.bin', 'deno')
 
 test('under Deno: snatchTask, a woken waiter, a schedule tick and 1,000 runs', () => {
-  const smoke = path.join(__dirname, 'support', 'deno-smoke.mjs')
+  const smoke = path.join(__dirname, 'support', 'runtime-smoke.mjs')
   const result = spawnSync(deno, ['run', '--allow-all', smoke, process.env.REDIS_URL], {
     encoding: 'utf8',
     timeout: 60_000,

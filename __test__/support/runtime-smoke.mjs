@@ -1,13 +1,21 @@
-// Run under Deno by __test__/deno.test.js, as a Deno user loads the package (`createRequire`): snatchTask, a lock
-// whose waiter is woken by its release, a schedule's tick and 1,000 runs, against the Redis at the first argument;
-// prints a JSON summary and exits 0, or exits 1 with the error.
+// Run under Bun and Deno by __test__/bun.test.js and deno.test.js, the package loaded with `createRequire` (as a Deno
+// user does; Bun takes it too): snatchTask, a lock whose waiter is woken by its release, a schedule's tick and 1,000
+// runs, against the Redis at the first argument; prints a JSON summary and exits 0, or exits 1 with the error.
 import { createRequire } from 'node:module'
+import process from 'node:process'
 
 const require = createRequire(import.meta.url)
 const { createLocker } = require('../..')
 
+/** The runtime and its version: `bun 1.x`, `deno 2.x`, or `node vN`. */
+function runtime() {
+  if (process.versions.bun) return `bun ${process.versions.bun}`
+  if (process.versions.deno) return `deno ${process.versions.deno}`
+  return `node ${process.version}`
+}
+
 async function main(url) {
-  const locker = createLocker({ url, prefix: `deno:${Deno.pid}:` })
+  const locker = createLocker({ url, prefix: `smoke:${process.pid}:` })
   const first = await locker.snatchTask('first', ({ fence }) => fence)
   const held = await locker.lock('handoff', { ttl: 10_000 })
   const waited = locker.withLock('handoff', ({ fence }) => fence, { wait: 5000 })
@@ -24,13 +32,13 @@ async function main(url) {
     }),
   )
   await locker.close()
-  return { runtime: `deno ${Deno.version.deno}`, first: first.ran, handedOff: handedOff > held.fence, ticks: ticks.length, ran }
+  return { runtime: runtime(), first: first.ran, handedOff: handedOff > held.fence, ticks: ticks.length, ran }
 }
 
 try {
-  console.log(JSON.stringify(await main(Deno.args[0])))
-  Deno.exit(0)
+  console.log(JSON.stringify(await main(process.argv[2])))
+  process.exit(0)
 } catch (err) {
   console.error(err)
-  Deno.exit(1)
+  process.exit(1)
 }

@@ -4,7 +4,7 @@
 // locker's own connection: results, loss, minHold, close, faults, and a worker thread torn down mid-run.
 
 const { createLocker, LockLostError } = require('..')
-const { startRedis, redisCommand } = require('./support/redis-server')
+const { startRedis, redisCommand, commandCalls } = require('./support/redis-server')
 const { directClients, onDirectSocket } = require('./support/direct')
 const CLOCK_FLOOR = 2n ** 50n // a new fence counter starts from the server clock's microseconds, above this
 const { uniqueKey, sleep, whilePaused, heldBy } = require('./support/util')
@@ -20,12 +20,6 @@ afterEach(async () => {
   await locker.close()
   await server.stop()
 })
-
-/** How many `command`s (lower case) the server at `url` has run (INFO commandstats). */
-async function commandCalls(url, command) {
-  const stats = await redisCommand(url, 'INFO', 'commandstats')
-  return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
-}
 
 /** `{ value }` or `{ error }`: how `promise` settled. */
 function settle(promise) {

@@ -3,7 +3,7 @@
 // attempts Redis runs per handoff do not grow with the number of waiters; semaphores' permits the same.
 
 const { createLocker } = require('..')
-const { startRedis, redisCommand } = require('./support/redis-server')
+const { startRedis, commandCalls } = require('./support/redis-server')
 const { uniqueKey } = require('./support/util')
 
 let server
@@ -16,12 +16,6 @@ afterAll(async () => {
   await locker.close()
   await server.stop()
 })
-
-/** The commands Redis ran so far, those of scripts included (INFO commandstats). */
-async function commands() {
-  const stats = await redisCommand(server.url, 'INFO', 'commandstats')
-  return [...stats.matchAll(/calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0)
-}
 
 /** `callers` loops of `take(key)` (resolving once it held the key and gave it back) until `total` handoffs. */
 async function loops(callers, total, take) {
@@ -39,9 +33,9 @@ async function loops(callers, total, take) {
 
 /** Redis commands per handoff when `callers` loop `take` for 1,000 handoffs. */
 async function commandsPerHandoff(callers, take) {
-  const before = await commands()
+  const before = await commandCalls(server.url)
   const handoffs = await loops(callers, 1000, take)
-  return ((await commands()) - before) / handoffs
+  return ((await commandCalls(server.url)) - before) / handoffs
 }
 
 test('50 waiters on one key in one process cost Redis per handoff about what one does', async () => {

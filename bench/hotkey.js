@@ -8,7 +8,7 @@
 const { fork } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
-const { startRedis, redisCommand } = require('../__test__/support/redis-server')
+const { startRedis, commandCalls } = require('../__test__/support/redis-server')
 
 const args = process.argv.slice(2)
 const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback)
@@ -21,12 +21,6 @@ const CASES = [
   [1, 500],
   [4, 25],
 ]
-
-/** Redis's commands called so far (in scripts too). */
-async function commands(url) {
-  const stats = await redisCommand(url, 'INFO', 'commandstats')
-  return [...stats.matchAll(/calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0)
-}
 
 /** In a child process: `callers` loops of withLock on the hot key until told to stop; reports the handoffs. */
 async function child() {
@@ -72,10 +66,10 @@ async function measure(processes, callers) {
   )
   await Promise.all(children.map((c) => new Promise((resolve) => c.once('message', resolve))))
   await new Promise((resolve) => setTimeout(resolve, 1000))
-  const [before, calls] = await Promise.all([count(children), commands(server.url)])
+  const [before, calls] = await Promise.all([count(children), commandCalls(server.url)])
   const started = process.hrtime.bigint()
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000))
-  const [after, callsAfter] = await Promise.all([count(children), commands(server.url)])
+  const [after, callsAfter] = await Promise.all([count(children), commandCalls(server.url)])
   const elapsed = Number(process.hrtime.bigint() - started) / 1e9
   const exited = children.map((c) => new Promise((resolve) => c.once('exit', resolve)))
   children.forEach((c) => c.send('stop'))

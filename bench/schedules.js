@@ -11,7 +11,7 @@
 const { fork } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
-const { startRedis, redisCommand } = require('../__test__/support/redis-server')
+const { startRedis, redisCommand, commandCalls } = require('../__test__/support/redis-server')
 
 const args = process.argv.slice(2)
 const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback)
@@ -20,8 +20,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Redis's counters now: commands called (in scripts too), CPU seconds. */
 async function counters(url) {
-  const stats = await redisCommand(url, 'INFO', 'commandstats')
-  const calls = [...stats.matchAll(/calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0)
+  const calls = await commandCalls(url)
   const cpu = await redisCommand(url, 'INFO', 'cpu')
   const seconds = ['used_cpu_user', 'used_cpu_sys'].reduce((n, f) => n + Number(new RegExp(`${f}:([\\d.]+)`).exec(cpu)[1]), 0)
   return { calls, cpu: seconds }

@@ -4,7 +4,7 @@
 // deployment and the plain redis:// URLs of its servers, on which it checks that a waiter was woken by the release
 // (subscribed, and the release published) rather than by its retries.
 
-const { redisCommand } = require('./redis-server')
+const { redisCommand, commandCalls } = require('./redis-server')
 const { uniqueKey, INSTANCE } = require('./util')
 
 /** The sum over `nodes` of `read(node)`. */
@@ -13,10 +13,9 @@ async function sum(nodes, read) {
   return values.reduce((a, b) => a + b, 0)
 }
 
-/** PUBLISH calls so far on `node` (INFO commandstats). */
-async function publishes(node) {
-  const stats = await redisCommand(node, 'INFO', 'commandstats')
-  return Number(/cmdstat_publish:calls=(\d+)/.exec(stats)?.[1] ?? 0)
+/** PUBLISH calls so far on `node`. */
+function publishes(node) {
+  return commandCalls(node, 'publish')
 }
 
 /** Subscribers of `channel` on `node`. */

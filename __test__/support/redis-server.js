@@ -347,4 +347,22 @@ async function redisFromEnv() {
   return { url: server.url, server, stop: () => server.stop() }
 }
 
-module.exports = { startRedis, requireRedisServer, requireDeploymentTools, redisCommand, redisFromEnv, freePort }
+/**
+ * How many times the server at `target` (as for redisCommand) has run `command` (lower case, say `publish`), or every
+ * command when none is given; commands run by scripts count too (INFO commandstats).
+ */
+async function commandCalls(target, command) {
+  const stats = await redisCommand(target, 'INFO', 'commandstats')
+  if (command) return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
+  return [...stats.matchAll(/calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0)
+}
+
+module.exports = {
+  startRedis,
+  requireRedisServer,
+  requireDeploymentTools,
+  redisCommand,
+  commandCalls,
+  redisFromEnv,
+  freePort,
+}

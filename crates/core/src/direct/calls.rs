@@ -31,6 +31,17 @@ pub enum Settled<T, C> {
     Again(C),
 }
 
+/// How a direct acquisition takes its lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Way {
+    /// A transaction: the lock was acquired lately, its fence counter most likely exists.
+    Transaction,
+    /// A transaction with a floor for a new counter: the lock was not acquired lately (snatch-protocol's recent.rs).
+    WithFloor,
+    /// The acquire script: a transaction took the key with a new counter, which the script raises.
+    Script,
+}
+
 /// One attempt to acquire a key on a single Redis, its command sent by the caller.
 pub struct DirectAcquire {
     locker: Locker,
@@ -40,10 +51,8 @@ pub struct DirectAcquire {
     ttl: Duration,
     options: LockOptions,
     started: Instant,
-    /// The lock was not acquired lately: its fence counter may not exist (snatch-protocol's recent.rs).
-    maybe_new: bool,
-    /// It goes by the acquire script: a transaction took the key with a new counter.
-    by_script: bool,
+    /// How the lock is taken: which command (see [`Way`]).
+    way: Way,
     /// Whether its command was encoded once already.
     sent: bool,
 }
@@ -70,8 +79,7 @@ impl DirectAcquire {
             ttl: locker.lease_ttl(options),
             options: options.clone(),
             started: Instant::now(),
-            maybe_new: false,
-            by_script: false,
+            way: Way::Transaction,
             sent: false,
         }))
     }
@@ -84,7 +92,7 @@ impl DirectAcquire {
     /// The lock was not acquired lately: its fence counter may not exist, and the transaction gives it a floor
     /// (snatch-protocol's recent.rs and direct/clock.rs).
     pub fn maybe_new(&mut self) {
-        self.maybe_new = true;
+        self.way = Way::WithFloor;
     }
 
     /// The command that takes the lock.
@@ -96,12 +104,10 @@ impl DirectAcquire {
             ttl_ms: self.ttl.as_millis(),
             fence_ttl_ms: self.locker.config().fence_ttl.as_millis(),
         };
-        if self.by_script {
-            DirectCommand::AcquireByScript(values)
-        } else if self.maybe_new {
-            DirectCommand::AcquireNew(values)
-        } else {
-            DirectCommand::Acquire(values)
+        match self.way {
+            Way::Transaction => DirectCommand::Acquire(values),
+            Way::WithFloor => DirectCommand::AcquireNew(values),
+            Way::Script => DirectCommand::AcquireByScript(values),
         }
     }
 
@@ -135,8 +141,8 @@ impl DirectAcquire {
             Acquired::Taken { .. } => return Settled::Done(Ok(None)),
             // Ours, but the counter was new (or from before counters expired): the acquire script, asked again with
             // our token, raises it to the server's clock and gives that as the fence.
-            Acquired::NewCounter if !self.by_script => {
-                return Settled::Again(DirectAcquire { by_script: true, ..self })
+            Acquired::NewCounter if self.way != Way::Script => {
+                return Settled::Again(DirectAcquire { way: Way::Script, ..self })
             }
             Acquired::NewCounter => return Settled::Fallback(self),
         };

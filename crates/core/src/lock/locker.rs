@@ -177,22 +177,31 @@ impl Locker {
             .get_or_init(|| async {
                 let jobs = std::mem::take(&mut *shared.jobs.lock().expect("jobs poisoned"));
                 futures_util::future::join_all(jobs.iter().map(Job::stop)).await;
-                loop {
-                    let idle = shared.idle.notified();
-                    tokio::pin!(idle);
-                    // Registered before the count is read, so that the last call ending in between still wakes it.
-                    idle.as_mut().enable();
-                    if shared.busy.load(Ordering::SeqCst) == 0 {
-                        break;
-                    }
-                    idle.await;
-                }
+                self.idle().await;
                 let leases = shared.supervisor.leases();
                 futures_util::future::join_all(leases.iter().map(|l| l.release())).await;
+                // A lock the caller gave back meanwhile was not among those leases: its release, counted by
+                // `releasing`, ends before the connections close.
+                self.idle().await;
                 shared.supervisor.close();
                 shared.nodes.close().await;
             })
             .await;
+    }
+
+    /// Resolves once no call is under way.
+    async fn idle(&self) {
+        let shared = &self.shared;
+        loop {
+            let idle = shared.idle.notified();
+            tokio::pin!(idle);
+            // Registered before the count is read, so that the last call ending in between still wakes it.
+            idle.as_mut().enable();
+            if shared.busy.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
+        }
     }
 
     /// Whether `close` was called.
@@ -209,6 +218,13 @@ impl Locker {
             return Err(SnatchError::Closed);
         }
         Ok(busy)
+    }
+
+    /// Counts the release of a lock the caller holds until the returned guard drops, also once closing: taken before
+    /// the lease ends, so that `close`, which releases the leases not ended, closes the connections only after it.
+    pub fn releasing(&self) -> Busy {
+        self.shared.busy.fetch_add(1, Ordering::SeqCst);
+        Busy(self.shared.clone())
     }
 
     async fn acquire(&self, key: &str, options: &LockOptions) -> Result<Option<Arc<Lease>>, SnatchError> {

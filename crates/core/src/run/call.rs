@@ -12,7 +12,8 @@ use snatch_protocol::run::Purpose;
 pub enum Call {
     /// The acquisition of run or lock `id`; with `required`, a run fails when it does not get the lock (withLock).
     Acquire { id: u32, purpose: Purpose, required: bool, attempt: DirectAcquire, busy: Busy },
-    /// The release of run `id`'s lock (its fn settled), or of lock `id` the caller gives back; `busy` counts a run.
+    /// The release of run `id`'s lock (its fn settled), or of lock `id` the caller gives back; `busy` counts it on
+    /// the locker until it is done.
     Release { id: u32, purpose: Purpose, release: DirectRelease, busy: Option<Busy> },
 }
 

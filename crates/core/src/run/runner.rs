@@ -167,9 +167,14 @@ impl Runner {
             return;
         };
         let lease = hold.lease().clone();
+        let busy = self.locker.releasing();
         match DirectRelease::of(&self.locker, &lease) {
-            Some(release) => out.calls.push(Call::Release { id, purpose: Purpose::Lock, release, busy: None }),
-            None => self.answer(id, async move { Ok(Outcome::Done(lease.release().await?)) }),
+            Some(release) => out.calls.push(Call::Release { id, purpose: Purpose::Lock, release, busy: Some(busy) }),
+            None => self.answer(id, async move {
+                let released = lease.release().await;
+                drop(busy);
+                Ok(Outcome::Done(released?))
+            }),
         }
     }
 

@@ -37,6 +37,11 @@ export declare class NativeLocker {
   inspect(id: number, key: string): void
   /** Starts operation `id`: delete `key`'s lock whoever holds it. Answers whether there was one. */
   forceRelease(id: number, key: string): void
+  /**
+   * Whether the lock of run `id` (while its fn runs) or lock `id` (while held) was taken by a direct call: the
+   * `direct` of diagnostics' acquire messages.
+   */
+  wentDirect(id: number): boolean
   /** Milliseconds lock `lock` is still guaranteed; 0 once lost or released. */
   remainingMs(lock: number): number
   /** Starts operation `id`: asks the fleet `question`; answers with JSON. Throws on a bad question. */

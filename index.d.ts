@@ -201,17 +201,24 @@ export interface Inspection {
 
 /**
  * Messages on Node's `diagnostics_channel` (`require('node:diagnostics_channel').subscribe(name, fn)`), published
- * only while someone subscribes. `redis-snatch:acquire`: a lock acquired or a task's lease taken, `ms` since the call
- * (for a schedule's occurrence: since its tick). `redis-snatch:lost`: a lease lost while held, `ms` held until then.
+ * only while someone subscribes. `redis-snatch:lost`: a lease lost while held, `ms` held until then.
  */
-export interface AcquireMessage {
+export interface LeaseMessage {
   /** The lock's key (a schedule's occurrence: `name:tick`). */
   key: string
   fence: bigint
   ms: number
 }
+/**
+ * On `redis-snatch:acquire`: a lock acquired or a task's lease taken, `ms` since the call (for a schedule's
+ * occurrence: since its tick).
+ */
+export interface AcquireMessage extends LeaseMessage {
+  /** Whether it was taken by a direct call (the direct connection: a one-attempt acquisition on one Redis or a Cluster). */
+  direct: boolean
+}
 /** On `redis-snatch:release`: a lock or task ended, `ms` after it was acquired. */
-export interface ReleaseMessage extends AcquireMessage {
+export interface ReleaseMessage extends LeaseMessage {
   /** False when the lock was no longer ours (lost, or released before). */
   released: boolean
 }

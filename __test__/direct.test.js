@@ -3,6 +3,7 @@
 // put a locker on that socket first, each on a redis-server of its own, and check that the runs behave as over the
 // locker's own connection: results, loss, minHold, close, faults, and a worker thread torn down mid-run.
 
+const dc = require('node:diagnostics_channel')
 const { createLocker, LockLostError } = require('..')
 const { startRedis, redisCommand, commandCalls } = require('./support/redis-server')
 const { directClients, onDirectSocket } = require('./support/direct')
@@ -50,6 +51,29 @@ test('runs on the direct socket run once per key and resolve like any run', asyn
   expect(await locker.withLock(key, () => 'second')).toBe('second')
   const [client] = await directClients(server.url)
   expect(client).toContain(' cmd=evalsha ')
+})
+
+// The package's own word that the direct connection is on (issue: a Node, N-API or libuv change that turned it off
+// would otherwise only halve throughput, quietly): every acquire message says how its lock was taken.
+test("acquire messages on diagnostics_channel say that one-attempt locks went by direct calls, and waiting ones did not", async () => {
+  const seen = []
+  const listen = (message) => seen.push([message.key, message.direct])
+  dc.subscribe('redis-snatch:acquire', listen)
+  try {
+    const key = uniqueKey('direct-dc')
+    await locker.snatchTask(`${key}:task`, () => {})
+    await locker.withLock(`${key}:with`, () => {})
+    await (await locker.tryLock(`${key}:try`)).release()
+    await (await locker.lock(`${key}:wait`, { wait: 1000 })).release()
+    expect(seen).toEqual([
+      [`${key}:task`, true],
+      [`${key}:with`, true],
+      [`${key}:try`, true],
+      [`${key}:wait`, false],
+    ])
+  } finally {
+    dc.unsubscribe('redis-snatch:acquire', listen)
+  }
 })
 
 test('100 concurrent loops of runs on their own keys each run every time', async () => {

@@ -5,7 +5,10 @@
 const dc = require('node:diagnostics_channel')
 const { performance } = require('node:perf_hooks')
 
-/** `{ key, fence, ms }`: a lock was acquired or a task's lease taken; `ms` since the call (schedules: the tick). */
+/**
+ * `{ key, fence, ms, direct }`: a lock was acquired or a task's lease taken; `ms` since the call (schedules: the tick);
+ * `direct` whether it was taken by a direct call (the direct connection, under the README's How it works).
+ */
 const acquire = dc.channel('redis-snatch:acquire')
 /** `{ key, fence, ms, released }`: a lock or task ended; `ms` it was held; `released` false when no longer ours. */
 const release = dc.channel('redis-snatch:release')

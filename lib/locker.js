@@ -86,6 +86,8 @@ class Locker {
   #taskDone
   /** Starts a one-attempt acquisition: `(id, key, ttl?, minHold?, autoExtend?)`. */
   #startTryLock
+  /** Whether the lock of run or lock `id` was taken by a direct call: `(id)`. */
+  #wentDirect
 
   constructor(options) {
     const init = lockerInit(options)
@@ -100,6 +102,8 @@ class Locker {
     const calls = this.#native.runCalls()
     ;({ startRun: this.#startRun, taskDone: this.#taskDone, startTryLock: this.#startTryLock } = calls)
     const { startRelease } = calls
+    const native = this.#native
+    this.#wentDirect = (id) => native.wentDirect(id)
     this.#lockOps = {
       extend: (id, ttl) => this.#call((op) => this.#native.extend(op, id, ttl)),
       release: (id) => this.#call((op) => startRelease(op, id)),
@@ -281,7 +285,7 @@ class Locker {
     }
     if (completion.fence === undefined) return null
     if (diagnostics.acquire.hasSubscribers) {
-      diagnostics.acquire.publish({ key, fence: completion.fence, ms: diagnostics.since(started) })
+      diagnostics.acquire.publish({ key, fence: completion.fence, ms: diagnostics.since(started), direct: this.#wentDirect(id) })
     }
     // Locks are not renewed unless asked to (the native default too); a renewed one keeps the process alive.
     const autoExtend = init?.autoExtend === true
@@ -299,7 +303,7 @@ class Locker {
     checkKey(key)
     checkFn(fn)
     const id = this.#newId()
-    const run = new Run(key, fn, this.#taskDone)
+    const run = new Run(key, fn, this.#taskDone, this.#wentDirect)
     this.#runs.set(id, run)
     let completion
     try {

@@ -30,6 +30,7 @@ class Run {
   #key
   #fn
   #taskDone
+  #wentDirect
   #ctx
   /** Made on first read of ctx.signal, or on loss: most tasks never look at it. */
   #controller = null
@@ -40,13 +41,17 @@ class Run {
   #acquiredAt = 0
   #lostPublished = false
 
-  /** `taskDone(id)` tells the native side that the task of run `id` has settled. */
-  constructor(key, fn, taskDone) {
+  /**
+   * `taskDone(id)` tells the native side that the task of run `id` has settled; `wentDirect(id)` whether its lock was
+   * taken by a direct call (for diagnostics).
+   */
+  constructor(key, fn, taskDone, wentDirect) {
     /** When the run was started, for diagnostics (0 when no one listened then). */
     this.started = diagnostics.now()
     this.#key = key
     this.#fn = fn
     this.#taskDone = taskDone
+    this.#wentDirect = wentDirect
     this.#ctx = new TaskContext(this, key)
   }
 
@@ -66,7 +71,8 @@ class Run {
     this.#ctx.fence = fence
     this.#acquiredAt = diagnostics.now()
     if (diagnostics.acquire.hasSubscribers) {
-      diagnostics.acquire.publish({ key: this.#key, fence, ms: diagnostics.since(this.started) })
+      const direct = this.#wentDirect(id)
+      diagnostics.acquire.publish({ key: this.#key, fence, ms: diagnostics.since(this.started), direct })
     }
     try {
       this.#value = await this.#fn(this.#ctx)

@@ -34,7 +34,7 @@ class Occurrence {
   /** Calls `fn` with the occurrence's context; resolves once it settled. */
   async call(fn) {
     const { controller, fence, key, tick, attempt, why } = this
-    if (diagnostics.acquire.hasSubscribers) diagnostics.acquire.publish({ key, fence, ms: Date.now() - tick })
+    if (diagnostics.acquire.hasSubscribers) diagnostics.acquire.publish({ key, fence, ms: Date.now() - tick, direct: false })
     try {
       this.value = await fn({ signal: controller.signal, fence, key, tick: new Date(tick), attempt, why })
     } catch (err) {

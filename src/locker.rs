@@ -137,6 +137,13 @@ impl NativeLocker {
         self.host.step(|runner, _| runner.force_release(id, &key));
     }
 
+    /// Whether the lock of run `id` (while its fn runs) or lock `id` (while held) was taken by a direct call: the
+    /// `direct` of diagnostics' acquire messages.
+    #[napi]
+    pub fn went_direct(&self, id: u32) -> bool {
+        self.host.runner.borrow().went_direct(id)
+    }
+
     /// Milliseconds lock `lock` is still guaranteed; 0 once lost or released.
     #[napi]
     pub fn remaining_ms(&self, lock: u32) -> f64 {

@@ -1,6 +1,8 @@
 // Run under Bun and Deno by __test__/bun.test.js and deno.test.js, the package loaded with `createRequire` (as a Deno
 // user does; Bun takes it too): snatchTask, a lock whose waiter is woken by its release, a schedule's tick and 1,000
-// runs, against the Redis at the first argument; prints a JSON summary and exits 0, or exits 1 with the error.
+// runs, against the Redis at the first argument; prints a JSON summary (with how many locks diagnostics_channel said
+// were taken by direct calls: none where libuv is not) and exits 0, or exits 1 with the error.
+import dc from 'node:diagnostics_channel'
 import { createRequire } from 'node:module'
 import process from 'node:process'
 
@@ -15,6 +17,10 @@ function runtime() {
 }
 
 async function main(url) {
+  let direct = 0
+  dc.subscribe('redis-snatch:acquire', (message) => {
+    if (message.direct) direct++
+  })
   const locker = createLocker({ url, prefix: `smoke:${process.pid}:` })
   const first = await locker.snatchTask('first', ({ fence }) => fence)
   const held = await locker.lock('handoff', { ttl: 10_000 })
@@ -32,7 +38,7 @@ async function main(url) {
     }),
   )
   await locker.close()
-  return { runtime: runtime(), first: first.ran, handedOff: handedOff > held.fence, ticks: ticks.length, ran }
+  return { runtime: runtime(), first: first.ran, handedOff: handedOff > held.fence, ticks: ticks.length, ran, direct }
 }
 
 try {

@@ -256,6 +256,14 @@ impl<H: Held> Runs<H> {
         }
     }
 
+    /// The lock of run `id` while its fn runs, or lock `id`, which the caller holds.
+    pub fn held(&self, id: u32) -> Option<&H> {
+        match self.entries.get(&id)? {
+            Entry::Running { held, .. } | Entry::Holding(held) => Some(held),
+            _ => None,
+        }
+    }
+
     /// Lock `id`, which the caller holds.
     pub fn lock(&self, id: u32) -> Option<&H> {
         match self.entries.get(&id)? {

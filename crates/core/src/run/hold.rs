@@ -13,8 +13,8 @@ use tokio::time::Instant;
 /// A lock the runner holds.
 pub enum Hold {
     /// A lease; `busy` counts a run on the locker (`close` waits for it) while it lasts; none for a lock the caller
-    /// holds (`close` releases it).
-    Lease { lease: Arc<Lease>, busy: Option<Busy> },
+    /// holds (`close` releases it). `direct`: taken by a direct call.
+    Lease { lease: Arc<Lease>, busy: Option<Busy>, direct: bool },
     /// An attempt of a schedule's occurrence.
     Occurrence(Box<OccurrenceHold>),
 }
@@ -103,6 +103,11 @@ impl Hold {
             Self::Lease { lease, .. } => lease,
             Self::Occurrence(occurrence) => occurrence.lease(),
         }
+    }
+
+    /// Whether the lock was taken by a direct call (a schedule's never is).
+    pub(crate) fn direct(&self) -> bool {
+        matches!(self, Self::Lease { direct: true, .. })
     }
 }
 

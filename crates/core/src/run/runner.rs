@@ -145,10 +145,10 @@ impl Runner {
         let _runtime = self.runtime.enter();
         let Some(hold) = self.runs.task_done(id) else { return };
         match hold {
-            Hold::Lease { lease, busy } => match DirectRelease::of(&self.locker, &lease) {
+            Hold::Lease { lease, busy, direct } => match DirectRelease::of(&self.locker, &lease) {
                 Some(release) => out.calls.push(Call::Release { id, purpose: Purpose::Run, release, busy }),
                 // minHold keeps the key, or a permit: the lease's own release does it.
-                None => self.give_back(id, Hold::Lease { lease, busy }),
+                None => self.give_back(id, Hold::Lease { lease, busy, direct }),
             },
             Hold::Occurrence(mut occurrence) => {
                 self.attempts.remove(&(occurrence.schedule, occurrence.attempt));
@@ -190,6 +190,12 @@ impl Runner {
             }))
         });
         Ok(())
+    }
+
+    /// Whether the lock of run `id` (while its fn runs) or lock `id` (while the caller holds it) was taken by a direct
+    /// call: the package's own word that the direct connection is on (diagnostics).
+    pub fn went_direct(&self, id: u32) -> bool {
+        self.runs.held(id).is_some_and(Hold::direct)
     }
 
     /// How long lock `lock` is still guaranteed; zero once lost or released.
@@ -238,7 +244,7 @@ impl Runner {
         let _runtime = self.runtime.enter();
         let told = &mut out.told;
         match input {
-            Input::Acquired { id, purpose, result, busy } => self.acquired(id, purpose, result, busy, told),
+            Input::Acquired { id, purpose, result, busy } => self.acquired(id, purpose, result, busy, false, told),
             Input::Lost(id) => told.extend(self.runs.lost(id).map(|outcome| (id, outcome))),
             Input::Released(id) => told.extend(self.runs.released(id).map(|outcome| (id, outcome))),
             Input::Tell(id, outcome) => told.push((id, outcome)),
@@ -355,7 +361,7 @@ impl Runner {
                 // For the error of a withLock that did not get the lock (settling consumes the attempt).
                 let key = required.then(|| attempt.key().to_owned());
                 match attempt.settle(reply) {
-                    Settled::Done(result) => self.acquired(id, purpose, required_lock(result, key), busy, told),
+                    Settled::Done(result) => self.acquired(id, purpose, required_lock(result, key), busy, true, told),
                     Settled::Again(attempt) => out.calls.push(Call::Acquire { id, purpose, required, attempt, busy }),
                     Settled::Fallback(attempt) => {
                         self.stale.store(true, Ordering::SeqCst);
@@ -390,13 +396,15 @@ impl Runner {
         }
     }
 
-    /// Acquisition `id` for `purpose` came to `result`: the step of the lifecycle, with the lease watched for loss.
+    /// Acquisition `id` for `purpose` came to `result` (by a direct call when `direct`): the step of the lifecycle,
+    /// with the lease watched for loss.
     fn acquired(
         &mut self,
         id: u32,
         purpose: Purpose,
         result: Result<Option<Arc<Lease>>, SnatchError>,
         busy: Busy,
+        direct: bool,
         told: &mut Told,
     ) {
         if let Ok(Some(lease)) = &result {
@@ -405,7 +413,7 @@ impl Runner {
         // A run counts on the locker until its lock is given back; a lock the caller holds does not (`close` releases
         // it).
         let busy = (purpose == Purpose::Run).then_some(busy);
-        let step = self.runs.acquired(id, result.map(|lease| lease.map(|lease| Hold::Lease { lease, busy })));
+        let step = self.runs.acquired(id, result.map(|lease| lease.map(|lease| Hold::Lease { lease, busy, direct })));
         if let Some(hold) = step.release {
             release_in_background(hold);
         }
@@ -460,7 +468,7 @@ fn answered(result: Result<Outcome, SnatchError>) -> Outcome {
 /// occurrence, what to drop once the caller is told the run ended.
 async fn release(hold: Hold) -> Option<tokio::sync::oneshot::Sender<()>> {
     match hold {
-        Hold::Lease { lease, busy } => {
+        Hold::Lease { lease, busy, .. } => {
             let _ = lease.release().await;
             drop(busy);
             None

@@ -25,6 +25,7 @@ import {
   type ScheduleInfo,
   type Semaphore,
   type AcquireMessage,
+  type LeaseMessage,
   type ReleaseMessage,
   type ErrorMessage,
   type LockerOptions,
@@ -88,8 +89,9 @@ export async function usage(): Promise<void> {
   const permitted: string = await uploads.withPermit(({ fence, key }) => `${key}:${fence + 1n}`, { wait: 10 })
   void [limit, permit, waited, permitted]
 
-  const acquired = (m: AcquireMessage) => [m.key, m.fence + 1n, m.ms + 1]
-  const ended = (m: ReleaseMessage) => m.released && acquired(m)
+  const leased = (m: LeaseMessage) => [m.key, m.fence + 1n, m.ms + 1]
+  const acquired = (m: AcquireMessage) => m.direct && leased(m)
+  const ended = (m: ReleaseMessage) => m.released && leased(m)
   const failed = (m: ErrorMessage) => [m.key, m.fence, m.ms, m.error.message]
   void [acquired, ended, failed]
 

@@ -4,8 +4,8 @@
 // failover.
 
 const { createLocker } = require('..')
-const { redisCommand } = require('./support/redis-server')
-const { startCluster, replicasCaughtUp, waitFor } = require('./support/deployments')
+const { redisCommand, commandCalls } = require('./support/redis-server')
+const { startCluster, replicasCaughtUp, waitFor, redisServerMajor } = require('./support/deployments')
 const { createSnatchUser, aclDenials } = require('./support/acl')
 const { everyMethod } = require('./support/every-method')
 const { uniqueKey } = require('./support/util')
@@ -22,6 +22,11 @@ function locker(options = {}) {
   lockers.push(made)
   return made
 }
+
+/** The servers' major version: Redis 6.2 has no direct connection and no sharded pub/sub. */
+const major = redisServerMajor()
+/** A test of the direct connection, which needs Redis 7 or newer. */
+const testFrom7 = major >= 7 ? test : test.skip
 
 beforeAll(async () => {
   cluster = await startCluster()
@@ -45,7 +50,7 @@ async function directClients(node) {
   return clients.split('\n').filter((line) => line.includes('name=redis-snatch-direct')).length
 }
 
-test('one-attempt calls and releases go to each key\'s master over a direct connection of its own', async () => {
+testFrom7('one-attempt calls and releases go to each key\'s master over a direct connection of its own', async () => {
   const masters = await cluster.masters()
   const before = await Promise.all(masters.map(directClients))
   const l = locker()
@@ -80,6 +85,48 @@ test('a lock key and its fence counter share a slot, also with a prefix that is 
     const slots = await Promise.all(names.map((name) => cluster.slotOf(name)))
     expect(new Set(slots).size).toBe(1)
     expect(await lock.release()).toBe(true)
+  }
+})
+
+// Wake-ups on sharded channels (Redis 7+): a release SPUBLISHes on the channel of the lock's slot, which reaches that
+// shard only, where PUBLISH would cross the cluster bus to every node. Redis 6.2 keeps PUBLISH and SUBSCRIBE.
+const lockOf = (l, key) => ({ take: () => l.tryLock(key), wait: () => l.lock(key, { wait: 30_000 }) })
+const permitOf = (l, key) => ({ take: () => l.semaphore(key, 1).tryAcquire(), wait: () => l.semaphore(key, 1).acquire({ wait: 30_000 }) })
+test.each([
+  ['a lock released', 'snatch:', lockOf, (lock) => lock.release()],
+  ['a lock released, under a prefix that is a hash tag', '{app}:', lockOf, (lock) => lock.release()],
+  ['a lock force-released', 'snatch:', lockOf, (_lock, l, key) => l.forceRelease(key)],
+  ['a permit released', 'snatch:', permitOf, (permit) => permit.release()],
+])('%s wakes its waiter on the sharded channel of its slot, with no PUBLISH (6.2: by PUBLISH)', async (_name, prefix, kind, give) => {
+  const masters = await cluster.masters()
+  const sum = async (each) => (await Promise.all(masters.map(each))).reduce((a, b) => a + b)
+  const published = () => sum((m) => commandCalls(m.inspectUrl, 'publish'))
+  const publishedBefore = await published()
+  const [holder, waiting] = [locker({ prefix }), locker({ prefix })]
+  const key = uniqueKey('sharded')
+  const master = await cluster.masterOf(prefix + key)
+  const channel = prefix.startsWith('{') ? `${prefix}${key}:released` : `{${prefix}${key}}:released`
+  expect(await cluster.slotOf(channel)).toBe(await cluster.slotOf(prefix + key))
+  const held = await kind(holder, key).take()
+  expect(held).not.toBeNull()
+  const waiter = kind(waiting, key).wait()
+  // A lock's release publishes once a waiter marked it waited for; a permit's always does.
+  await waitFor('the waiter subscribed on the lock\'s master (and marked a lock waited for)', async () => {
+    const [, subscribers] =
+      major >= 7
+        ? await redisCommand(master.inspectUrl, 'PUBSUB', 'SHARDNUMSUB', channel)
+        : [channel, await sum(async (m) => (await redisCommand(m.inspectUrl, 'PUBSUB', 'NUMSUB', channel))[1])]
+    const marked = kind === permitOf || (await redisCommand(master.inspectUrl, 'GET', prefix + key))?.endsWith('*')
+    return subscribers === 1 && marked
+  })
+  const spublished = await commandCalls(master.inspectUrl, 'spublish')
+  await give(held, holder, key)
+  await (await waiter).release()
+  if (major >= 7) {
+    expect(await commandCalls(master.inspectUrl, 'spublish')).toBeGreaterThan(spublished)
+    expect(await published()).toBe(publishedBefore)
+  } else {
+    expect(await published()).toBeGreaterThan(publishedBefore)
   }
 })
 
@@ -153,6 +200,7 @@ test('a node added and a slot migrated to it while locking: ASK and MOVED follow
     expect(ms).toBeLessThan(COMMAND_TIMEOUT * 3)
   }
   expect((await cluster.masterOf(`snatch:${loopKey}`)).id).toBe(added.id)
+  if (major < 7) return // no direct connection
   // The moved slot sent calls to the main connection, which had the slot map fetched again: the new master gets a
   // direct connection of the locker.
   await waitFor('a direct connection on the new master', async () => {

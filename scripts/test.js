@@ -82,9 +82,10 @@ function onNode(name, node) {
   })
 }
 
-/** The single-server suites run on every server; those of the direct connection and Cluster need Redis 7 or newer. */
-const SUITES = ['lock.test', 'snatch-task', 'schedule.test', 'semaphore.test', 'inspect', 'fence-ttl', 'hot-key', 'sentinel']
-const SUITES_FROM_7 = ['direct.test', 'credentials', 'cluster.test']
+/** The single-server, Sentinel and Cluster suites run on every server; those of the direct connection and of
+ * credentials (which uses it) need Redis 7 or newer. */
+const SUITES = ['lock.test', 'snatch-task', 'schedule.test', 'semaphore.test', 'inspect', 'fence-ttl', 'hot-key', 'sentinel', 'cluster.test']
+const SUITES_FROM_7 = ['direct.test', 'credentials']
 
 /** The suites and a short chaos run with `dir`'s redis-server first on PATH. */
 function onServer(name, dir) {

@@ -18,14 +18,16 @@ function readmeAcl(password) {
 
 /**
  * Creates the README's user `snatch` with `password` on each of `nodes` (redis:// URLs with admin credentials), with
- * `+client|setinfo` on Redis 7.2 and newer (Valkey answers as 7.2), as the README says to add there.
+ * the sharded pub/sub commands on Redis 7 and newer and `+client|setinfo` on 6.2 and on 7.2 and newer (Valkey answers
+ * as 7.2; 7.0 and 7.1 refuse it), as the README says to add there.
  */
 async function createSnatchUser(nodes, password) {
   await Promise.all(
     nodes.map(async (node) => {
-      const version = /redis_version:(\d+)\.(\d+)/.exec(await redisCommand(node, 'INFO', 'server'))
-      const setinfo = version && (Number(version[1]) > 7 || (Number(version[1]) === 7 && Number(version[2]) >= 2))
-      await redisCommand(node, 'ACL', ...readmeAcl(password), ...(setinfo ? ['+client|setinfo'] : []))
+      const [, major, minor] = /redis_version:(\d+)\.(\d+)/.exec(await redisCommand(node, 'INFO', 'server')).map(Number)
+      const sharded = major >= 7 ? ['+spublish', '+ssubscribe', '+sunsubscribe'] : []
+      const setinfo = major !== 7 || minor >= 2 ? ['+client|setinfo'] : []
+      await redisCommand(node, 'ACL', ...readmeAcl(password), ...sharded, ...setinfo)
     }),
   )
 }

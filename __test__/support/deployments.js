@@ -2,10 +2,11 @@
 // Real Redis deployments for tests, on 127.0.0.1 and free ports, built from ./redis-server: TLS servers (with test
 // certificates made by openssl), Redis Cluster (redis-cli --cluster) and Sentinel. No mocks, no npm packages.
 
-const { execFile, spawn } = require('node:child_process')
+const { execFile, execFileSync, spawn } = require('node:child_process')
 const crypto = require('node:crypto')
 const fs = require('node:fs')
 const os = require('node:os')
+const net = require('node:net')
 const path = require('node:path')
 
 const { startRedis, redisCommand, freePort } = require('./redis-server')
@@ -148,11 +149,15 @@ async function freePorts(count) {
 
 /**
  * startRedis on `count` fresh ports (`makeOpts(ports)` gives its options, `ports[0]` being the plaintext port), on
- * new ports again when one was taken meanwhile. Resolves `{ server, ports }`.
+ * new ports again when one was taken meanwhile, or when `usable(ports)` resolves false. Resolves `{ server, ports }`.
  */
-async function startOnFreePorts(count, makeOpts) {
+async function startOnFreePorts(count, makeOpts, usable = async () => true) {
   for (let attempt = 1; ; attempt++) {
     const ports = await freePorts(count)
+    if (!(await usable(ports))) {
+      attempt--
+      continue
+    }
     try {
       return { server: await startRedis({ ...makeOpts(ports), port: ports[0] }), ports }
     } catch (err) {
@@ -520,23 +525,44 @@ function cliTlsArgs(tls) {
   return ['--tls', '--cacert', paths.ca, '--cert', paths.clientCert, '--key', paths.clientKey]
 }
 
+/** The major version of the redis-server on PATH. */
+let serverMajor
+function redisServerMajor() {
+  serverMajor ??= Number(/v=(\d+)\./.exec(execFileSync('redis-server', ['--version'], { encoding: 'utf8' }))?.[1])
+  return serverMajor
+}
+
+/** Whether 127.0.0.1:`port` can be listened on now. */
+function canListen(port) {
+  return new Promise((resolve) => {
+    const probe = net.createServer()
+    probe.once('error', () => resolve(false))
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)))
+  })
+}
+
+/** A cluster bus port before Redis 7 (which has no `cluster-port`): the node's port + 10000. */
+const FIXED_BUS_OFFSET = 10000
+
 /** Start one empty cluster node (cluster bus on its own free port) and read its id. */
 async function startClusterNode({ tls, nodeTimeout, password, args }) {
+  const fixedBus = redisServerMajor() < 7
+  const busFree = async ([port]) => !fixedBus || (port + FIXED_BUS_OFFSET <= 65535 && (await canListen(port + FIXED_BUS_OFFSET)))
   const { server, ports } = await startOnFreePorts(tls ? 3 : 2, ([, busPort, tlsPort]) => ({
     args: [
       '--cluster-enabled', 'yes',
       '--cluster-node-timeout', String(nodeTimeout),
       '--cluster-config-file', 'nodes.conf',
-      '--cluster-port', String(busPort),
+      ...(fixedBus ? [] : ['--cluster-port', String(busPort)]),
       ...REPLICATION_ARGS,
       ...(password ? ['--requirepass', password, '--masterauth', password] : []),
       ...(tls ? [...tlsArgs(tls, tlsPort), '--tls-cluster', 'yes', '--tls-replication', 'yes'] : []),
       ...args,
     ],
     password,
-  }))
+  }), busFree)
   const node = decorate(server, { tlsPort: tls ? ports[2] : null, password })
-  node.busPort = ports[1]
+  node.busPort = fixedBus ? node.port + FIXED_BUS_OFFSET : ports[1]
   try {
     node.id = await redisCommand(node.inspectUrl, 'CLUSTER', 'MYID')
   } catch (err) {
@@ -725,4 +751,5 @@ module.exports = {
   freePorts,
   waitFor,
   replicasCaughtUp,
+  redisServerMajor,
 }

@@ -13,15 +13,16 @@ async function sum(nodes, read) {
   return values.reduce((a, b) => a + b, 0)
 }
 
-/** PUBLISH calls so far on `node`. */
-function publishes(node) {
-  return commandCalls(node, 'publish')
+/** PUBLISH and SPUBLISH calls so far on `node` (a cluster of Redis 7 or newer wakes waiters on sharded channels). */
+async function publishes(node) {
+  return (await commandCalls(node, 'publish')) + (await commandCalls(node, 'spublish'))
 }
 
-/** Subscribers of `channel` on `node`. */
+/** Subscribers of `channel` on `node`, plain or sharded (Redis 7 or newer). */
 async function subscribers(node, channel) {
-  const [, count] = await redisCommand(node, 'PUBSUB', 'NUMSUB', channel)
-  return Number(count)
+  const [, plain] = await redisCommand(node, 'PUBSUB', 'NUMSUB', channel)
+  const sharded = await redisCommand(node, 'PUBSUB', 'SHARDNUMSUB', channel).catch(() => [channel, 0])
+  return Number(plain) + Number(sharded[1])
 }
 
 /** The value of `key` on whichever of `nodes` holds it (the others answer MOVED, or do not have it). */

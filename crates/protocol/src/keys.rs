@@ -79,10 +79,16 @@ impl LockKeys {
         slot(&self.lock)
     }
 
-    /// `{prefix + key}:released`: the pub/sub channel on which a release wakes waiters (the release script derives
-    /// it from the lock key the same way). Made when needed: only waiting acquisitions listen.
-    pub fn channel(&self) -> String {
-        ["{", &self.lock, "}:released"].concat()
+    /// The pub/sub channel on which a release wakes waiters, named like the fence counter: `{prefix + key}:released`,
+    /// or with `one_slot` (Redis Cluster) `prefix + key:released` when the lock key has a hash tag of its own, so that
+    /// on a cluster it hashes to the lock key's slot, as a sharded channel must (the scripts derive it the same way:
+    /// wake.lua). Made when needed: only waiting acquisitions listen.
+    pub fn channel(&self, one_slot: bool) -> String {
+        if one_slot && has_hash_tag(&self.lock) {
+            [&self.lock, ":released"].concat()
+        } else {
+            ["{", &self.lock, "}:released"].concat()
+        }
     }
 }
 
@@ -134,7 +140,7 @@ mod tests {
             let k = LockKeys::new("snatch:", "report:daily", one_slot).unwrap();
             assert_eq!(k.lock, "snatch:report:daily");
             assert_eq!(k.fence, "{snatch:report:daily}:fence");
-            assert_eq!(k.channel(), "{snatch:report:daily}:released");
+            assert_eq!(k.channel(one_slot), "{snatch:report:daily}:released");
         }
         let claim = LockKeys::occurrence(&LockKeys::new("snatch:", "report", false).unwrap(), "7", false);
         assert_eq!((claim.lock.as_str(), claim.fence.as_str()), ("snatch:report:7", "{snatch:report}:fence"));
@@ -145,6 +151,7 @@ mod tests {
         for (prefix, key) in [("snatch:", "report"), ("{app}:", "report"), ("snatch:", "a{b}c"), ("p", "a{b")] {
             let run = LockKeys::new(prefix, key, true).unwrap();
             assert_eq!(slot(&run.fence), slot(&run.lock), "{prefix}{key}: {}", run.fence);
+            assert_eq!(slot(&run.channel(true)), slot(&run.lock), "{prefix}{key}: {}", run.channel(true));
             let claim = LockKeys::occurrence(&run, "1700000000000", true);
             assert_eq!(slot(&claim.lock), slot(&run.lock), "{prefix}{key}: {}", claim.lock);
             assert_ne!(claim.lock, run.lock);

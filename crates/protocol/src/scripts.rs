@@ -60,13 +60,20 @@ pub static RAISE_FENCE: LazyLock<Script> =
 /// KEYS: lock key. ARGV: token, ttl in ms. Returns 1 when the key was ours (waited for or not), else 0.
 pub static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/extend.lua").to_owned()));
 
+/// The argument that tells the scripts that wake waiters (wake.lua) that they run on a Redis Cluster: there, on Redis
+/// 7 or newer, they publish on sharded channels (`SPUBLISH`), which reach only the nodes of the channel's shard.
+pub const CLUSTER: &str = "1";
+
 /// Delete locks we own (compare-and-delete) and wake their waiters, if any (see [`ACQUIRE`]).
 ///
-/// KEYS: lock key, for each lock. ARGV: token, for each lock (the channel to wake waiters on is derived from the
-/// key, as [`crate::keys::LockKeys::channel`]). For each lock 1 when the key was ours, else 0: one integer for one
-/// lock, an array of them for several, where a lock whose work failed has its error. One call for several locks
-/// costs Redis less per lock than a call each (bench/README.md, profile step 19).
-pub static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/release.lua").to_owned()));
+/// KEYS: lock key, for each lock. ARGV: token, for each lock, then [`CLUSTER`] on a Redis Cluster (the channel to
+/// wake waiters on is derived from the key, as [`crate::keys::LockKeys::channel`], and sharded on a cluster of Redis
+/// 7 or newer: wake.lua). For each lock 1 when the key was ours, else 0: one integer for one lock, an array of them
+/// for several, where a lock whose work failed has its error. One call for several locks costs Redis less per lock
+/// than a call each (bench/README.md, profile step 19).
+pub static RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("scripts/wake.lua"), include_str!("scripts/release.lua")).to_owned())
+});
 
 /// What Redis holds for a lock: `inspect`, for dashboards and debugging.
 ///
@@ -76,9 +83,10 @@ pub static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!
 
 /// Delete a lock whoever holds it and wake its waiters: `forceRelease`, an operator's tool.
 ///
-/// KEYS: lock key. Returns 1 when there was a lock, else 0.
-pub static FORCE_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/force_release.lua").to_owned()));
+/// KEYS: lock key. ARGV: [`CLUSTER`] on a Redis Cluster. Returns 1 when there was a lock, else 0.
+pub static FORCE_RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("scripts/wake.lua"), include_str!("scripts/force_release.lua")).to_owned())
+});
 
 /// Take a permit of a semaphore: [`ACQUIRE`] for a key that `limit` may hold at once.
 ///
@@ -98,9 +106,11 @@ pub static PERMIT_EXTEND: LazyLock<Script> =
 
 /// Give back a permit we hold and wake the semaphore's waiters ([`RELEASE`] for a semaphore, one at a time).
 ///
-/// KEYS: the semaphore. ARGV: token. Returns 1 when the permit was ours and had not expired, else 0.
-pub static PERMIT_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/permit_release.lua").to_owned()));
+/// KEYS: the semaphore. ARGV: token, then [`CLUSTER`] on a Redis Cluster. Returns 1 when the permit was ours and had
+/// not expired, else 0.
+pub static PERMIT_RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("scripts/wake.lua"), include_str!("scripts/permit_release.lua")).to_owned())
+});
 
 /// Register (or renew) a replica's schedule and read its state: see scripts/schedule_register.lua.
 pub static SCHEDULE_REGISTER: LazyLock<Script> =
@@ -120,8 +130,9 @@ pub static SCHEDULE_READ: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/schedule_read.lua").to_owned()));
 
 /// Suspend, resume, trigger or replace: see scripts/schedule_control.lua.
-pub static SCHEDULE_CONTROL: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/schedule_control.lua").to_owned()));
+pub static SCHEDULE_CONTROL: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("scripts/wake.lua"), include_str!("scripts/schedule_control.lua")).to_owned())
+});
 
 /// One step of a scan of a server's keys (`locks()`, `schedules()`): see scripts/scan.lua.
 pub static SCAN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/scan.lua").to_owned()));

@@ -197,7 +197,8 @@ impl DirectRelease {
 
     /// The command that releases the lock.
     pub fn command(&self) -> DirectCommand<'_> {
-        DirectCommand::Release { lock: &self.lease.keys().lock, token: self.lease.owner() }
+        let cluster = single(self.lease.nodes()).is_cluster();
+        DirectCommand::Release { lock: &self.lease.keys().lock, token: self.lease.owner(), cluster }
     }
 
     /// What the reply, or its absence, comes to: whether the key was still ours, or an error.

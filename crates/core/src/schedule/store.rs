@@ -8,7 +8,7 @@ use crate::server::script_call::ScriptCall;
 use futures_util::future::join_all;
 use snatch_protocol::schedule::{Attempt, Record, ScheduleKeys};
 use snatch_protocol::scripts::{
-    SCHEDULE_CONTROL, SCHEDULE_READ, SCHEDULE_RECORD, SCHEDULE_REGISTER, SCHEDULE_SWEEP, SCHEDULE_TAKE_TRIGGER,
+    CLUSTER, SCHEDULE_CONTROL, SCHEDULE_READ, SCHEDULE_RECORD, SCHEDULE_REGISTER, SCHEDULE_SWEEP, SCHEDULE_TAKE_TRIGGER,
 };
 use snatch_protocol::SnatchError;
 use std::collections::HashMap;
@@ -256,6 +256,9 @@ pub(crate) async fn control(
     let mut call = ScriptCall::new(&SCHEDULE_CONTROL, 3);
     call.arg(&keys.state).arg(&keys.replicas).arg(&keys.triggers);
     call.arg(action).arg(&keys.control).arg(millis(keep)).arg(value);
+    if locker.one_slot() {
+        call.arg(CLUSTER);
+    }
     if let Control::Trigger = control {
         // One manual run, queued once: on the first node that answers.
         return first(locker, call).await;

@@ -159,18 +159,21 @@ impl Link {
         }
     }
 
-    /// Subscribes to `channel` (its messages go to the push sender the connection was opened with).
-    pub(crate) async fn subscribe(&mut self, channel: &str) -> RedisResult<()> {
+    /// Subscribes to `channel` (its messages go to the push sender the connection was opened with); with `sharded`,
+    /// on a cluster, to the sharded channel (`SSUBSCRIBE`, Redis 7 or newer), on the node that owns its slot.
+    pub(crate) async fn subscribe(&mut self, channel: &str, sharded: bool) -> RedisResult<()> {
         match self {
             Self::Server(conn) => conn.subscribe(channel).await,
+            Self::Cluster(conn) if sharded => conn.ssubscribe(channel).await,
             Self::Cluster(conn) => conn.subscribe(channel).await,
         }
     }
 
-    /// Unsubscribes from `channel`.
-    pub(crate) async fn unsubscribe(&mut self, channel: &str) -> RedisResult<()> {
+    /// Unsubscribes from `channel` (the sharded one with `sharded`, on a cluster).
+    pub(crate) async fn unsubscribe(&mut self, channel: &str, sharded: bool) -> RedisResult<()> {
         match self {
             Self::Server(conn) => conn.unsubscribe(channel).await,
+            Self::Cluster(conn) if sharded => conn.sunsubscribe(channel).await,
             Self::Cluster(conn) => conn.unsubscribe(channel).await,
         }
     }

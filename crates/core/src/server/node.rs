@@ -183,7 +183,20 @@ impl Node {
         let mut call =
             ScriptCall::new(if keys.limit.is_some() { &scripts::PERMIT_RELEASE } else { &scripts::RELEASE }, 1);
         call.arg(&keys.lock).arg(token);
+        self.cluster_arg(&mut call);
         Ok(self.invoke::<i64>(call).await? == 1)
+    }
+
+    /// Tells a script that wakes waiters ([`scripts::CLUSTER`]) that it runs on a Redis Cluster, when it does.
+    pub(crate) fn cluster_arg(&self, call: &mut ScriptCall) {
+        if self.is_cluster() {
+            call.arg(scripts::CLUSTER);
+        }
+    }
+
+    /// Whether the node is a Redis Cluster.
+    pub(crate) fn is_cluster(&self) -> bool {
+        self.connection.target().is_cluster()
     }
 
     /// Runs INSPECT: the lease left on the lock of `keys` in ms (`None` when free), its fence counter's value, and
@@ -199,18 +212,19 @@ impl Node {
     pub(crate) async fn force_release(&self, keys: &LockKeys) -> Result<bool, SnatchError> {
         let mut call = ScriptCall::new(&scripts::FORCE_RELEASE, 1);
         call.arg(&keys.lock);
+        self.cluster_arg(&mut call);
         Ok(self.invoke::<i64>(call).await? == 1)
     }
 
     /// Queues `notify` to be woken by a release of the lock of `keys` on this node, when it is the first of this
     /// locker's waiters on it still waiting (one release, one waiter woken); `None` when that cannot be arranged.
     pub(crate) async fn watch(&self, keys: &LockKeys, notify: &Arc<Notify>) -> Option<Watch> {
-        self.waker.watch(&keys.channel(), notify, true).await
+        self.waker.watch(&keys.channel(self.is_cluster()), notify, true).await
     }
 
     /// How many of this locker's waiters on the lock of `keys` still wait.
     pub(crate) fn waiting(&self, keys: &LockKeys) -> usize {
-        self.waker.waiting(&keys.channel())
+        self.waker.waiting(&keys.channel(self.is_cluster()))
     }
 
     /// Wakes `notify` when a message is published on `channel` of this node; `None` when that cannot be arranged.

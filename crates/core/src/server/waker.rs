@@ -1,6 +1,8 @@
 //! Release notifications: a subscriber connection (RESP3) per node, opened when the first waiter appears, that wakes
-//! the waiters of a lock as soon as its holder releases it (the release script publishes on the lock's channel; on
-//! a cluster, PUBLISH reaches every node, so one subscription anywhere hears it). Waiting never depends on it: a
+//! the waiters of a lock as soon as its holder releases it (the release script publishes on the lock's channel). On
+//! a cluster of Redis 7 or newer the channel is sharded: the scripts `SPUBLISH` and the waiters `SSUBSCRIBE` on the
+//! node that owns the lock's slot, so that a wake-up reaches only that shard, where `PUBLISH` reaches every node of
+//! the cluster (Redis 6.2 keeps `PUBLISH`, which one subscription on any node hears). Waiting never depends on it: a
 //! waiter also retries after a jittered delay, which covers expiries, lost messages and a subscriber connection
 //! that cannot be opened.
 
@@ -18,6 +20,9 @@ pub(crate) struct Waker {
     /// The open subscriber connection; `None` until needed, or once it broke or the waker closed.
     subscriber: tokio::sync::Mutex<Option<Subscriber>>,
     waiters: Waiters,
+    /// Whether channels are sharded: on a cluster, until a node answers that it does not know `SSUBSCRIBE` (Redis
+    /// 6.2, whose scripts publish with `PUBLISH`: wake.lua).
+    sharded: AtomicBool,
     closed: AtomicBool,
 }
 
@@ -44,7 +49,8 @@ impl Waker {
             // A memory store's PUBLISH wakes the waiters itself: no subscriber connection.
             memory.listen(Arc::downgrade(&waiters));
         }
-        Self { connection, subscriber: tokio::sync::Mutex::new(None), waiters, closed: AtomicBool::new(false) }
+        let sharded = AtomicBool::new(connection.target().is_cluster());
+        Self { connection, subscriber: tokio::sync::Mutex::new(None), waiters, sharded, closed: AtomicBool::new(false) }
     }
 
     /// Registers `notify` (held weakly: the waiter keeps it) to be woken when `channel` is published on: with
@@ -83,7 +89,14 @@ impl Waker {
                     *subscriber = Some(self.open().await?);
                 }
                 let link = &mut subscriber.as_mut().expect("just opened").link;
-                link.subscribe(channel).await.map_err(|e| e.to_string())
+                match link.subscribe(channel, self.sharded.load(Ordering::SeqCst)).await {
+                    Err(e) if self.sharded.load(Ordering::SeqCst) && unknown_command(&e) => {
+                        self.sharded.store(false, Ordering::SeqCst);
+                        link.subscribe(channel, false).await
+                    }
+                    subscribed => subscribed,
+                }
+                .map_err(|e| e.to_string())
             })
             .await;
             // Closed meanwhile: `close` could not take the connection while this held it.
@@ -105,7 +118,7 @@ impl Waker {
             let Some(waiters) = waiters.upgrade() else { return Ok(()) };
             let mut waiters = waiters.lock().expect("waiters poisoned");
             match (message.kind, message.data.first()) {
-                (PushKind::Message, Some(Value::BulkString(channel))) => {
+                (PushKind::Message | PushKind::SMessage, Some(Value::BulkString(channel))) => {
                     wake(&waiters, std::str::from_utf8(channel).unwrap_or_default());
                 }
                 (PushKind::Disconnection, _) => {
@@ -149,13 +162,22 @@ impl Waker {
         };
         if let (true, Some(s)) = (idle, subscriber.as_mut()) {
             if !matches!(
-                tokio::time::timeout(self.connection.timeout(), s.link.unsubscribe(&channel)).await,
+                tokio::time::timeout(
+                    self.connection.timeout(),
+                    s.link.unsubscribe(&channel, self.sharded.load(Ordering::SeqCst))
+                )
+                .await,
                 Ok(Ok(()))
             ) {
                 *subscriber = None;
             }
         }
     }
+}
+
+/// Whether `error` is a server's answer that it does not know the command.
+fn unknown_command(error: &redis::RedisError) -> bool {
+    error.to_string().to_ascii_lowercase().contains("unknown command")
 }
 
 impl Watch {

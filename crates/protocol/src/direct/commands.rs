@@ -23,8 +23,9 @@ pub enum DirectCommand<'a> {
     /// Take a lock by the acquire script, which raises a new counter to the server clock: a lock's acquisition asked
     /// again, with its token, after a transaction took it with a new counter (the script keeps the key ours).
     AcquireByScript(acquisition::Values<'a>),
-    /// Release a lock we own: the release script, for `lock` held with `token`.
-    Release { lock: &'a str, token: &'a str },
+    /// Release a lock we own: the release script, for `lock` held with `token`, on a Redis Cluster when `cluster`
+    /// (its waiters are woken on the sharded channel there).
+    Release { lock: &'a str, token: &'a str, cluster: bool },
 }
 
 /// What a caller keeps of a direct call until its reply: it knows the call's command.
@@ -44,7 +45,7 @@ enum Written<'a> {
     /// The acquire script.
     Script(acquisition::Values<'a>),
     /// In a release script call.
-    Release { lock: &'a str, token: &'a str },
+    Release { lock: &'a str, token: &'a str, cluster: bool },
 }
 
 impl Written<'_> {
@@ -79,7 +80,7 @@ pub fn write_commands<'a, C: DirectCall + 'a>(
             None => Written::Script(values),
         },
         DirectCommand::AcquireByScript(values) => Written::Script(values),
-        DirectCommand::Release { lock, token } => Written::Release { lock, token },
+        DirectCommand::Release { lock, token, cluster } => Written::Release { lock, token, cluster },
     };
     let mut calls = calls.into_iter().map(|call| written(call.command())).peekable();
     while let Some(first) = calls.next() {
@@ -132,15 +133,16 @@ fn write_acquire_script(values: &acquisition::Values<'_>, buf: &mut Vec<u8>) {
     resp::arg_bytes(buf, b"0");
 }
 
-/// `EVALSHA <release> <n> lock… token…`.
+/// `EVALSHA <release> <n> lock… token…`, and [`scripts::CLUSTER`] on a cluster.
 fn write_releases(run: &[Written<'_>], buf: &mut Vec<u8>) {
     let released = || {
         run.iter().filter_map(|written| match written {
-            Written::Release { lock, token } => Some((*lock, *token)),
+            Written::Release { lock, token, .. } => Some((*lock, *token)),
             _ => None,
         })
     };
-    resp::header(buf, 3 + 2 * run.len());
+    let cluster = matches!(run.first(), Some(Written::Release { cluster: true, .. }));
+    resp::header(buf, 3 + 2 * run.len() + usize::from(cluster));
     resp::arg_bytes(buf, b"EVALSHA");
     resp::arg_bytes(buf, scripts::RELEASE.hash().as_bytes());
     resp::arg_number(buf, run.len());
@@ -149,5 +151,8 @@ fn write_releases(run: &[Written<'_>], buf: &mut Vec<u8>) {
     }
     for (_, token) in released() {
         resp::arg_bytes(buf, token.as_bytes());
+    }
+    if cluster {
+        resp::arg_bytes(buf, scripts::CLUSTER.as_bytes());
     }
 }

@@ -254,7 +254,7 @@ mod tests {
 
     impl DirectCall for Call {
         fn command(&self) -> DirectCommand<'_> {
-            DirectCommand::Release { lock: "lock", token: "token" }
+            DirectCommand::Release { lock: "lock", token: "token", cluster: false }
         }
 
         fn encoded(&mut self, at: Instant) {

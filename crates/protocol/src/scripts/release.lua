@@ -1,4 +1,5 @@
--- Release locks (see scripts.rs): lock n's key is KEYS[n] and its token ARGV[n]. A call for one lock answers 1 or 0;
+-- Release locks (see scripts.rs; wake.lua comes first): lock n's key is KEYS[n] and its token ARGV[n], and
+-- ARGV[#KEYS + 1] is '1' on a Redis Cluster. A call for one lock answers 1 or 0;
 -- a call for several an array of them, in order, where a lock whose work failed (say, its key holds another type) has
 -- its error and the others are done all the same.
 local function one(n)
@@ -8,10 +9,11 @@ local function one(n)
     redis.call('DEL', lock)
     return 1
   end
-  -- Waited for (see acquire.lua): wake the waiters, on the lock's channel (lock/keys.rs).
+  -- Waited for (see acquire.lua): wake the waiters, on the lock's channel.
   if held == token .. '*' then
     redis.call('DEL', lock)
-    redis.call('PUBLISH', '{' .. lock .. '}:released', '')
+    local cluster = ARGV[#KEYS + 1]
+    publish(released(lock, cluster), '', cluster)
     return 1
   end
   return 0

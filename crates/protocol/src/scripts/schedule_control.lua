@@ -1,6 +1,6 @@
--- Steer a schedule from any process (see scripts.rs): KEYS[1] is its state, KEYS[2] its registrations, KEYS[3] its
--- pending triggers; ARGV[1] the action, ARGV[2] its control channel, ARGV[3] how long the state is kept at least, in
--- ms, ARGV[4] the action's value. 'suspend' and 'resume' set or clear `suspended`; 'trigger' queues a manual run, at
+-- Steer a schedule from any process (see scripts.rs; wake.lua comes first): KEYS[1] is its state, KEYS[2] its
+-- registrations, KEYS[3] its pending triggers; ARGV[1] the action, ARGV[2] its control channel, ARGV[3] how long the
+-- state is kept at least, in ms, ARGV[4] the action's value, ARGV[5] '1' on a Redis Cluster. 'suspend' and 'resume' set or clear `suspended`; 'trigger' queues a manual run, at
 -- the server's time, when a live replica registered the schedule; 'replace' asks the running attempts of ticks before
 -- ARGV[4] to give way. The replicas hear of it on the channel. Returns {live, tick}: how many live replicas registered
 -- the schedule, and the server's time in ms (for a manual run, its tick: 1 ms after the last one's if that is not
@@ -30,5 +30,5 @@ end
 if redis.call('EXISTS', state) == 1 and redis.call('PTTL', state) < tonumber(ARGV[3]) then
   redis.call('PEXPIRE', state, ARGV[3])
 end
-redis.call('PUBLISH', ARGV[2], action)
+publish(ARGV[2], action, ARGV[5])
 return {live, now}

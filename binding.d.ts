@@ -76,9 +76,12 @@ export declare const enum ErrorClass {
   NoReplicaError = 'NoReplicaError',
 }
 
-/** A question to the fleet (`schedules()`, `history()`, `suspend()`, `resume()`, `trigger()`, `locks()`). */
+/**
+ * A question to the fleet (`schedules()`, `history()`, `suspend()`, `resume()`, `trigger()`, `locks()`; the
+ * dashboard's `deployment`).
+ */
 export interface FleetQuestion {
-  /** `schedules`, `history`, `suspend`, `resume`, `trigger` or `locks`. */
+  /** `schedules`, `history`, `suspend`, `resume`, `trigger`, `locks` or `deployment`. */
   kind: string
   /** The schedule's name (all but `schedules` and `locks`). */
   name?: string

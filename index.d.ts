@@ -160,6 +160,8 @@ export interface ScheduleInfo {
   replicas: string[]
   suspended: boolean
   next: Date | null
+  /** Its next occurrences (up to 3). */
+  upcoming: Date[]
   running: OccurrenceRecord[]
   /** The newest record of an attempt that is not running. */
   last: OccurrenceRecord | null

@@ -7,12 +7,14 @@
  */
 
 const fs = require('node:fs')
+const http = require('node:http')
 const { parseArgs } = require('node:util')
 const { createLocker } = require('../index.js')
+const { createDashboard } = require('../dashboard.js')
 
 const USAGE =
   'usage: redis-snatch <schedules | history NAME | locks [MATCH] | inspect KEY | release KEY | trigger NAME | ' +
-  'suspend NAME | resume NAME> [options]'
+  'suspend NAME | resume NAME | dashboard> [options]'
 
 const HELP = `${USAGE}
 
@@ -25,6 +27,7 @@ Commands:
   trigger NAME      run schedule NAME once now, on one live replica that registered it
   suspend NAME      every replica skips schedule NAME's occurrences until resume
   resume NAME       schedule NAME runs again
+  dashboard         serve the dashboard (schedules, runs, locks) until stopped (Ctrl-C)
 
 Options:
   --url URL                  one Redis (default: $REDIS_URL, else redis://127.0.0.1:6379)
@@ -38,6 +41,9 @@ Options:
   --password P               password when the URL gives none (default: $REDIS_PASSWORD)
   --limit N                  at most N records (history, default 50) or locks (locks, default 1000)
   --json                     one JSON document on stdout (fences as decimal strings, times as ISO strings)
+  --port N                   the dashboard's port (default 4000; 0: any free one)
+  --host H                   the address the dashboard listens on (default 127.0.0.1: this machine only)
+  --actions                  the dashboard's trigger, suspend, resume and force-release buttons (default: read-only)
   --help                     this help
 
 Exit codes: 0 success, 1 an error from Redis or redis-snatch, 2 bad usage.`
@@ -56,6 +62,9 @@ const OPTIONS = {
   password: { type: 'string' },
   limit: { type: 'string' },
   json: { type: 'boolean' },
+  port: { type: 'string' },
+  host: { type: 'string' },
+  actions: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 }
 
@@ -69,7 +78,11 @@ const COMMANDS = {
   trigger: ['NAME'],
   suspend: ['NAME'],
   resume: ['NAME'],
+  dashboard: [],
 }
+
+/** The options only the dashboard takes. */
+const DASHBOARD_OPTIONS = ['port', 'host', 'actions']
 
 /** The commands that take --limit. */
 const LIMITED = new Set(['history', 'locks'])
@@ -112,6 +125,12 @@ function parse(argv) {
     if (!/^\d+$/.test(String(values.limit)) || limit < 1 || limit > 2 ** 32 - 1) {
       throw new UsageError(`--limit must be a positive integer, got '${values.limit}'`)
     }
+  }
+  for (const option of DASHBOARD_OPTIONS) {
+    if (command !== 'dashboard' && values[option] !== undefined) throw new UsageError(`${command} takes no --${option}`)
+  }
+  if (values.port !== undefined && (!/^\d+$/.test(values.port) || Number(values.port) > 65535)) {
+    throw new UsageError(`--port must be a port number, got '${values.port}'`)
   }
   const targets = ['url', 'cluster', 'sentinel'].filter((name) => values[name] !== undefined)
   if (targets.length > 1) throw new UsageError(`--${targets.join(' and --')} are exclusive`)
@@ -297,6 +316,28 @@ function toJson(value) {
   return JSON.stringify(value, (_key, v) => (typeof v === 'bigint' ? v.toString() : v), 2)
 }
 
+/** Serves the dashboard of `locker` on `--host`:`--port` until SIGINT or SIGTERM; resolves exit code 0 then. */
+async function serveDashboard(locker, values) {
+  const server = http.createServer(createDashboard(locker, { actions: values.actions === true }))
+  const host = values.host ?? '127.0.0.1'
+  await new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(Number(values.port ?? 4000), host, resolve)
+  })
+  const { port } = server.address()
+  const shown = host.includes(':') ? `[${host}]` : host
+  process.stdout.write(
+    `redis-snatch dashboard on http://${shown}:${port}/ (${values.actions ? 'actions on' : 'read-only'}); Ctrl-C stops it\n`,
+  )
+  await new Promise((resolve) => {
+    process.once('SIGINT', resolve)
+    process.once('SIGTERM', resolve)
+  })
+  server.closeAllConnections()
+  await new Promise((resolve) => server.close(resolve))
+  return 0
+}
+
 /** Tells what is wrong with the command line, and the usage; exit code 2. */
 function usage(err) {
   process.stderr.write(`redis-snatch: ${mask(err.message)}\n${USAGE}\nRun 'redis-snatch --help' for the options.\n`)
@@ -322,6 +363,7 @@ async function main(argv) {
   let locker
   try {
     locker = createLocker(lockerOptions(values))
+    if (command === 'dashboard') return await serveDashboard(locker, values)
     const { json, text } = await run(locker, command, args, limit)
     process.stdout.write(`${values.json ? toJson(json) : text}\n`)
     return 0

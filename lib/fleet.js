@@ -35,6 +35,7 @@ function scheduleInfo(s) {
     replicas: s.replicas,
     suspended: s.suspended,
     next: date(s.next),
+    upcoming: s.upcoming.map((ms) => new Date(ms)),
     running: s.running.map(occurrenceRecord),
     last: s.last ? occurrenceRecord(s.last) : null,
   }

@@ -19,6 +19,9 @@ const FAILED = OutcomeKind.Failed
 const SKIPPED = OutcomeKind.Skipped
 const UNCLAIMED = OutcomeKind.Unclaimed
 
+/** The key of the Locker's deployment method, which the dashboard asks (lib/dashboard.js). */
+const deployment = Symbol('redis-snatch deployment')
+
 /** The ids the facade gives its operations and schedules: below 2^31 (the native side numbers its own runs above). */
 const MAX_ID = 2 ** 31 - 1
 
@@ -234,6 +237,14 @@ class Locker {
     return (await this.#ask({ kind: 'locks', pattern: match, limit })).map(heldLock)
   }
 
+  /**
+   * The deployment, for the dashboard (not public API): `{ kind, servers: [{ name, version, latencyMs }] }`, each
+   * server asked for its version and timed on a PING.
+   */
+  async [deployment]() {
+    return this.#ask({ kind: 'deployment' })
+  }
+
   /** Stops schedules, waits for running tasks, releases every lock still held, closes the connections. Idempotent. */
   async close() {
     await this.#call((op) => this.#native.close(op))
@@ -332,4 +343,4 @@ function checkLimitOption(limit) {
   }
 }
 
-module.exports = { Locker }
+module.exports = { Locker, deployment }

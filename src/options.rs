@@ -175,10 +175,11 @@ impl TryFrom<ScheduleInit> for snatch_core::ScheduleOptions {
     }
 }
 
-/// A question to the fleet (`schedules()`, `history()`, `suspend()`, `resume()`, `trigger()`, `locks()`).
+/// A question to the fleet (`schedules()`, `history()`, `suspend()`, `resume()`, `trigger()`, `locks()`; the
+/// dashboard's `deployment`).
 #[napi(object)]
 pub struct FleetQuestion {
-    /// `schedules`, `history`, `suspend`, `resume`, `trigger` or `locks`.
+    /// `schedules`, `history`, `suspend`, `resume`, `trigger`, `locks` or `deployment`.
     pub kind: String,
     /// The schedule's name (all but `schedules` and `locks`).
     pub name: Option<String>,
@@ -203,6 +204,7 @@ impl TryFrom<FleetQuestion> for FleetRequest {
                 pattern: q.pattern.unwrap_or_else(|| "*".to_owned()),
                 limit: q.limit.unwrap_or(1000),
             },
+            "deployment" => FleetRequest::Deployment,
             other => return Err(SnatchError::type_arg(format!("unknown question '{other}'"))),
         })
     }

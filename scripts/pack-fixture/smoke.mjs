@@ -3,7 +3,9 @@
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
 import * as esm from 'redis-snatch'
-import { snatchTask } from 'redis-snatch'
+import { snatchTask, createLocker } from 'redis-snatch'
+import { createDashboard } from 'redis-snatch/dashboard'
+import http from 'node:http'
 
 const declared = JSON.parse(process.argv[2])
 const cjs = createRequire(import.meta.url)('redis-snatch')
@@ -21,3 +23,14 @@ assert.equal(result.ran, true)
 assert.equal(typeof result.fence, 'bigint')
 assert.equal(result.value, `ran with fence ${result.fence}`)
 console.log(`  import: snatchTask('${key}') against ${process.env.REDIS_URL} resolved { ran: true }`)
+
+// The dashboard: its page, script and style ship in the package, and its state comes from Redis.
+const locker = createLocker()
+const server = http.createServer(createDashboard(locker))
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+const base = `http://127.0.0.1:${server.address().port}/`
+for (const asset of ['', 'page.js', 'page.css']) assert.equal((await fetch(base + asset)).status, 200, `dashboard ${asset}`)
+assert.equal((await (await fetch(`${base}api/state`)).json()).ok, true)
+server.close()
+await locker.close()
+console.log("  import: 'redis-snatch/dashboard' serves its page and its state")

@@ -38,6 +38,8 @@ import {
   type TlsOptions,
   type WaitOptions,
 } from 'redis-snatch'
+import { createDashboard, type DashboardOptions } from 'redis-snatch/dashboard'
+import { createServer } from 'node:http'
 
 /** Uses every export the way the README does; never called, only type-checked. */
 export async function usage(): Promise<void> {
@@ -159,4 +161,11 @@ export async function usage(): Promise<void> {
   lock.fence = 2n
   // @ts-expect-error a Lock comes from a Locker, not from its constructor
   new Lock()
+
+  const dashboardOptions: DashboardOptions = { actions: true }
+  createServer(createDashboard(locker, dashboardOptions)).close()
+  // @ts-expect-error the dashboard is of a Locker
+  createDashboard({ actions: true })
+  // @ts-expect-error actions is a boolean
+  createDashboard(locker, { actions: 'yes' })
 }

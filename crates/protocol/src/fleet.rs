@@ -17,6 +17,8 @@ pub struct ScheduleInfo {
     pub suspended: bool,
     /// Its next occurrence, in epoch ms.
     pub next: Option<i64>,
+    /// Its next occurrences (up to [`UPCOMING`]), in epoch ms.
+    pub upcoming: Vec<i64>,
     /// The attempts running now.
     pub running: Vec<Record>,
     /// The newest record of an attempt that is not running.
@@ -34,6 +36,44 @@ pub struct HeldLock {
     /// The lease left, in ms.
     pub ttl: i64,
     pub fence: String,
+}
+
+/// How many of a schedule's next occurrences [`ScheduleInfo::upcoming`] lists.
+pub const UPCOMING: usize = 3;
+
+/// The deployment a locker talks to, as its servers answer now (the dashboard's connection panel).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Deployment {
+    /// `server`, `redlock`, `cluster`, `sentinel` or `memory`.
+    pub kind: &'static str,
+    /// Each server the locker writes to (one for a cluster: the node that answered; none for `memory`).
+    pub servers: Vec<Server>,
+}
+
+/// One server of a [`Deployment`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Server {
+    /// Its URL, the password replaced by `***`.
+    pub name: String,
+    /// `Redis 7.0.15`, `Valkey 9.1.2`; `None` when its `INFO` does not say.
+    pub version: Option<String>,
+    /// The round trip of a `PING`, in ms.
+    pub latency_ms: f64,
+}
+
+/// The server and version that `INFO server` text names: Valkey's own version when it gives one (it also answers a
+/// Redis version, for clients that check it), else Redis's.
+pub fn server_version(info: &str) -> Option<String> {
+    let field = |name: &str| {
+        info.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(':')).map(|v| v.trim().to_owned())
+    };
+    match (field("valkey_version"), field("redis_version")) {
+        (Some(valkey), _) => Some(format!("Valkey {valkey}")),
+        (None, Some(redis)) => Some(format!("Redis {redis}")),
+        (None, None) => None,
+    }
 }
 
 /// `text` with the characters a `SCAN MATCH` glob gives a meaning to escaped, to match only itself.
@@ -60,6 +100,14 @@ pub fn key_in_slot(prefix: &str, slot_wanted: u16) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn server_version_names_valkey_before_the_redis_version_it_also_answers() {
+        assert_eq!(server_version("# Server\r\nredis_version:7.0.15\r\n").as_deref(), Some("Redis 7.0.15"));
+        let valkey = "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\n";
+        assert_eq!(server_version(valkey).as_deref(), Some("Valkey 9.1.2"));
+        assert_eq!(server_version("# Server\r\n"), None);
+    }
 
     #[test]
     fn globs_are_escaped_and_slots_have_keys() {

@@ -1,6 +1,7 @@
 //! The fleet-wide view and control of schedules and locks, from any process (none needs a schedule registered here):
 //! every schedule a live replica registered, a schedule's records, suspend and resume, a manual run, the locks held.
 
+use crate::config::Topology;
 use crate::direct::open::slot_ranges;
 use crate::lock::locker::Locker;
 use crate::schedule::cron::CronSchedule;
@@ -10,7 +11,7 @@ use crate::server::script_call::ScriptCall;
 use chrono::Utc;
 use futures_util::future::join_all;
 use snatch_protocol::direct::target::{ClusterMap, DirectTarget};
-use snatch_protocol::fleet::{glob_literal, key_in_slot, HeldLock, ScheduleInfo};
+use snatch_protocol::fleet::{glob_literal, key_in_slot, Deployment, HeldLock, ScheduleInfo, UPCOMING};
 use snatch_protocol::keys::LockKeys;
 use snatch_protocol::schedule::{Attempt, ScheduleKeys, Status};
 use snatch_protocol::scripts::SCAN;
@@ -44,10 +45,12 @@ pub enum FleetRequest {
         pattern: String,
         limit: u32,
     },
+    /// The deployment: its kind, and each server's version and latency.
+    Deployment,
 }
 
 /// Answers `request`, as JSON: the schedules ([`ScheduleInfo`]), the records (newest first), `null` (suspend,
-/// resume), `{"tick": ms}` (a manual run), or the locks ([`HeldLock`]).
+/// resume), `{"tick": ms}` (a manual run), the locks ([`HeldLock`]), or the deployment ([`Deployment`]).
 pub async fn answer(locker: &Locker, request: FleetRequest) -> Result<String, SnatchError> {
     let _busy = locker.enter()?;
     let json = match request {
@@ -62,6 +65,7 @@ pub async fn answer(locker: &Locker, request: FleetRequest) -> Result<String, Sn
             (_, tick) => Ok(format!(r#"{{"tick":{tick}}}"#)),
         },
         FleetRequest::Locks { pattern, limit } => serde_json::to_string(&locks(locker, &pattern, limit).await?),
+        FleetRequest::Deployment => serde_json::to_string(&deployment(locker).await?),
     };
     json.map_err(|e| SnatchError::Redis { cause: format!("could not write the answer: {e}") })
 }
@@ -93,10 +97,14 @@ async fn schedule(locker: &Locker, name: &str) -> Result<Option<ScheduleInfo>, S
     }
     let field = |name: &str| read.state.get(name).cloned().unwrap_or_default();
     let (cron, timezone) = (field("cron"), field("timezone"));
-    let next = CronSchedule::new(&cron, &timezone)
-        .ok()
-        .and_then(|schedule| schedule.next_after(Utc::now()))
-        .map(|next| next.timestamp_millis());
+    let upcoming: Vec<i64> = match CronSchedule::new(&cron, &timezone) {
+        Ok(schedule) => std::iter::successors(schedule.next_after(Utc::now()), |after| schedule.next_after(*after))
+            .take(UPCOMING)
+            .map(|next| next.timestamp_millis())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    let next = upcoming.first().copied();
     let running = read.open.iter().filter(|r| r.outcome == Status::Running).cloned().collect();
     let last = read.records.iter().find(|r| r.outcome != Status::Running).cloned();
     Ok(Some(ScheduleInfo {
@@ -106,6 +114,7 @@ async fn schedule(locker: &Locker, name: &str) -> Result<Option<ScheduleInfo>, S
         replicas: read.replicas,
         suspended: read.state.contains_key("suspended"),
         next,
+        upcoming,
         running,
         last,
     }))
@@ -162,6 +171,24 @@ async fn locks(locker: &Locker, pattern: &str, limit: u32) -> Result<Vec<HeldLoc
         }
     }
     Ok(locks)
+}
+
+/// The deployment the locker talks to, each of its servers asked for its version and timed on a `PING`.
+async fn deployment(locker: &Locker) -> Result<Deployment, SnatchError> {
+    let config = locker.config();
+    let nodes = locker.nodes().all();
+    let kind = match &config.topology {
+        Topology::Cluster => "cluster",
+        Topology::Sentinel { .. } => "sentinel",
+        Topology::Servers if config.urls.iter().any(|url| url.starts_with("memory:")) => "memory",
+        Topology::Servers if nodes.len() > 1 => "redlock",
+        Topology::Servers => "server",
+    };
+    if kind == "memory" {
+        return Ok(Deployment { kind, servers: Vec::new() });
+    }
+    let servers = join_all(nodes.iter().map(Node::answering_server)).await.into_iter().collect::<Result<_, _>>()?;
+    Ok(Deployment { kind, servers })
 }
 
 /// A key under `prefix` for each server of `node` that routes a scan there: one per master on a cluster.

@@ -147,6 +147,29 @@ impl Link {
         }
     }
 
+    /// `PING` (on a cluster, to any node).
+    pub(crate) async fn ping(&mut self) -> RedisResult<()> {
+        self.any_node(redis::cmd("PING")).await.map(drop)
+    }
+
+    /// `INFO server` (on a cluster, of any node).
+    pub(crate) async fn info_server(&mut self) -> RedisResult<String> {
+        let mut info = redis::cmd("INFO");
+        info.arg("server");
+        redis::from_redis_value(self.any_node(info).await?)
+            .map_err(|e| RedisError::from((ErrorKind::Client, "unexpected INFO reply", e.to_string())))
+    }
+
+    /// `command`'s reply, on a cluster from any node.
+    async fn any_node(&mut self, command: Cmd) -> RedisResult<Value> {
+        match self {
+            Self::Server(conn) => command.query_async(conn).await,
+            Self::Cluster(conn) => {
+                conn.route_command(command, RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random)).await
+            }
+        }
+    }
+
     /// `CLUSTER SLOTS` of a cluster, asked of any node.
     pub(crate) async fn cluster_slots(&mut self) -> RedisResult<Value> {
         let mut slots = redis::cmd("CLUSTER");
@@ -236,6 +259,11 @@ impl Connection {
     /// The command timeout.
     pub(crate) fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// What the connection is called in errors: its URL, redacted.
+    pub(crate) fn label(&self) -> &str {
+        &self.label
     }
 
     /// What the connection goes to.

@@ -3,7 +3,7 @@
 
 use crate::config::{is_memory, LockerConfig, Topology};
 use crate::server::batcher::{call_alone, Batcher};
-use crate::server::connection::{Cluster, Connection, Target};
+use crate::server::connection::{Cluster, Connection, Link, Target};
 use crate::server::endpoint::Access;
 use crate::server::endpoint::Endpoint;
 use crate::server::memory::Memory;
@@ -12,6 +12,7 @@ use crate::server::sentinel::Sentinels;
 use crate::server::waker::{Waker, Watch};
 use redis::{FromRedisValue, Value};
 use snatch_protocol::acquisition::Acquired;
+use snatch_protocol::fleet::{server_version, Server};
 use snatch_protocol::keys::LockKeys;
 use snatch_protocol::scripts;
 use snatch_protocol::SnatchError;
@@ -244,6 +245,23 @@ impl Node {
             Target::Cluster(cluster) => Some(cluster),
             _ => None,
         }
+    }
+
+    /// The server's name (its URL, redacted), version and the round trip of a `PING` (on a cluster, of any node).
+    pub(crate) async fn answering_server(&self) -> Result<Server, SnatchError> {
+        let command = |link: Link| async move {
+            let mut link = link;
+            let started = std::time::Instant::now();
+            link.ping().await?;
+            let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+            Ok::<_, redis::RedisError>((latency_ms, link.info_server().await?))
+        };
+        let link = self.connection.get().await?;
+        let (latency_ms, info) = tokio::time::timeout(self.connection.timeout(), command(link))
+            .await
+            .map_err(|_| self.connection.timed_out())?
+            .map_err(|e| self.failure(e))?;
+        Ok(Server { name: self.connection.label().to_owned(), version: server_version(&info), latency_ms })
     }
 
     /// `CLUSTER SLOTS`, asked of any node of the cluster.

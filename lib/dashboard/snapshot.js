@@ -1,0 +1,99 @@
+'use strict'
+// What the dashboard shows, read from Redis at most once per `refreshMs` however many pages are open (they share it):
+// the fleet's schedules, the locks held and the deployment, as JSON-ready values (times in epoch ms, fences as
+// decimal strings). A read that fails keeps the last good one, marked with the error.
+
+const { deployment } = require('../locker')
+
+/** Most locks listed. */
+const LOCKS_LIMIT = 1000
+/** Records of a schedule's timeline. */
+const HISTORY_LIMIT = 40
+
+const ms = (date) => (date === null || date === undefined ? null : date.getTime())
+
+/** An occurrence record, JSON-ready. */
+function record(r) {
+  return { ...r, tick: ms(r.tick), started: ms(r.started), retryAt: ms(r.retryAt), fence: r.fence === null ? null : String(r.fence) }
+}
+
+/** A schedule, JSON-ready. */
+function schedule(s) {
+  return {
+    name: s.name,
+    cron: s.cron,
+    timezone: s.timezone,
+    replicas: s.replicas,
+    suspended: s.suspended,
+    next: ms(s.next),
+    upcoming: s.upcoming.map(ms),
+    running: s.running.map(record),
+    last: s.last && record(s.last),
+  }
+}
+
+class Snapshot {
+  #locker
+  #refreshMs
+  /** The last state read, or being read. */
+  #state = null
+  #readAt = 0
+  #reading = null
+  /** Each schedule's records: `name` → `{ at, records }`, read when a page asks. */
+  #histories = new Map()
+
+  constructor(locker, refreshMs) {
+    this.#locker = locker
+    this.#refreshMs = refreshMs
+  }
+
+  /** The state, read again if older than `refreshMs`. */
+  async state() {
+    if (this.#reading) return this.#reading
+    if (this.#state && Date.now() - this.#readAt < this.#refreshMs) return this.#state
+    this.#reading = this.#read().finally(() => (this.#reading = null))
+    return this.#reading
+  }
+
+  /** The next `state()` reads Redis again (after an action). */
+  invalidate() {
+    this.#readAt = 0
+    this.#histories.clear()
+  }
+
+  /** Schedule `name`'s newest records, JSON-ready; read again if older than `refreshMs`. */
+  async history(name) {
+    const cached = this.#histories.get(name)
+    if (cached && Date.now() - cached.at < this.#refreshMs) return cached.records
+    const records = (await this.#locker.history(name, { limit: HISTORY_LIMIT })).map(record)
+    if (this.#histories.size > 100) this.#histories.clear()
+    this.#histories.set(name, { at: Date.now(), records })
+    return records
+  }
+
+  async #read() {
+    const at = Date.now()
+    try {
+      const [schedules, locks, connection] = await Promise.all([
+        this.#locker.schedules(),
+        this.#locker.locks({ limit: LOCKS_LIMIT }),
+        this.#locker[deployment](),
+      ])
+      this.#state = {
+        at,
+        ok: true,
+        connection,
+        schedules: schedules.map(schedule),
+        locks: locks.map((l) => ({ key: l.key, holder: l.holder, ttl: l.ttl, fence: String(l.fence) })),
+        locksLimit: LOCKS_LIMIT,
+      }
+    } catch (err) {
+      const last = this.#state ?? { schedules: [], locks: [], connection: null, locksLimit: LOCKS_LIMIT }
+      this.#state = { ...last, at, ok: false, error: `${err.name}: ${err.message}` }
+    }
+    this.#readAt = Date.now()
+    return this.#state
+  }
+}
+
+module.exports = { Snapshot }

@@ -114,8 +114,13 @@
   function renderSchedules() {
     const body = $('schedules').tBodies[0]
     const rows = state.schedules.map((s) => {
-      const name = actionButton(s.name, `show ${s.name}'s runs`, () => select(s.name))
-      name.setAttribute('aria-pressed', String(selected === s.name))
+      // A link, not a button: a read-only page has no buttons at all.
+      const name = el('a', s.name, 'name', { href: `#${encodeURIComponent(s.name)}`, title: `show ${s.name}'s runs`, 'data-focus': `runs of ${s.name}` })
+      name.setAttribute('aria-expanded', String(selected === s.name))
+      name.addEventListener('click', (event) => {
+        event.preventDefault()
+        select(s.name)
+      })
       const when = [el('div', cronWords(s.cron)), el('div', `${s.cron} (${s.timezone})`, 'muted')]
       const next = s.next === null ? '—' : [
         el('div', `in ${duration(Math.max(0, s.next - Date.now()))}`, 'countdown', { 'data-at': String(s.next) }),

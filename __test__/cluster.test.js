@@ -130,6 +130,30 @@ test.each([
   }
 })
 
+// A user whose ACL predates sharded wake-ups (no +spublish +ssubscribe) is still woken by releases: refused
+// SSUBSCRIBE, its waiters SUBSCRIBE, and the release script, refused SPUBLISH, PUBLISHes.
+test('a user whose ACL lacks the sharded pub/sub commands is still woken by releases (PUBLISH, SUBSCRIBE)', async () => {
+  await createSnatchUser(cluster.urls, USER_PASSWORD, { username: 'snatch-older', sharded: false })
+  const user = { username: 'snatch-older', password: USER_PASSWORD }
+  const [holder, waiting] = [locker(user), locker(user)]
+  const key = uniqueKey('older-acl')
+  const channel = `{snatch:${key}}:released`
+  const masters = await cluster.masters()
+  const sum = async (each) => (await Promise.all(masters.map(each))).reduce((a, b) => a + b)
+  const published = () => sum((m) => commandCalls(m.inspectUrl, 'publish'))
+  const held = await holder.tryLock(key)
+  const waiter = waiting.lock(key, { wait: 30_000 })
+  const master = await cluster.masterOf(`snatch:${key}`)
+  await waitFor('the waiter subscribed (plain) and marked the lock', async () => {
+    const subscribers = await sum(async (m) => (await redisCommand(m.inspectUrl, 'PUBSUB', 'NUMSUB', channel))[1])
+    return subscribers === 1 && (await redisCommand(master.inspectUrl, 'GET', `snatch:${key}`))?.endsWith('*')
+  })
+  const before = await published()
+  expect(await held.release()).toBe(true)
+  await (await waiter).release()
+  expect(await published()).toBeGreaterThan(before)
+})
+
 test('waitReplicas on a cluster: WAIT goes to the key\'s master, whose one replica acknowledges', async () => {
   const key = uniqueKey('cluster-wait')
   const master = await cluster.masterOf(`snatch:${key}`)

@@ -17,17 +17,19 @@ function readmeAcl(password) {
 }
 
 /**
- * Creates the README's user `snatch` with `password` on each of `nodes` (redis:// URLs with admin credentials), with
- * the sharded pub/sub commands on Redis 7 and newer and `+client|setinfo` on 6.2 and on 7.2 and newer (Valkey answers
- * as 7.2; 7.0 and 7.1 refuse it), as the README says to add there.
+ * Creates the README's user `snatch` (or `username`) with `password` on each of `nodes` (redis:// URLs with admin
+ * credentials), with the sharded pub/sub commands on Redis 7 and newer (unless `sharded` is false: an ACL from before
+ * them) and `+client|setinfo` on 6.2 and on 7.2 and newer (Valkey answers as 7.2; 7.0 and 7.1 refuse it), as the
+ * README says to add there.
  */
-async function createSnatchUser(nodes, password) {
+async function createSnatchUser(nodes, password, { username = 'snatch', sharded = true } = {}) {
   await Promise.all(
     nodes.map(async (node) => {
       const [, major, minor] = /redis_version:(\d+)\.(\d+)/.exec(await redisCommand(node, 'INFO', 'server')).map(Number)
-      const sharded = major >= 7 ? ['+spublish', '+ssubscribe', '+sunsubscribe'] : []
+      const shardedPubsub = sharded && major >= 7 ? ['+spublish', '+ssubscribe', '+sunsubscribe'] : []
       const setinfo = major !== 7 || minor >= 2 ? ['+client|setinfo'] : []
-      await redisCommand(node, 'ACL', ...readmeAcl(password), ...sharded, ...setinfo)
+      const [setuser, , ...rules] = readmeAcl(password)
+      await redisCommand(node, 'ACL', setuser, username, ...rules, ...shardedPubsub, ...setinfo)
     }),
   )
 }

@@ -21,7 +21,8 @@ pub(crate) struct Waker {
     subscriber: tokio::sync::Mutex<Option<Subscriber>>,
     waiters: Waiters,
     /// Whether channels are sharded: on a cluster, until a node answers that it does not know `SSUBSCRIBE` (Redis
-    /// 6.2, whose scripts publish with `PUBLISH`: wake.lua).
+    /// 6.2) or that the user may not run it (an ACL from before sharded wake-ups): the scripts then publish with
+    /// `PUBLISH` (wake.lua).
     sharded: AtomicBool,
     closed: AtomicBool,
 }
@@ -90,7 +91,7 @@ impl Waker {
                 }
                 let link = &mut subscriber.as_mut().expect("just opened").link;
                 match link.subscribe(channel, self.sharded.load(Ordering::SeqCst)).await {
-                    Err(e) if self.sharded.load(Ordering::SeqCst) && unknown_command(&e) => {
+                    Err(e) if self.sharded.load(Ordering::SeqCst) && no_sharded_pubsub(&e) => {
                         self.sharded.store(false, Ordering::SeqCst);
                         link.subscribe(channel, false).await
                     }
@@ -175,9 +176,11 @@ impl Waker {
     }
 }
 
-/// Whether `error` is a server's answer that it does not know the command.
-fn unknown_command(error: &redis::RedisError) -> bool {
-    error.to_string().to_ascii_lowercase().contains("unknown command")
+/// Whether `error` is a server's answer that it does not know the command (Redis 6.2) or that the user may not run it
+/// (`NOPERM`).
+fn no_sharded_pubsub(error: &redis::RedisError) -> bool {
+    let message = error.to_string().to_ascii_lowercase();
+    message.contains("unknown command") || message.contains("noperm")
 }
 
 impl Watch {

@@ -14,11 +14,15 @@ local function released(lock, cluster)
   return '{' .. lock .. '}:released'
 end
 -- Publishes `message` on `channel`: on a cluster of Redis 7 or newer (or Valkey), on the sharded channel, which
--- reaches only the nodes of its slot's shard, where PUBLISH reaches every node of the cluster.
+-- reaches only the nodes of its slot's shard, where PUBLISH reaches every node of the cluster. A user whose ACL
+-- predates sharded wake-ups (no +spublish) publishes with PUBLISH, as its waiters, refused SSUBSCRIBE, subscribe
+-- with SUBSCRIBE (server/waker.rs).
 local function publish(channel, message, cluster)
   if cluster == '1' and redis.REDIS_VERSION_NUM then
-    redis.call('SPUBLISH', channel, message)
-  else
-    redis.call('PUBLISH', channel, message)
+    local sharded = redis.pcall('SPUBLISH', channel, message)
+    if type(sharded) ~= 'table' or not sharded.err then
+      return
+    end
   end
+  redis.call('PUBLISH', channel, message)
 end

@@ -147,10 +147,19 @@ function redirect(res, location) {
   res.end()
 }
 
+/** `value` as JSON for the page: Dates as epoch ms, bigints (fences) as decimal strings. */
+function toJson(value) {
+  return JSON.stringify(value, function (key, v) {
+    const raw = this[key]
+    if (raw instanceof Date) return raw.getTime()
+    return typeof v === 'bigint' ? String(v) : v
+  })
+}
+
 /** Sends what `promise` resolves as JSON, or its error as a 502 (Redis) or 409 (say, no live replica). */
 function json(res, promise) {
   return promise.then(
-    (value) => send(res, 200, 'application/json', JSON.stringify(value)),
+    (value) => send(res, 200, 'application/json', toJson(value)),
     (err) => {
       const status = err?.code === 'ERR_SNATCH_REDIS' || err?.code === 'ERR_SNATCH_QUORUM' ? 502 : 409
       send(res, status, 'application/json', JSON.stringify({ error: `${err?.name}: ${err?.message}`, code: err?.code }))

@@ -1,7 +1,7 @@
 'use strict'
 // What the dashboard shows, read from Redis at most once per `refreshMs` however many pages are open (they share it):
-// the fleet's schedules, the locks held and the deployment, as JSON-ready values (times in epoch ms, fences as
-// decimal strings). A read that fails keeps the last good one, marked with the error.
+// the fleet's schedules, the locks held and the deployment, as the locker answers them (index.js writes them as JSON:
+// times in epoch ms, fences as decimal strings). A read that fails keeps the last good one, marked with the error.
 
 const { deployment } = require('../locker')
 
@@ -9,28 +9,6 @@ const { deployment } = require('../locker')
 const LOCKS_LIMIT = 1000
 /** Records of a schedule's timeline. */
 const HISTORY_LIMIT = 40
-
-const ms = (date) => (date === null || date === undefined ? null : date.getTime())
-
-/** An occurrence record, JSON-ready. */
-function record(r) {
-  return { ...r, tick: ms(r.tick), started: ms(r.started), retryAt: ms(r.retryAt), fence: r.fence === null ? null : String(r.fence) }
-}
-
-/** A schedule, JSON-ready. */
-function schedule(s) {
-  return {
-    name: s.name,
-    cron: s.cron,
-    timezone: s.timezone,
-    replicas: s.replicas,
-    suspended: s.suspended,
-    next: ms(s.next),
-    upcoming: s.upcoming.map(ms),
-    running: s.running.map(record),
-    last: s.last && record(s.last),
-  }
-}
 
 class Snapshot {
   #locker
@@ -61,11 +39,11 @@ class Snapshot {
     this.#histories.clear()
   }
 
-  /** Schedule `name`'s newest records, JSON-ready; read again if older than `refreshMs`. */
+  /** Schedule `name`'s newest records; read again if older than `refreshMs`. */
   async history(name) {
     const cached = this.#histories.get(name)
     if (cached && Date.now() - cached.at < this.#refreshMs) return cached.records
-    const records = (await this.#locker.history(name, { limit: HISTORY_LIMIT })).map(record)
+    const records = await this.#locker.history(name, { limit: HISTORY_LIMIT })
     if (this.#histories.size > 100) this.#histories.clear()
     this.#histories.set(name, { at: Date.now(), records })
     return records
@@ -83,8 +61,8 @@ class Snapshot {
         at,
         ok: true,
         connection,
-        schedules: schedules.map(schedule),
-        locks: locks.map((l) => ({ key: l.key, holder: l.holder, ttl: l.ttl, fence: String(l.fence) })),
+        schedules,
+        locks,
         locksLimit: LOCKS_LIMIT,
       }
     } catch (err) {

@@ -78,10 +78,10 @@ export declare const enum ErrorClass {
 
 /**
  * A question to the fleet (`schedules()`, `history()`, `suspend()`, `resume()`, `trigger()`, `locks()`; the
- * dashboard's `deployment`).
+ * dashboard's `deployment` and `semaphores`).
  */
 export interface FleetQuestion {
-  /** `schedules`, `history`, `suspend`, `resume`, `trigger`, `locks` or `deployment`. */
+  /** `schedules`, `history`, `suspend`, `resume`, `trigger`, `locks`, `deployment` or `semaphores`. */
   kind: string
   /** The schedule's name (all but `schedules` and `locks`). */
   name?: string

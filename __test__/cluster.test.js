@@ -154,6 +154,21 @@ test('a user whose ACL lacks the sharded pub/sub commands is still woken by rele
   expect(await published()).toBeGreaterThan(before)
 })
 
+test("under a prefix that is a hash tag ('{app}:'), locks() and schedules() answer on a cluster", async () => {
+  const tagged = locker({ prefix: '{app}:' })
+  const name = uniqueKey('tagged-schedule')
+  const task = tagged.schedule(name, '@yearly', () => {})
+  const key = uniqueKey('tagged-lock')
+  const lock = await tagged.tryLock(key, { ttl: 30_000 })
+  try {
+    expect((await tagged.locks()).map((l) => l.key)).toContain(key)
+    await waitFor('the schedule registered', async () => (await tagged.schedules()).some((s) => s.name === name))
+  } finally {
+    await lock.release()
+    await task.stop()
+  }
+})
+
 test('waitReplicas on a cluster: WAIT goes to the key\'s master, whose one replica acknowledges', async () => {
   const key = uniqueKey('cluster-wait')
   const master = await cluster.masterOf(`snatch:${key}`)

@@ -212,7 +212,11 @@ describeWithBrowser('the dashboard in Chromium', () => {
 
   test('the page after a while, with the failing schedule\'s runs open: saved as a screenshot', async () => {
     const held = await locker.tryLock('orders:4711', { ttl: 60_000 })
+    const exports = locker.semaphore('exports', 4)
+    const permits = [await exports.tryAcquire({ ttl: 60_000 }), await exports.tryAcquire({ ttl: 60_000 })]
     const page = await open(await serve({ actions: true }))
+    await page.waitForSelector('#semaphores tr[data-key="exports"]')
+    expect(await page.$eval('#semaphores tr[data-key="exports"]', (tr) => tr.cells[1].textContent)).toBe('2 of 4')
     await page.click('#schedules tr[data-name="sync"] td:first-child a')
     await page.waitForSelector('#timeline rect.bar-failed')
     fs.mkdirSync(path.dirname(SCREENSHOT), { recursive: true })
@@ -220,6 +224,7 @@ describeWithBrowser('the dashboard in Chromium', () => {
     expect(fs.statSync(SCREENSHOT).size).toBeGreaterThan(10_000)
     await page.close()
     await held.release()
+    for (const permit of permits) await permit.release()
   }, 30_000)
 
   test('Redis stopped: a banner says so; back, the page recovers by itself', async () => {

@@ -66,6 +66,8 @@ test('the state matches the locker: schedules, their next runs, the locks held; 
   const task = locker.schedule(name, '*/1 * * * * *', () => {})
   const lockKey = uniqueKey('dash-lock')
   const lock = await locker.tryLock(lockKey, { ttl: 30_000 })
+  const semaphoreKey = uniqueKey('dash-sem')
+  const permits = [await locker.semaphore(semaphoreKey, 3).tryAcquire(), await locker.semaphore(semaphoreKey, 3).tryAcquire()]
   try {
     await new Promise((resolve) => task.once('run', resolve))
     const base = await serve(createDashboard(locker))
@@ -87,11 +89,15 @@ test('the state matches the locker: schedules, their next runs, the locks held; 
     expect(listed.upcoming[1] - listed.upcoming[0]).toBe(1000)
     expect(listed.last.outcome).toBe('ok')
     expect(state.locks).toContainEqual({ key: lockKey, holder: expect.any(String), ttl: expect.any(Number), fence: String(lock.fence) })
+    expect(state.locks.map((l) => l.key)).not.toContain(semaphoreKey)
+    expect(state.semaphores).toContainEqual({ key: semaphoreKey, holders: 2, limit: 3, ttl: expect.any(Number) })
+    for (const permit of permits) expect(text).not.toContain(permit.token)
     const history = await (await get(`${base}/api/history?name=${encodeURIComponent(name)}`)).json()
     expect(history.records[0]).toMatchObject({ outcome: expect.any(String), why: 'on-time' })
   } finally {
     await task.stop()
     await lock.release()
+    for (const permit of permits) await permit.release()
   }
 })
 

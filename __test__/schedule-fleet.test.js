@@ -214,6 +214,26 @@ test('suspend from a fourth process stops runs on all three replicas until resum
   await replicas.stop()
 })
 
+// locks() and schedules() (so the command line and the dashboard) scanned for ever, a core busy, under a prefix with a
+// '}' (say '{app}:', the README's advice for a cluster): the key that routes the scan, `{<prefix><n>}`, had its hash
+// tag closed inside the prefix, and a key for the slot wanted was looked for among keys all in one other slot.
+test("under a prefix that is a hash tag ('{app}:'), locks() and schedules() answer", async () => {
+  const tagged = createLocker({ url: process.env.REDIS_URL, prefix: `{app-${process.pid}}:` })
+  try {
+    const name = uniqueKey('tagged-schedule')
+    const task = tagged.schedule(name, '@yearly', () => {})
+    const lock = await tagged.tryLock('held', { ttl: 30_000 })
+    const locks = await tagged.locks()
+    expect(locks.map((l) => l.key)).toEqual(['held'])
+    // Registered by the schedule's first beat, at once.
+    while (!(await tagged.schedules()).some((s) => s.name === name)) await sleep(20)
+    await lock.release()
+    await task.stop()
+  } finally {
+    await tagged.close()
+  }
+})
+
 test("trigger rejects NoReplicaError when no live replica registered the schedule", async () => {
   const err = await locker.trigger(uniqueKey('nobody')).catch((e) => e)
   expect(err.code).toBe('ERR_SNATCH_NO_REPLICA')

@@ -19,8 +19,9 @@ const FAILED = OutcomeKind.Failed
 const SKIPPED = OutcomeKind.Skipped
 const UNCLAIMED = OutcomeKind.Unclaimed
 
-/** The key of the Locker's deployment method, which the dashboard asks (lib/dashboard.js). */
+/** The keys of the Locker's methods that only the dashboard asks (lib/dashboard): the deployment, the semaphores. */
 const deployment = Symbol('redis-snatch deployment')
+const semaphores = Symbol('redis-snatch semaphores')
 
 /** The ids the facade gives its operations and schedules: below 2^31 (the native side numbers its own runs above). */
 const MAX_ID = 2 ** 31 - 1
@@ -245,6 +246,14 @@ class Locker {
     return this.#ask({ kind: 'deployment' })
   }
 
+  /**
+   * The semaphores with permits held now, for the dashboard (not public API): up to `limit`, each `{ key, holders,
+   * limit, ttl }` (`limit` as their last acquisition gave it, null once gone).
+   */
+  async [semaphores](limit) {
+    return this.#ask({ kind: 'semaphores', limit })
+  }
+
   /** Stops schedules, waits for running tasks, releases every lock still held, closes the connections. Idempotent. */
   async close() {
     await this.#call((op) => this.#native.close(op))
@@ -343,4 +352,4 @@ function checkLimitOption(limit) {
   }
 }
 
-module.exports = { Locker, deployment }
+module.exports = { Locker, deployment, semaphores }

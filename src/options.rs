@@ -176,10 +176,10 @@ impl TryFrom<ScheduleInit> for snatch_core::ScheduleOptions {
 }
 
 /// A question to the fleet (`schedules()`, `history()`, `suspend()`, `resume()`, `trigger()`, `locks()`; the
-/// dashboard's `deployment`).
+/// dashboard's `deployment` and `semaphores`).
 #[napi(object)]
 pub struct FleetQuestion {
-    /// `schedules`, `history`, `suspend`, `resume`, `trigger`, `locks` or `deployment`.
+    /// `schedules`, `history`, `suspend`, `resume`, `trigger`, `locks`, `deployment` or `semaphores`.
     pub kind: String,
     /// The schedule's name (all but `schedules` and `locks`).
     pub name: Option<String>,
@@ -205,6 +205,10 @@ impl TryFrom<FleetQuestion> for FleetRequest {
                 limit: q.limit.unwrap_or(1000),
             },
             "deployment" => FleetRequest::Deployment,
+            "semaphores" => FleetRequest::Semaphores {
+                pattern: q.pattern.unwrap_or_else(|| "*".to_owned()),
+                limit: q.limit.unwrap_or(1000),
+            },
             other => return Err(SnatchError::type_arg(format!("unknown question '{other}'"))),
         })
     }

@@ -1,9 +1,9 @@
 'use strict'
 // What the dashboard shows, read from Redis at most once per `refreshMs` however many pages are open (they share it):
-// the fleet's schedules, the locks held and the deployment, as the locker answers them (index.js writes them as JSON:
+// the fleet's schedules, the locks and semaphores held and the deployment, as the locker answers them (index.js writes them as JSON:
 // times in epoch ms, fences as decimal strings). A read that fails keeps the last good one, marked with the error.
 
-const { deployment } = require('../locker')
+const { deployment, semaphores } = require('../locker')
 
 /** Most locks listed. */
 const LOCKS_LIMIT = 1000
@@ -52,9 +52,10 @@ class Snapshot {
   async #read() {
     const at = Date.now()
     try {
-      const [schedules, locks, connection] = await Promise.all([
+      const [schedules, locks, held, connection] = await Promise.all([
         this.#locker.schedules(),
         this.#locker.locks({ limit: LOCKS_LIMIT }),
+        this.#locker[semaphores](LOCKS_LIMIT),
         this.#locker[deployment](),
       ])
       this.#state = {
@@ -63,10 +64,11 @@ class Snapshot {
         connection,
         schedules,
         locks,
+        semaphores: held,
         locksLimit: LOCKS_LIMIT,
       }
     } catch (err) {
-      const last = this.#state ?? { schedules: [], locks: [], connection: null, locksLimit: LOCKS_LIMIT }
+      const last = this.#state ?? { schedules: [], locks: [], semaphores: [], connection: null, locksLimit: LOCKS_LIMIT }
       this.#state = { ...last, at, ok: false, error: `${err.name}: ${err.message}` }
     }
     this.#readAt = Date.now()

@@ -1,7 +1,7 @@
 //! What the fleet-wide view tells (`schedules()`, `locks()`), as the caller gets it (JSON; times in epoch ms, fences
 //! as strings), and the names a scan of a deployment's keys goes by.
 
-use crate::keys::{slot, SLOTS};
+use crate::keys::{has_hash_tag, slot, SLOTS};
 use crate::schedule::Record;
 use serde::Serialize;
 
@@ -36,6 +36,20 @@ pub struct HeldLock {
     /// The lease left, in ms.
     pub ttl: i64,
     pub fence: String,
+}
+
+/// A semaphore with permits held now (the dashboard's view).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldSemaphore {
+    /// Its name, as given to `semaphore()` (without the prefix).
+    pub key: String,
+    /// The permits held, not expired.
+    pub holders: i64,
+    /// Its limit, as its last acquisition gave it (`None` once that is gone).
+    pub limit: Option<i64>,
+    /// Until its last permit expires, in ms.
+    pub ttl: i64,
 }
 
 /// How many of a schedule's next occurrences [`ScheduleInfo::upcoming`] lists.
@@ -88,13 +102,17 @@ pub fn glob_literal(text: &str) -> String {
     escaped
 }
 
-/// A key in cluster slot `slot` that a user limited to keys under `prefix` may name, `{<prefix><n>}` (a call that
-/// names it goes to the master that serves the slot).
-pub fn key_in_slot(prefix: &str, slot_wanted: u16) -> String {
-    (0u32..)
-        .map(|n| format!("{{{prefix}{n}}}"))
-        .find(|key| slot(key) == slot_wanted % SLOTS)
-        .expect("every slot has a key of this form")
+/// A key in cluster slot `slot` that a user limited to keys under `prefix` may name (a call that names it goes to the
+/// master that serves the slot): `{<prefix><n>}`, or `<prefix>{<n>}` when `prefix` holds a `}` (which would close the
+/// first form's hash tag inside the prefix, in one slot whatever `n`). `None` when `prefix` has a hash tag of its own:
+/// every key under it is in that tag's slot.
+pub fn key_in_slot(prefix: &str, slot_wanted: u16) -> Option<String> {
+    if has_hash_tag(prefix) {
+        return None;
+    }
+    let key = |n: u32| if prefix.contains('}') { format!("{prefix}{{{n}}}") } else { format!("{{{prefix}{n}}}") };
+    // The hash tag holds `n`, so the keys' slots go round them all.
+    (0u32..).map(key).find(|key| slot(key) == slot_wanted % SLOTS)
 }
 
 #[cfg(test)]
@@ -113,9 +131,17 @@ mod tests {
     fn globs_are_escaped_and_slots_have_keys() {
         assert_eq!(glob_literal("a*b?[c]\\:"), "a\\*b\\?\\[c\\]\\\\:");
         for wanted in [0, 1, 8000, SLOTS - 1] {
-            let key = key_in_slot("snatch:", wanted);
+            let key = key_in_slot("snatch:", wanted).unwrap();
             assert_eq!(slot(&key), wanted);
             assert!(key.starts_with("{snatch:"), "{key}");
+            // A `}` in the prefix, or an unclosed `{`: still every slot, and the key starts with the prefix.
+            for prefix in ["a}b:", "a{b:", "}"] {
+                let key = key_in_slot(prefix, wanted).unwrap();
+                assert_eq!(slot(&key), wanted, "{key}");
+                assert!(key.starts_with(prefix) || key.starts_with(&format!("{{{prefix}")), "{key}");
+            }
         }
+        // A prefix with a hash tag of its own puts every key in one slot: no key for another.
+        assert_eq!(key_in_slot("{app}:", 0), None);
     }
 }

@@ -74,6 +74,14 @@ impl LockKeys {
         }
     }
 
+    /// Where a semaphore keeps its limit as its last acquisition gave it, named like its fence counter and kept as
+    /// long (`{prefix + key}:limit`, or `prefix + key:limit` when the fence counter is `prefix + key:fence`): what the
+    /// fleet's view reports as the semaphore's limit (the limit itself is each caller's).
+    pub fn limit_key(&self) -> String {
+        let stem = self.fence.strip_suffix("fence").expect("a fence counter's name ends in 'fence'");
+        [stem, "limit"].concat()
+    }
+
     /// The cluster slot of the lock (which master of a cluster a call on it goes to).
     pub fn slot(&self) -> u16 {
         slot(&self.lock)
@@ -94,7 +102,7 @@ impl LockKeys {
 
 /// Whether Redis Cluster hashes `key` by a hash tag (a non-empty `{…}`, the first `{` to the first `}` after it)
 /// rather than whole.
-fn has_hash_tag(key: &str) -> bool {
+pub fn has_hash_tag(key: &str) -> bool {
     hash_tag(key).is_some()
 }
 
@@ -141,6 +149,7 @@ mod tests {
             assert_eq!(k.lock, "snatch:report:daily");
             assert_eq!(k.fence, "{snatch:report:daily}:fence");
             assert_eq!(k.channel(one_slot), "{snatch:report:daily}:released");
+            assert_eq!(k.limit_key(), "{snatch:report:daily}:limit");
         }
         let claim = LockKeys::occurrence(&LockKeys::new("snatch:", "report", false).unwrap(), "7", false);
         assert_eq!((claim.lock.as_str(), claim.fence.as_str()), ("snatch:report:7", "{snatch:report}:fence"));
@@ -152,6 +161,7 @@ mod tests {
             let run = LockKeys::new(prefix, key, true).unwrap();
             assert_eq!(slot(&run.fence), slot(&run.lock), "{prefix}{key}: {}", run.fence);
             assert_eq!(slot(&run.channel(true)), slot(&run.lock), "{prefix}{key}: {}", run.channel(true));
+            assert_eq!(slot(&run.limit_key()), slot(&run.lock), "{prefix}{key}: {}", run.limit_key());
             let claim = LockKeys::occurrence(&run, "1700000000000", true);
             assert_eq!(slot(&claim.lock), slot(&run.lock), "{prefix}{key}: {}", claim.lock);
             assert_ne!(claim.lock, run.lock);

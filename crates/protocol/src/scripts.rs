@@ -91,7 +91,8 @@ pub static FORCE_RELEASE: LazyLock<Script> = LazyLock::new(|| {
 /// Take a permit of a semaphore: [`ACQUIRE`] for a key that `limit` may hold at once.
 ///
 /// KEYS: the semaphore (a sorted set of its holders' tokens, scored by when each permit expires on the server's
-/// clock), its fence key. ARGV: token, ttl in ms, the fence counter's ttl in ms, the limit. Permits expired on the
+/// clock), its fence key, its limit key ([`crate::keys::LockKeys::limit_key`]). ARGV: token, ttl in ms, the fence
+/// counter's ttl in ms, the limit. Permits expired on the
 /// server's clock are dropped first. The fence (a new one each time, raised like [`ACQUIRE`]'s) when the permit is
 /// ours, else `-2 - ms` until the first permit expires.
 pub static PERMIT_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
@@ -133,6 +134,10 @@ pub static SCHEDULE_READ: LazyLock<Script> =
 pub static SCHEDULE_CONTROL: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(include_str!("scripts/wake.lua"), include_str!("scripts/schedule_control.lua")).to_owned())
 });
+
+/// A semaphore's holders, limit and time left, for the fleet's view: see scripts/semaphore_read.lua.
+pub static SEMAPHORE_READ: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/semaphore_read.lua").to_owned()));
 
 /// One step of a scan of a server's keys (`locks()`, `schedules()`): see scripts/scan.lua.
 pub static SCAN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/scan.lua").to_owned()));

@@ -168,6 +168,15 @@
     $('locks').tBodies[0].replaceChildren(...rows)
     const capped = state.locks.length >= state.locksLimit ? ` (the first ${state.locksLimit})` : ''
     $('locks-count').textContent = `${shown.length} of ${state.locks.length} locks${capped}`
+    // Semaphores: the permits held, of the limit their last acquisition gave.
+    const semaphores = (state.semaphores ?? []).filter((s) => !filter || s.key.toLowerCase().includes(filter))
+    const semaphoreRows = semaphores.map((s) => {
+      const tr = row([s.key, s.limit === null ? `${s.holders}` : `${s.holders} of ${s.limit}`, duration(s.ttl)])
+      tr.dataset.key = s.key
+      return tr
+    })
+    $('semaphores').tBodies[0].replaceChildren(...semaphoreRows)
+    $('no-semaphores').hidden = semaphores.length > 0
   }
 
   function renderConnection() {

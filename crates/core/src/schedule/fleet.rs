@@ -11,10 +11,10 @@ use crate::server::script_call::ScriptCall;
 use chrono::Utc;
 use futures_util::future::join_all;
 use snatch_protocol::direct::target::{ClusterMap, DirectTarget};
-use snatch_protocol::fleet::{glob_literal, key_in_slot, Deployment, HeldLock, ScheduleInfo, UPCOMING};
-use snatch_protocol::keys::LockKeys;
+use snatch_protocol::fleet::{glob_literal, key_in_slot, Deployment, HeldLock, HeldSemaphore, ScheduleInfo, UPCOMING};
+use snatch_protocol::keys::{has_hash_tag, LockKeys};
 use snatch_protocol::schedule::{Attempt, ScheduleKeys, Status};
-use snatch_protocol::scripts::SCAN;
+use snatch_protocol::scripts::{SCAN, SEMAPHORE_READ};
 use snatch_protocol::SnatchError;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -47,10 +47,16 @@ pub enum FleetRequest {
     },
     /// The deployment: its kind, and each server's version and latency.
     Deployment,
+    /// Up to `limit` semaphores with permits held now whose names match the glob `pattern`.
+    Semaphores {
+        pattern: String,
+        limit: u32,
+    },
 }
 
 /// Answers `request`, as JSON: the schedules ([`ScheduleInfo`]), the records (newest first), `null` (suspend,
-/// resume), `{"tick": ms}` (a manual run), the locks ([`HeldLock`]), or the deployment ([`Deployment`]).
+/// resume), `{"tick": ms}` (a manual run), the locks ([`HeldLock`]), the deployment ([`Deployment`]), or the
+/// semaphores ([`HeldSemaphore`]).
 pub async fn answer(locker: &Locker, request: FleetRequest) -> Result<String, SnatchError> {
     let _busy = locker.enter()?;
     let json = match request {
@@ -66,6 +72,9 @@ pub async fn answer(locker: &Locker, request: FleetRequest) -> Result<String, Sn
         },
         FleetRequest::Locks { pattern, limit } => serde_json::to_string(&locks(locker, &pattern, limit).await?),
         FleetRequest::Deployment => serde_json::to_string(&deployment(locker).await?),
+        FleetRequest::Semaphores { pattern, limit } => {
+            serde_json::to_string(&semaphores(locker, &pattern, limit).await?)
+        }
     };
     json.map_err(|e| SnatchError::Redis { cause: format!("could not write the answer: {e}") })
 }
@@ -127,7 +136,7 @@ async fn scheduled(locker: &Locker) -> Result<Vec<String>, SnatchError> {
     let mut found = BTreeSet::new();
     for node in locker.nodes().all() {
         for route in routes(node, prefix).await? {
-            scan(node, &route, &Scan { glob: "*:replicas", kind: "zset", locks: false }, usize::MAX, &mut found)
+            scan(node, &route, &Scan { glob: "*:replicas", kind: "zset", keep: Owned::Any }, usize::MAX, &mut found)
                 .await?;
         }
     }
@@ -142,7 +151,8 @@ async fn locks(locker: &Locker, pattern: &str, limit: u32) -> Result<Vec<HeldLoc
     let mut found = BTreeSet::new();
     for node in locker.nodes().all() {
         for route in routes(node, prefix).await? {
-            scan(node, &route, &Scan { glob: &glob, kind: "string", locks: true }, limit as usize, &mut found).await?;
+            scan(node, &route, &Scan { glob: &glob, kind: "string", keep: Owned::Locks }, limit as usize, &mut found)
+                .await?;
         }
     }
     let names: Vec<String> = found
@@ -173,6 +183,36 @@ async fn locks(locker: &Locker, pattern: &str, limit: u32) -> Result<Vec<HeldLoc
     Ok(locks)
 }
 
+/// Up to `limit` semaphores with permits held now under the locker's prefix whose names match `pattern`, by name
+/// (each master of a cluster scanned; not Redlock, which has no semaphores).
+async fn semaphores(locker: &Locker, pattern: &str, limit: u32) -> Result<Vec<HeldSemaphore>, SnatchError> {
+    let Some(node) = locker.nodes().single() else { return Ok(Vec::new()) };
+    let prefix = &locker.config().prefix;
+    let glob = [glob_literal(prefix), pattern.to_owned()].concat();
+    let mut found = BTreeSet::new();
+    for route in routes(node, prefix).await? {
+        scan(node, &route, &Scan { glob: &glob, kind: "zset", keep: Owned::Semaphores }, limit as usize, &mut found)
+            .await?;
+    }
+    let names: Vec<&str> =
+        found.iter().filter_map(|key| key.strip_prefix(prefix.as_str())).take(limit as usize).collect();
+    let reads = join_all(names.iter().map(|name| async move {
+        let keys = LockKeys::new(prefix, name, locker.one_slot())?;
+        let mut call = ScriptCall::new(&SEMAPHORE_READ, 2);
+        call.arg(&keys.lock).arg(keys.limit_key());
+        node.invoke::<(i64, Option<i64>, i64)>(call).await
+    }))
+    .await;
+    let mut semaphores = Vec::new();
+    for (name, read) in names.into_iter().zip(reads) {
+        let (holders, limit, ttl) = read?;
+        if holders > 0 {
+            semaphores.push(HeldSemaphore { key: name.to_owned(), holders, limit, ttl });
+        }
+    }
+    Ok(semaphores)
+}
+
 /// The deployment the locker talks to, each of its servers asked for its version and timed on a `PING`.
 async fn deployment(locker: &Locker) -> Result<Deployment, SnatchError> {
     let config = locker.config();
@@ -191,25 +231,37 @@ async fn deployment(locker: &Locker) -> Result<Deployment, SnatchError> {
     Ok(Deployment { kind, servers })
 }
 
-/// A key under `prefix` for each server of `node` that routes a scan there: one per master on a cluster.
+/// A key under `prefix` for each server of `node` that routes a scan there: one per master on a cluster, unless
+/// `prefix` has a hash tag of its own (every key under it is then in that tag's slot: one master holds them all).
 async fn routes(node: &Node, prefix: &str) -> Result<Vec<String>, SnatchError> {
-    if node.cluster().is_none() {
-        return Ok(vec![key_in_slot(prefix, 0)]);
+    if node.cluster().is_none() || has_hash_tag(prefix) {
+        return Ok(vec![[prefix, "0"].concat()]);
     }
     let map = ClusterMap::new(slot_ranges(&node.cluster_slots().await?));
     Ok((0..map.masters.len())
         .filter_map(|index| match map.target(index) {
-            DirectTarget::Master { slot, .. } => Some(key_in_slot(prefix, slot)),
+            DirectTarget::Master { slot, .. } => key_in_slot(prefix, slot),
             DirectTarget::Server => None,
         })
         .collect())
 }
 
-/// What a scan looks for: keys matching `glob` of type `kind`; with `locks`, only those whose value is a lock's owner.
+/// What a scan looks for: keys matching `glob` of type `kind`, of which those `keep` says.
 struct Scan<'a> {
     glob: &'a str,
     kind: &'a str,
-    locks: bool,
+    keep: Owned,
+}
+
+/// Which keys a scan keeps (scan.lua's last argument).
+#[derive(Clone, Copy)]
+enum Owned {
+    /// Every key found.
+    Any = 0,
+    /// String keys whose value is a lock's owner.
+    Locks = 1,
+    /// Sorted sets whose first member is one: semaphores.
+    Semaphores = 2,
 }
 
 /// Scans the server that `route` leads to for `scan`'s keys, into `found`, until it holds `limit`.
@@ -223,7 +275,7 @@ async fn scan(
     let mut cursor = "0".to_owned();
     loop {
         let mut call = ScriptCall::new(&SCAN, 1);
-        call.arg(route).arg(&cursor).arg(scan.glob).arg(SCAN_COUNT).arg(scan.kind).arg(u8::from(scan.locks));
+        call.arg(route).arg(&cursor).arg(scan.glob).arg(SCAN_COUNT).arg(scan.kind).arg(scan.keep as u8);
         let (next, keys): (String, Vec<String>) = node.invoke(call).await?;
         found.extend(keys);
         if next == "0" || found.len() >= limit {

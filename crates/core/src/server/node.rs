@@ -109,9 +109,15 @@ impl Node {
         name_holder: bool,
         mark: Mark,
     ) -> Result<Acquired, SnatchError> {
-        let mut call =
-            ScriptCall::new(if keys.limit.is_some() { &scripts::PERMIT_ACQUIRE } else { &scripts::ACQUIRE }, 2);
-        call.arg(&keys.lock).arg(&keys.fence).arg(token).arg(ttl_ms).arg(self.fence_ttl_ms);
+        let mut call = match keys.limit {
+            Some(_) => ScriptCall::new(&scripts::PERMIT_ACQUIRE, 3),
+            None => ScriptCall::new(&scripts::ACQUIRE, 2),
+        };
+        call.arg(&keys.lock).arg(&keys.fence);
+        if keys.limit.is_some() {
+            call.arg(keys.limit_key());
+        }
+        call.arg(token).arg(ttl_ms).arg(self.fence_ttl_ms);
         if let Some(limit) = keys.limit {
             // Every release of a permit wakes the waiters; no holder is named (semaphores are not on Redlock).
             call.arg(limit);

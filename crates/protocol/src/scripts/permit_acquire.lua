@@ -1,7 +1,7 @@
 -- Take a permit of a semaphore (see scripts.rs; fence.lua comes first): KEYS[1] is the semaphore, a sorted set of
 -- its holders' tokens scored by when each permit expires (ms on this server's clock: client clocks never judge
--- expiry), KEYS[2] its fence counter; ARGV[1] the token, ARGV[2] the ttl in ms, ARGV[3] the fence counter's ttl in
--- ms, ARGV[4] the limit. The fence (a new one, also for a token asking again) when the permit is ours, else
+-- expiry), KEYS[2] its fence counter, KEYS[3] where its limit is kept for the fleet's view (as long as the counter);
+-- ARGV[1] the token, ARGV[2] the ttl in ms, ARGV[3] the fence counter's ttl in ms, ARGV[4] the limit. The fence (a new one, also for a token asking again) when the permit is ours, else
 -- `-2 - ms` until the first permit expires.
 local sem, fence, token, ttl, fence_ttl, limit = KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local time = redis.call('TIME')
@@ -18,4 +18,5 @@ local last = redis.call('ZRANGE', sem, -1, -1, 'WITHSCORES')
 redis.call('PEXPIREAT', sem, tonumber(last[2]))
 local counter = redis.call('INCR', fence)
 redis.call('PEXPIRE', fence, fence_ttl)
+redis.call('SET', KEYS[3], limit, 'PX', fence_ttl)
 return settle(fence, fence_ttl, counter)

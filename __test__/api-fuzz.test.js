@@ -1208,7 +1208,9 @@ async function leftovers() {
       cursor = reply[1]
       for _, k in ipairs(reply[2]) do
         local pttl = redis.call('PTTL', k)
-        if string.sub(k, 1, #ARGV[2]) == ARGV[2] and string.sub(k, -7) == '}:fence' then
+        -- Fence counters, and the limits semaphores keep beside them: kept fenceTtl on purpose.
+        local counter = string.sub(k, -7) == '}:fence' or string.sub(k, -7) == '}:limit'
+        if string.sub(k, 1, #ARGV[2]) == ARGV[2] and counter then
           fences = fences + 1
           if pttl <= 0 then table.insert(nottl, string.sub(k, 1, 200)) end
         elseif record(k) then
@@ -1406,7 +1408,8 @@ test(`${CALLS} random API calls: only documented outcomes, no unhandled errors, 
     console.log(
       `api fuzz: seed ${SEED}, ${CALLS} random calls + ${total - CALLS} follow-ups (closes of created lockers, ` +
         `housekeeping releases, final closes), ${elapsed} ms; ${lockers.length} lockers, ${hungCount} never-settling tasks, ` +
-        `${after.fences} fence counters and ${after.records} schedule records left, all with a ttl: ${after.noTtl.length === 0}; ` +
+        `${after.fences} fence counters and semaphore limits and ${after.records} schedule records left, all with a ttl: ` +
+        `${after.noTtl.length === 0}; ` +
         `schedule events: ` +
         `${[...events].map(([e, n]) => `${e} ${n}`).join(', ') || 'none'}\n` +
         `by outcome:\n${byCategory.join('\n')}\nby method and outcome:\n${byMethod.join('\n')}`,

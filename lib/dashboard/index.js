@@ -9,6 +9,7 @@
 const crypto = require('node:crypto')
 const fs = require('node:fs')
 const path = require('node:path')
+const { invalidArg } = require('../errors')
 const { Locker } = require('../locker')
 const { Snapshot } = require('./snapshot')
 
@@ -47,10 +48,10 @@ const ACTIONS = {
  */
 function createDashboard(locker, options = {}) {
   if (!(locker instanceof Locker)) {
-    throw Object.assign(new TypeError('createDashboard needs a Locker (from createLocker)'), { code: 'ERR_SNATCH_INVALID_ARG' })
+    throw invalidArg(TypeError, 'createDashboard needs a Locker (from createLocker)')
   }
   if (options === null || typeof options !== 'object') {
-    throw Object.assign(new TypeError('options must be an object'), { code: 'ERR_SNATCH_INVALID_ARG' })
+    throw invalidArg(TypeError, 'options must be an object')
   }
   const actions = options.actions === true
   const csrf = crypto.randomBytes(24).toString('base64url')

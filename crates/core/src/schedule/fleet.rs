@@ -1,7 +1,7 @@
 //! The fleet-wide view and control of schedules and locks, from any process (none needs a schedule registered here):
 //! every schedule a live replica registered, a schedule's records, suspend and resume, a manual run, the locks held.
 
-use crate::config::Topology;
+use crate::config::{is_memory, Topology};
 use crate::direct::open::slot_ranges;
 use crate::lock::locker::Locker;
 use crate::schedule::cron::CronSchedule;
@@ -220,7 +220,7 @@ async fn deployment(locker: &Locker) -> Result<Deployment, SnatchError> {
     let kind = match &config.topology {
         Topology::Cluster => "cluster",
         Topology::Sentinel { .. } => "sentinel",
-        Topology::Servers if config.urls.iter().any(|url| url.starts_with("memory:")) => "memory",
+        Topology::Servers if config.urls.iter().any(|url| is_memory(url)) => "memory",
         Topology::Servers if nodes.len() > 1 => "redlock",
         Topology::Servers => "server",
     };

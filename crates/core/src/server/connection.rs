@@ -174,12 +174,7 @@ impl Link {
     pub(crate) async fn cluster_slots(&mut self) -> RedisResult<Value> {
         let mut slots = redis::cmd("CLUSTER");
         slots.arg("SLOTS");
-        match self {
-            Self::Server(conn) => slots.query_async(conn).await,
-            Self::Cluster(conn) => {
-                conn.route_command(slots, RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random)).await
-            }
-        }
+        self.any_node(slots).await
     }
 
     /// Subscribes to `channel` (its messages go to the push sender the connection was opened with); with `sharded`,

@@ -255,8 +255,7 @@ impl Node {
 
     /// The server's name (its URL, redacted), version and the round trip of a `PING` (on a cluster, of any node).
     pub(crate) async fn answering_server(&self) -> Result<Server, SnatchError> {
-        let command = |link: Link| async move {
-            let mut link = link;
+        let command = |mut link: Link| async move {
             let started = std::time::Instant::now();
             link.ping().await?;
             let latency_ms = started.elapsed().as_secs_f64() * 1000.0;

@@ -6,13 +6,11 @@
 // messages (CLUSTER INFO) and the CPU (INFO cpu) of the masters that do not own the key, per 1,000 handoffs. PUBLISH
 // is relayed to every node over the bus; a sharded SPUBLISH stays on the key's shard. Prints a Markdown table.
 
-const fs = require('node:fs')
 const path = require('node:path')
 const { redisCommand } = require('../__test__/support/redis-server')
 const { startCluster } = require('../__test__/support/deployments')
 
-const args = process.argv.slice(2)
-const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback)
+const { option, publish } = require('./lib/cli')
 /** `[label, dir]` of each package measured: this checkout by default. */
 const packages = option('--packages', `this=${path.join(__dirname, '..')}`)
   .split(',')
@@ -118,9 +116,7 @@ async function main() {
     '|---:|---|---:|---:|---:|---:|---:|',
     ...rows,
   ].join('\n')
-  console.log(report)
-  const out = option('--out')
-  if (out) fs.writeFileSync(out, `${report}\n`)
+  publish(report)
 }
 
 main().catch((err) => {

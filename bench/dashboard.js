@@ -5,14 +5,12 @@
 // every second and shows one schedule's runs, as the page does), and the handler's memory (heap and RSS growth of the
 // serving process after the polls). Prints a Markdown table.
 
-const fs = require('node:fs')
 const http = require('node:http')
 const { createLocker } = require('..')
 const { createDashboard } = require('../dashboard')
 const { startRedis, commandCalls, redisCommand } = require('../__test__/support/redis-server')
 
-const args = process.argv.slice(2)
-const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback)
+const { option, publish } = require('./lib/cli')
 const seconds = Number(option('--seconds', 10))
 const SCHEDULES = 100
 const LOCKS = 1000
@@ -97,9 +95,7 @@ async function main() {
       `script, uncompressed). The handler's memory: the serving process's JS heap after the polls, ` +
       `${mb(heapAfter.heapUsed - heapBefore.heapUsed)} MB more than before the dashboard was made${global.gc ? ' (after a GC)' : ''}.`,
   ].join('\n')
-  console.log(report)
-  const out = option('--out')
-  if (out) fs.writeFileSync(out, `${report}\n`)
+  publish(report)
 }
 
 main().catch((err) => {

@@ -6,12 +6,10 @@
 // checkout of redis-snatch (say, the build before) with the same script. Prints a Markdown table.
 
 const { fork } = require('node:child_process')
-const fs = require('node:fs')
 const path = require('node:path')
 const { startRedis, commandCalls } = require('../__test__/support/redis-server')
 
-const args = process.argv.slice(2)
-const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback)
+const { option, publish } = require('./lib/cli')
 const pkg = process.env.HOTKEY_PACKAGE || path.resolve(option('--package', path.join(__dirname, '..')))
 const seconds = Number(option('--seconds', 5))
 const CASES = [
@@ -95,9 +93,7 @@ async function main() {
     '|---:|---:|---:|',
     ...rows,
   ].join('\n')
-  console.log(report)
-  const out = option('--out')
-  if (out) fs.writeFileSync(out, `${report}\n`)
+  publish(report)
 }
 
 if (process.env.HOTKEY_CHILD) child()

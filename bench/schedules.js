@@ -9,12 +9,11 @@
 // last release) with the same script. Prints a Markdown table; with `--out FILE`, writes it there too.
 
 const { fork } = require('node:child_process')
-const fs = require('node:fs')
 const path = require('node:path')
 const { startRedis, redisCommand, commandCalls } = require('../__test__/support/redis-server')
+const { option, publish } = require('./lib/cli')
 
 const args = process.argv.slice(2)
-const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback)
 const pkg = path.resolve(option('--package', path.join(__dirname, '..')))
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -114,9 +113,7 @@ async function main() {
     `| … Redis commands per second | ${fleet.redisOpsPerSecond.toFixed(0)} |`,
     `| … Redis CPU | ${fleet.redisCpuPercent.toFixed(2)} % of a core |`,
   ].join('\n')
-  console.log(table)
-  const out = option('--out')
-  if (out) fs.writeFileSync(out, `${table}\n`)
+  publish(table)
 }
 
 main().catch((err) => {

@@ -5,13 +5,15 @@
 // Run from the package root after `npm run build`:
 //   REDIS_URL=redis://127.0.0.1:6379 WINDOWS=1 node bench/experiments/tail/windows.js withfn 50 4000
 // PKG=<path of another checkout> measures that build instead. Run with `node --trace-gc` to see the scavenges.
+// TLS_CA=<PEM file> trusts that CA for a rediss:// REDIS_URL.
 const { createLocker } = require(process.env.PKG || '../../..')
 const { createHistogram, performance } = require('node:perf_hooks')
 const scenario = process.argv[2] || 'withfn'
 const conc = Number(process.argv[3] || 50)
 const dur = Number(process.argv[4] || 5000)
 async function main() {
-  const locker = createLocker({ url: process.env.REDIS_URL, prefix: `tail${process.pid}:` })
+  const tls = process.env.TLS_CA ? { ca: require('node:fs').readFileSync(process.env.TLS_CA) } : undefined
+  const locker = createLocker({ url: process.env.REDIS_URL, tls, prefix: `tail${process.pid}:` })
   const all = createHistogram()
   const windows = []
   let win = createHistogram()

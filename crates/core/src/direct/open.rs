@@ -45,7 +45,7 @@ pub async fn open(locker: &Locker, target: &DirectTarget) -> Result<Option<Direc
     let open = async {
         let tcp = TcpStream::connect((host, *port)).await.map_err(|e| node.failure(e))?;
         tcp.set_nodelay(true).map_err(|e| node.failure(e))?;
-        let (accepted, tcp, session) = match &endpoint.direct_tls {
+        let (accepted, tcp, session) = match &endpoint.tls {
             None => {
                 let mut tcp = tcp;
                 let accepted = greet(&mut tcp, handshake, &hello).await.map_err(|e| node.failure(e))?;

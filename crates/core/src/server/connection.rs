@@ -3,6 +3,7 @@
 //! server the sentinels name master by then); a cluster connection follows redirections, slot moves and failovers
 //! by itself. `close` drops it for good.
 
+use crate::server::dial::{ClusterTlsKey, NodeConnection};
 use crate::server::endpoint::{Access, Endpoint};
 use crate::server::memory::Memory;
 use crate::server::sentinel::Sentinels;
@@ -37,6 +38,8 @@ pub(crate) struct Cluster {
     access: Access,
     /// The client of command connections (RESP2).
     client: redis::cluster::ClusterClient,
+    /// Over TLS: the registration of the locker's TLS for the node connections.
+    tls: Option<ClusterTlsKey>,
 }
 
 impl Cluster {
@@ -54,11 +57,12 @@ impl Cluster {
 impl Target {
     /// A cluster reached through `seeds`.
     pub(crate) fn cluster(seeds: Vec<String>, access: Access, timeout: Duration) -> Result<Self, SnatchError> {
+        let tls = access.cluster_tls(&seeds, timeout)?;
         let client = access
-            .cluster(&seeds, timeout)?
+            .cluster(&seeds, timeout, tls.as_ref())?
             .build()
             .map_err(|e| SnatchError::type_arg(format!("invalid cluster option: {e}")))?;
-        Ok(Self::Cluster(Box::new(Cluster { seeds, access, client })))
+        Ok(Self::Cluster(Box::new(Cluster { seeds, access, client, tls })))
     }
 
     /// Opens a command connection, the attempt bounded by `timeout` (the caller bounds it as a whole).
@@ -67,7 +71,8 @@ impl Target {
             Self::Server(endpoint) => endpoint.connect(timeout).await.map(Link::Server).map_err(|e| e.to_string()),
             Self::Sentinel(sentinels) => sentinels.connect_master(timeout).await.map(Link::Server),
             Self::Cluster(cluster) => {
-                cluster.client.get_async_connection().await.map(Link::Cluster).map_err(|e| e.to_string())
+                let connection = cluster.client.get_async_generic_connection::<NodeConnection>().await;
+                connection.map(Link::Cluster).map_err(|e| e.to_string())
             }
             Self::Memory(_) => Err(NO_CONNECTION.to_owned()),
         }
@@ -86,13 +91,14 @@ impl Target {
             Self::Cluster(cluster) => {
                 let client = cluster
                     .access
-                    .cluster(&cluster.seeds, timeout)
+                    .cluster(&cluster.seeds, timeout, cluster.tls.as_ref())
                     .map_err(|e| e.to_string())?
                     .use_protocol(ProtocolVersion::RESP3)
                     .push_sender(push)
                     .build()
                     .map_err(|e| e.to_string())?;
-                client.get_async_connection().await.map(Link::Cluster).map_err(|e| e.to_string())
+                let connection = client.get_async_generic_connection::<NodeConnection>().await;
+                connection.map(Link::Cluster).map_err(|e| e.to_string())
             }
             // Waiters on a memory store rely on their retries (see waker.rs).
             Self::Memory(_) => Err(NO_CONNECTION.to_owned()),
@@ -111,7 +117,7 @@ pub(crate) enum Link {
     /// To one server.
     Server(MultiplexedConnection),
     /// To a cluster: one connection per node, commands routed by their keys.
-    Cluster(ClusterConnection),
+    Cluster(ClusterConnection<NodeConnection>),
 }
 
 impl Link {

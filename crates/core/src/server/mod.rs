@@ -3,12 +3,15 @@
 //! in-process stand-in for users' tests.
 
 pub(crate) mod batcher;
+mod certificate_check;
 pub(crate) mod connection;
+pub(crate) mod dial;
 pub(crate) mod endpoint;
 pub(crate) mod keyspace;
 pub(crate) mod memory;
 pub(crate) mod node;
 pub(crate) mod script_call;
 pub(crate) mod sentinel;
+mod tls;
 pub(crate) mod waiters;
 pub(crate) mod waker;

@@ -2,7 +2,7 @@
 //! (redis-rs #463), so for a TLS server we open the TCP and TLS stream ourselves (tls.rs's configuration) and hand
 //! it to the crate ([`over_tls`]); a cluster's node connections do the same through [`NodeConnection`].
 
-use crate::server::endpoint::ServerTls;
+use crate::server::tls::ServerTls;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::Connect;
 use redis::{

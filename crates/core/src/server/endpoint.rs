@@ -5,10 +5,9 @@
 use crate::config::{LockerConfig, TlsOptions};
 use crate::redact::redact;
 use crate::server::dial::{self, ClusterTlsKey};
-use crate::server::tls;
+use crate::server::tls::{self, ServerTls};
 use redis::aio::{AsyncPushSender, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, ProtocolVersion};
-use rustls::pki_types::ServerName;
 use snatch_protocol::SnatchError;
 use std::sync::Arc;
 use std::time::Duration;
@@ -185,22 +184,6 @@ pub(crate) struct Endpoint {
     pub(crate) tls: Option<ServerTls>,
 }
 
-/// The TLS of the connections to one server: the locker's rustls configuration, and the name the server's
-/// certificate is checked against.
-#[derive(Clone)]
-pub(crate) struct ServerTls {
-    pub(crate) config: Arc<rustls::ClientConfig>,
-    pub(crate) name: ServerName<'static>,
-}
-
-impl ServerTls {
-    fn new(config: Arc<rustls::ClientConfig>, name: &str) -> Result<Self, SnatchError> {
-        let name = ServerName::try_from(name.to_owned())
-            .map_err(|e| SnatchError::type_arg(format!("invalid TLS server name '{name}': {e}")))?;
-        Ok(Self { config, name })
-    }
-}
-
 impl Endpoint {
     /// A command connection (RESP2), the attempt bounded by `timeout`; its commands have no timeout of their own.
     pub(crate) async fn connect(&self, timeout: Duration) -> redis::RedisResult<MultiplexedConnection> {
@@ -312,6 +295,8 @@ mod tests {
         let access = Access::new(&LockerConfig { tls: Some(tls), ..LockerConfig::default() }).unwrap();
         let endpoint = access.endpoint("rediss://127.0.0.1:6380").unwrap();
         assert_eq!(endpoint.connect_host(), Some("127.0.0.1"));
-        assert!(matches!(&endpoint.tls, Some(tls) if tls.name == ServerName::try_from("redis.test").unwrap()));
+        assert!(
+            matches!(&endpoint.tls, Some(tls) if tls.name == rustls::pki_types::ServerName::try_from("redis.test").unwrap())
+        );
     }
 }

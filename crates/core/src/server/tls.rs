@@ -1,14 +1,14 @@
 //! The rustls configuration of a locker's TLS connections, made once of its `tls` options: the trusted roots (`ca`,
 //! else the platform's with `NODE_EXTRA_CA_CERTS`), the server certificate check ([`CertificateCheck`], off with
 //! `rejectUnauthorized: false`) and the client certificate. Every TLS connection takes it: the redis crate's (over
-//! streams opened by dial.rs) and the direct connection's.
+//! streams opened by dial.rs) and the direct connection's, each with the name it checks a server by ([`ServerTls`]).
 
 use crate::config::TlsOptions;
 use crate::server::certificate_check::CertificateCheck;
 use rustls::client::ResolvesClientCert;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::sign::CertifiedKey;
 use rustls::{ClientConfig, SignatureScheme};
 use snatch_protocol::SnatchError;
@@ -74,6 +74,22 @@ fn roots(options: &TlsOptions) -> Result<Vec<CertificateDer<'static>>, SnatchErr
         }
     }
     Ok(roots)
+}
+
+/// The TLS of the connections to one server: the locker's rustls configuration, and the name the server's
+/// certificate is checked against.
+#[derive(Clone)]
+pub(crate) struct ServerTls {
+    pub(crate) config: Arc<rustls::ClientConfig>,
+    pub(crate) name: ServerName<'static>,
+}
+
+impl ServerTls {
+    pub(crate) fn new(config: Arc<rustls::ClientConfig>, name: &str) -> Result<Self, SnatchError> {
+        let name = ServerName::try_from(name.to_owned())
+            .map_err(|e| SnatchError::type_arg(format!("invalid TLS server name '{name}': {e}")))?;
+        Ok(Self { config, name })
+    }
 }
 
 /// The client certificate, sent to every server that asks for one.

@@ -2,8 +2,9 @@
 // TLS parity with node:tls: with the same `tls` options, redis-snatch connects exactly when ioredis (Node's TLS) does,
 // and refuses with a RedisError naming the reason when it does not. Each case runs both against the same real
 // redis-server (redis-snatch on both of its connections, the main and the direct one): server certificates of every
-// kind (v3 with subjectAltName, CN only, v1, expired, another CA, self-signed), reached as `localhost` and as
-// `127.0.0.1`, and client certificates (v3, v1, expired, another CA, none) for a server that asks for one.
+// kind (v3 with subjectAltName, CN only, v1, expired, another CA, self-signed, of an intermediate CA), reached as
+// `localhost` and as `127.0.0.1`, and client certificates (v3, v1, expired, another CA, none) for a server that asks
+// for one.
 
 const dc = require('node:diagnostics_channel')
 const Redis = require('ioredis')
@@ -25,7 +26,9 @@ function startWith(name, authClients = 'no') {
 
 beforeAll(async () => {
   certs = await makeCertificateSets()
-  const names = ['san', 'cn-only', 'v1', 'v1-elsewhere', 'elsewhere', 'expired', 'other-ca-san', 'self-signed']
+  const names = [
+    'san', 'cn-only', 'v1', 'v1-elsewhere', 'elsewhere', 'expired', 'other-ca-san', 'self-signed', 'v1-chain', 'v3-chain',
+  ]
   const started = await Promise.all(names.map((name) => startWith(name)))
   names.forEach((name, i) => {
     servers[name] = started[i]
@@ -112,6 +115,9 @@ const CASES = [
   ['expired', 'expired', 'localhost', {}, false, /Expired/],
   ['signed by another CA', 'other-ca-san', 'localhost', {}, false, /UnknownIssuer/],
   ['the right certificate, trusting another CA', 'san', 'localhost', { ca: 'other-ca' }, false, /UnknownIssuer/],
+  ['v1 signed by an intermediate CA the server sends', 'v1-chain', 'localhost', {}, true, null],
+  ['v3 signed by an intermediate CA the server sends', 'v3-chain', 'localhost', {}, true, null],
+  ['v1 signed by an intermediate CA, trusting another CA', 'v1-chain', 'localhost', { ca: 'other-ca' }, false, /UnknownIssuer/],
   ['self-signed, given as ca', 'self-signed', 'localhost', { ca: 'self-signed' }, true, null],
   ['self-signed, not trusted', 'self-signed', 'localhost', {}, false, /UnknownIssuer/],
   ['client certificate v3', 'mutual', 'localhost', { client: 'client-v3' }, true, null],

@@ -2,7 +2,7 @@
 // The certificates of the TLS parity matrix (tls-parity.test.js), made by openssl in a temp dir: a CA and an
 // unrelated one, then server and client certificates of every kind users bring: X.509 v3 with subjectAltName, v3
 // naming the host in its CN only, v1 (what `openssl x509 -req` makes without -extfile), expired, signed by the other
-// CA, self-signed. EC P-256 keys, SHA-256 signatures.
+// CA, self-signed, signed by an intermediate CA. EC P-256 keys, SHA-256 signatures.
 
 const { execFile } = require('node:child_process')
 const crypto = require('node:crypto')
@@ -50,7 +50,8 @@ function openssl(dir, args) {
 /**
  * Makes the certificates in a fresh temp dir; resolves `{ dir, file(name), pem(name) }`, names being those below
  * (`<name>.crt` and `<name>.key` in `dir`). Servers: san, cn-only, v1, v1-elsewhere, elsewhere, expired,
- * other-ca-san, self-signed. Clients: client-v3, client-v1, client-expired, client-other-ca. CAs: ca, other-ca.
+ * other-ca-san, self-signed, and v1-chain and v3-chain (a leaf of an intermediate CA that `ca` signed, followed by
+ * the intermediate). Clients: client-v3, client-v1, client-expired, client-other-ca. CAs: ca, other-ca.
  */
 async function makeCertificateSets() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redis-snatch-parity-'))
@@ -88,7 +89,19 @@ async function makeCertificateSets() {
     signed('client-v1', 'parity client'),
     signed('client-expired', 'parity client', { extensions: 'plain', days: -1 }),
     signed('client-other-ca', 'parity client', { ca: 'other-ca', extensions: 'plain' }),
+    signed('intermediate', 'parity intermediate CA', { extensions: 'ca' }),
   ])
+  await Promise.all([
+    signed('v1-leaf', 'localhost', { ca: 'intermediate' }),
+    signed('v3-leaf', 'localhost', { ca: 'intermediate', extensions: 'san' }),
+  ])
+  // What a server presents for a leaf of the intermediate CA: the leaf, then the intermediate.
+  const intermediate = fs.readFileSync(path.join(dir, 'intermediate.crt'), 'utf8')
+  for (const version of ['v1', 'v3']) {
+    const leaf = fs.readFileSync(path.join(dir, `${version}-leaf.crt`), 'utf8')
+    fs.writeFileSync(path.join(dir, `${version}-chain.crt`), leaf + intermediate)
+    fs.copyFileSync(path.join(dir, `${version}-leaf.key`), path.join(dir, `${version}-chain.key`))
+  }
   const file = (name) => path.join(dir, name)
   return { dir, file, pem: (name) => fs.readFileSync(file(name), 'utf8') }
 }

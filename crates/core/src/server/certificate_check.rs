@@ -6,8 +6,8 @@
 //! - an X.509 v1 certificate, which webpki cannot read, signed by a trusted CA;
 //! - a certificate that is itself trusted (a self-signed one given in `tls.ca`).
 //!
-//! Those last two are checked here: the issuer's signature, the validity period, and the names as above. A v1
-//! certificate signed by an intermediate CA is refused (Node accepts it).
+//! Those last two are checked here: the issuer's signature (a trusted CA's, directly or through CA certificates the
+//! server sends), the validity periods, and the names as above.
 //!
 //! With `rejectUnauthorized: false` no certificate is checked, but the handshake's signatures still are (also by a
 //! v1 certificate).
@@ -24,6 +24,9 @@ use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::{FromDer, X509Version};
 use x509_parser::x509::SubjectPublicKeyInfo;
+
+/// The most CA certificates between a leaf and a root that the checks here follow.
+const MAX_INTERMEDIATES: usize = 6;
 
 /// The server certificate check of a locker's TLS connections.
 #[derive(Debug)]
@@ -56,24 +59,20 @@ impl CertificateCheck {
     }
 
     /// Node's acceptance of `leaf` where webpki cannot read it (v1) or does not trust it as a leaf (a trusted
-    /// certificate itself): signed by a trusted CA or trusted itself, within its validity, and naming `name`.
+    /// certificate itself): trusted itself, or signed by a trusted CA directly or through the server's
+    /// `intermediates` (each a CA in its validity); within its validity; naming `name`.
     fn check_alone(
         &self,
         trust: &Trust,
         leaf: &X509Certificate<'_>,
         der: &[u8],
+        intermediates: &[CertificateDer<'_>],
         name: &ServerName<'_>,
         now: UnixTime,
     ) -> Result<(), Error> {
-        let roots =
-            trust.roots.iter().filter_map(|root| X509Certificate::from_der(root).ok().map(|(_, cert)| (root, cert)));
+        let (roots, intermediates) = (parsed(&trust.roots), parsed(intermediates));
         let trusted = trust.roots.iter().any(|root| root.as_ref() == der);
-        let signed = || {
-            roots.filter(|(_, root)| root.subject().as_raw() == leaf.issuer().as_raw()).any(|(_, root)| {
-                root.validity().is_valid_at(asn1_time(now)) && verify(self.algorithms.all, root.public_key(), leaf)
-            })
-        };
-        if !trusted && !signed() {
+        if !trusted && !self.chains(leaf, &roots, &intermediates, now, MAX_INTERMEDIATES) {
             return Err(CertificateError::UnknownIssuer.into());
         }
         let validity = leaf.validity();
@@ -98,6 +97,30 @@ impl CertificateCheck {
             return Err(CertificateError::NotValidForNameContext { expected: name.to_owned(), presented }.into());
         }
         Ok(())
+    }
+
+    /// Whether `cert` is signed by one of `roots`, or by one of `intermediates` (a CA within its validity) that chains
+    /// so, through at most `depth` of them; the issuer's key checks the signature, each root within its validity.
+    fn chains(
+        &self,
+        cert: &X509Certificate<'_>,
+        roots: &[X509Certificate<'_>],
+        intermediates: &[X509Certificate<'_>],
+        now: UnixTime,
+        depth: usize,
+    ) -> bool {
+        let at = asn1_time(now);
+        let issued = |issuer: &&X509Certificate<'_>| {
+            issuer.subject().as_raw() == cert.issuer().as_raw()
+                && issuer.validity().is_valid_at(at)
+                && verify(self.algorithms.all, issuer.public_key(), cert)
+        };
+        roots.iter().any(|root| issued(&root))
+            || depth > 0
+                && intermediates.iter().filter(issued).any(|ca| {
+                    ca.basic_constraints().ok().flatten().is_some_and(|bc| bc.value.ca)
+                        && self.chains(ca, roots, intermediates, now, depth - 1)
+                })
     }
 
     /// The handshake's signature by a leaf webpki cannot read, with the algorithms of `scheme` that apply.
@@ -164,7 +187,8 @@ impl ServerCertVerifier for CertificateCheck {
         if !decided_here {
             return Err(refused);
         }
-        self.check_alone(trust, &leaf, end_entity, server_name, now).map(|()| ServerCertVerified::assertion())
+        self.check_alone(trust, &leaf, end_entity, intermediates, server_name, now)
+            .map(|()| ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(
@@ -203,6 +227,11 @@ impl ServerCertVerifier for CertificateCheck {
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.algorithms.supported_schemes()
     }
+}
+
+/// Those of `certs` that parse.
+fn parsed<'a>(certs: &'a [CertificateDer<'_>]) -> Vec<X509Certificate<'a>> {
+    certs.iter().filter_map(|cert| X509Certificate::from_der(cert).ok().map(|(_, cert)| cert)).collect()
 }
 
 /// `now` as x509-parser's time.

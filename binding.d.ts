@@ -42,8 +42,11 @@ export declare class NativeLocker {
    * `direct` of diagnostics' acquire messages.
    */
   wentDirect(id: number): boolean
-  /** Milliseconds lock `lock` is still guaranteed; 0 once lost or released. */
-  remainingMs(lock: number): number
+  /**
+   * Milliseconds the lock of run `id` (while its fn runs) or lock `id` (while held) is still guaranteed; 0 once
+   * lost or released.
+   */
+  remainingMs(id: number): number
   /** Starts operation `id`: asks the fleet `question`; answers with JSON. Throws on a bad question. */
   ask(id: number, question: FleetQuestion): void
   /**

@@ -87,6 +87,59 @@ export interface TaskContext {
   /** Fencing token: strictly increasing per key across all holders. */
   fence: bigint
   key: string
+  /**
+   * Date.now()-based end of the lease's guarantee (now once lost), as Lock.validUntil. Check it right before an act
+   * that must not overlap another holder's: unlike the signal, it is right even just after the process was stopped
+   * (SIGSTOP) or starved.
+   */
+  readonly validUntil: number
+}
+
+/** What lead()'s fn receives: a TaskContext whose fence is also the term. */
+export interface LeaderContext extends TaskContext {
+  /** The term: the fence of this leadership's lock, which rises with every term, across replicas. */
+  term: bigint
+}
+
+/** Why a term ended: fn settled, resign(), stop() (or close()), the lease could not be kept, fn threw. */
+export type RevokeReason = 'returned' | 'resigned' | 'stopped' | 'lost' | 'error'
+
+/**
+ * One replica's campaign (an EventEmitter): 'elected' when it becomes leader, 'revoked' when the term ends, 'error'
+ * for fn's errors and failed campaigns (without a listener the first is logged; the campaign goes on).
+ */
+export interface Leadership extends EventEmitter {
+  readonly isLeader: boolean
+  /** The current leader's instance id, as last seen (looked up each `retry` while campaigning), or null. */
+  readonly leader: string | null
+  /** Ends the term under way (fn's signal aborts) and campaigns again after `retry` ms. */
+  resign(): Promise<void>
+  /** Ends the term under way and stops campaigning; resolves once the campaign has stopped. */
+  stop(): Promise<void>
+  on(event: 'elected', listener: (info: { term: bigint; fence: bigint }) => void): this
+  on(event: 'revoked', listener: (info: { term: bigint; reason: RevokeReason }) => void): this
+  on(event: 'error', listener: (err: unknown) => void): this
+  once(event: 'elected', listener: (info: { term: bigint; fence: bigint }) => void): this
+  once(event: 'revoked', listener: (info: { term: bigint; reason: RevokeReason }) => void): this
+  once(event: 'error', listener: (err: unknown) => void): this
+}
+
+/** Who leads a name, without campaigning (an EventEmitter of 'change' and 'error'); asks Redis twice a second. */
+export interface LeaderObserver extends EventEmitter {
+  readonly leader: string | null
+  /** Stops watching. */
+  close(): void
+  /** `term`: the key's fence counter when the change was seen, at least the leader's term; null without a leader. */
+  on(event: 'change', listener: (info: { leader: string | null; term: bigint | null }) => void): this
+  on(event: 'error', listener: (err: unknown) => void): this
+  once(event: 'change', listener: (info: { leader: string | null; term: bigint | null }) => void): this
+  once(event: 'error', listener: (err: unknown) => void): this
+}
+
+/** lead()'s options: the lease, and `retry` (ms between a campaign's looks, and the pause after a term; 1000). */
+export interface LeadOptions {
+  ttl?: number
+  retry?: number
 }
 
 export type SnatchResult<T> = { ran: true; value: T; fence: bigint } | { ran: false }
@@ -106,6 +159,10 @@ export declare class Locker {
   schedule(name: string, cron: string, fn: (ctx: TickContext) => unknown, options?: ScheduleOptions): ScheduledTask
   /** A counting semaphore: at most `limit` holders of `key` at once, across every process (not on Redlock). */
   semaphore(key: string, limit: number): Semaphore
+  /** Campaigns for leadership of `name`; runs fn while leader; campaigns again when the term ends. */
+  lead(name: string, fn: (ctx: LeaderContext) => unknown, options?: LeadOptions): Leadership
+  /** Watches who leads `name` without campaigning. */
+  observe(name: string): LeaderObserver
   /** What Redis holds for `key` now: null when it is free. For dashboards and debugging. */
   inspect(key: string): Promise<null | Inspection>
   /** Deletes `key`'s lock whoever holds it (an operator's tool) and wakes its waiters; true if there was one. The

@@ -188,6 +188,36 @@ const SCENARIOS = {
       return { notes: `${stops} holders stopped; stale releases answered false ${workers.stale.refused} times, true ${workers.stale.released} times` }
     },
   },
+  leaders: {
+    title:
+      'leader election: 6 workers campaigning (lead, ttl 1 s, retry 0.2 s), the leader SIGKILLed (and replaced) or ' +
+      'SIGSTOPped for ttl + 0.7 s in turn every 1.5 s: one leader acting at a time, terms rising',
+    async run({ url, workers, seconds }) {
+      for (let i = 0; i < 6; i++) {
+        workers.spawn(worker('lead', ['chaos-leader'], { url, prefix: 'chaos:' }, { acts: 100, pauseMs: 10, retry: 200 }))
+      }
+      await sleep(1500)
+      const end = Date.now() + seconds(20) * 1000
+      let [kills, stops] = [0, 0]
+      while (Date.now() < end) {
+        const leader = workers.holder()
+        if (leader && kills <= stops) {
+          workers.kill(leader)
+          kills++
+        } else if (leader) {
+          leader.paused = true
+          leader.stopped = true
+          leader.child.kill('SIGSTOP')
+          await sleep(1700)
+          leader.child.kill('SIGCONT')
+          leader.paused = false
+          stops++
+        }
+        await sleep(1500)
+      }
+      return { notes: `${kills} leaders killed, ${stops} stopped` }
+    },
+  },
   'fence-expiry': {
     title:
       'fence counters expiring all through the run (fenceTtl 100 ms): 6 workers on 150 keys, idle up to 60 ms between ' +

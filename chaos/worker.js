@@ -2,7 +2,8 @@
 // One worker process of the chaos suite (forked by chaos/run.js): loops critical sections on a few shared keys with
 // one way of locking (`lock`: Locker.lock + Lock.release; `withLock`; `snatchTask`) and reports each to the parent
 // over IPC, on process.hrtime.bigint() (CLOCK_MONOTONIC: one clock for every process of the host); or (`schedule`)
-// runs a schedule's job every second, each attempt a section (and reported as { type: 'attempt', … }, see schedule()):
+// runs a schedule's job every second, each attempt a section (and reported as { type: 'attempt', … }, see schedule());
+// or (`lead`) campaigns for leadership, each term a section (see lead()):
 //   { type: 'enter', key, fence, t }         the section started (sent at once, so a SIGKILL cannot lose it)
 //   { type: 'exit', key, fence, t, last, cut, released? }
 //      `last`: the time of its last act; `cut`: it stopped acting because its lease could no longer be guaranteed
@@ -122,8 +123,33 @@ function schedule() {
   })
 }
 
+/**
+ * Lead mode: campaigns for 'chaos-leader' (`config.ttl`, `config.retry`); each term is a section of `config.acts`
+ * acts (then fn returns and the replica campaigns again), each act only while ctx.validUntil is ahead and the signal
+ * has not aborted (validUntil also holds right after a SIGSTOP, before the signal's abort can arrive).
+ */
+function lead() {
+  const name = 'chaos-leader'
+  const leadership = locker.lead(
+    name,
+    async (ctx) => {
+      const ended = await section(name, ctx.term, () => !ctx.signal.aborted && ctx.validUntil > Date.now())
+      send({ type: 'exit', ...ended, t: now() })
+    },
+    { ttl: config.ttl, retry: config.retry },
+  )
+  leadership.on('error', (err) => send({ type: 'error', code: err.code || err.name, t: now() }))
+  process.on('message', async (message) => {
+    if (message !== 'stop') return
+    await leadership.stop()
+    await locker.close()
+    process.disconnect()
+  })
+}
+
 async function main() {
   if (config.mode === 'schedule') return schedule()
+  if (config.mode === 'lead') return lead()
   while (!stopping) {
     try {
       const ran = await once(pick(config.keys))

@@ -7,6 +7,7 @@ const { KeepAlive } = require('./keep-alive')
 const { Lock } = require('./lock')
 const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkString, checkType, snapshot } = require('./options')
 const { heldLock, occurrenceRecord, scheduleInfo } = require('./fleet')
+const { Leadership, LeaderObserver, leadOptions } = require('./leadership')
 const { Run } = require('./run')
 const { ScheduledTask } = require('./schedule')
 const { Semaphore, checkLimit } = require('./semaphore')
@@ -25,6 +26,8 @@ const semaphores = Symbol('redis-snatch semaphores')
 
 /** The ids the facade gives its operations and schedules: below 2^31 (the native side numbers its own runs above). */
 const MAX_ID = 2 ** 31 - 1
+/** lead()'s default `retry`, in ms. */
+const DEFAULT_RETRY_MS = 1000
 
 /**
  * The native side's delivery, `deliver(kind, id, fence, extra)`: every outcome of an operation (it settles the
@@ -78,6 +81,11 @@ class Locker {
   #runs = new Map()
   /** Schedule id → its ScheduledTask. */
   #schedules = new Map()
+  /** Campaigns (lead) and observers (observe) under way, which close() ends. */
+  #leaderships = new Set()
+  #observers = new Set()
+  /** This replica's name in lock values (`instanceId`). */
+  #instanceId
   /** Acquisition id → a Lock not yet released or lost. */
   #locks = new Map()
   /** Alive while operations are pending or autoExtend locks are held. */
@@ -95,6 +103,7 @@ class Locker {
 
   constructor(options) {
     const init = lockerInit(options)
+    this.#instanceId = init.instanceId
     const deliver = deliverTo(this.#pending, this.#runs, this.#locks, this.#schedules, this.#keepAlive)
     try {
       this.#native = new NativeLocker(init, deliver)
@@ -161,6 +170,32 @@ class Locker {
     const task = new ScheduledTask(name, fn, this, native, this.#runs, this.#taskDone, forget, init.timeout)
     this.#schedules.set(id, task)
     return task
+  }
+
+  /**
+   * Campaigns for leadership of `name` (the lock `name`): while this replica holds it, fn runs with `{ signal, fence,
+   * term, validUntil, key }`; when the term ends (fn settled, lease lost, resign()), it campaigns again after
+   * `retry` ms (default 1000), which is also how long a campaign waits before it looks again. Options: `ttl` (the
+   * lease, renewed while fn runs), `retry`.
+   */
+  lead(name, fn, options) {
+    checkKey(name)
+    checkFn(fn)
+    const o = snapshot('options', options ?? {}, ['ttl', 'retry'])
+    checkType('ttl', o.ttl, 'number')
+    checkType('retry', o.retry, 'number')
+    const { ttl, retry } = leadOptions(o, DEFAULT_RETRY_MS)
+    const leadership = new Leadership(this, name, fn, { ttl, retry, self: this.#instanceId })
+    this.#leaderships.add(leadership)
+    return leadership
+  }
+
+  /** Watches who leads `name` (who holds the lock `name`) without campaigning; `close()` the observer when done. */
+  observe(name) {
+    checkKey(name)
+    const observer = new LeaderObserver(this, name)
+    this.#observers.add(observer)
+    return observer
   }
 
   /**
@@ -256,6 +291,8 @@ class Locker {
 
   /** Stops schedules, waits for running tasks, releases every lock still held, closes the connections. Idempotent. */
   async close() {
+    for (const observer of this.#observers) observer.close()
+    await Promise.all([...this.#leaderships].map((leadership) => leadership.stop()))
     await this.#call((op) => this.#native.close(op))
     for (const lock of this.#locks.values()) lock._released()
     for (const schedule of this.#schedules.values()) schedule._closed()
@@ -323,7 +360,7 @@ class Locker {
     checkKey(key)
     checkFn(fn)
     const id = this.#newId()
-    const run = new Run(key, fn, this.#taskDone, this.#wentDirect)
+    const run = new Run(key, fn, this.#taskDone, this.#wentDirect, this.#lockOps.remainingMs)
     this.#runs.set(id, run)
     let completion
     try {

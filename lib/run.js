@@ -20,6 +20,11 @@ class TaskContext {
   get signal() {
     return this.#run.controller().signal
   }
+
+  /** Epoch ms until which the lease is guaranteed (now once it is lost), as Lock.validUntil. */
+  get validUntil() {
+    return this.#run.validUntil()
+  }
 }
 
 /**
@@ -31,7 +36,10 @@ class Run {
   #fn
   #taskDone
   #wentDirect
+  #remainingMs
   #ctx
+  /** The run's id once its task is called. */
+  #id
   /** Made on first read of ctx.signal, or on loss: most tasks never look at it. */
   #controller = null
   #threw = false
@@ -43,21 +51,27 @@ class Run {
 
   /**
    * `taskDone(id)` tells the native side that the task of run `id` has settled; `wentDirect(id)` whether its lock was
-   * taken by a direct call (for diagnostics).
+   * taken by a direct call (for diagnostics); `remainingMs(id)` how long its lease is still guaranteed.
    */
-  constructor(key, fn, taskDone, wentDirect) {
+  constructor(key, fn, taskDone, wentDirect, remainingMs) {
     /** When the run was started, for diagnostics (0 when no one listened then). */
     this.started = diagnostics.now()
     this.#key = key
     this.#fn = fn
     this.#taskDone = taskDone
     this.#wentDirect = wentDirect
+    this.#remainingMs = remainingMs
     this.#ctx = new TaskContext(this, key)
   }
 
   /** The AbortController of ctx.signal. */
   controller() {
     return (this.#controller ??= new AbortController())
+  }
+
+  /** Epoch ms until which the lease is guaranteed: ctx.validUntil. */
+  validUntil() {
+    return Date.now() + (this.#id === undefined ? 0 : this.#remainingMs(this.#id))
   }
 
   /** The lease was lost while the task runs: abort ctx.signal. */
@@ -68,6 +82,7 @@ class Run {
 
   /** Calls the task under the lease with `fence`, then reports back with `taskDone(id)`. */
   async task(id, fence) {
+    this.#id = id
     this.#ctx.fence = fence
     this.#acquiredAt = diagnostics.now()
     if (diagnostics.acquire.hasSubscribers) {

@@ -84,7 +84,10 @@ function onNode(name, node) {
 
 /** The single-server, Sentinel and Cluster suites run on every server; those of the direct connection and of
  * credentials (which uses it) need Redis 7 or newer. */
-const SUITES = ['lock.test', 'snatch-task', 'schedule.test', 'semaphore.test', 'inspect', 'fence-ttl', 'hot-key', 'sentinel', 'cluster.test']
+const SUITES = [
+  'lock.test', 'snatch-task', 'schedule.test', 'semaphore.test', 'inspect', 'fence-ttl', 'hot-key', 'leader', 'sentinel',
+  'cluster.test',
+]
 const SUITES_FROM_7 = ['direct.test', 'credentials']
 
 /** The suites and a short chaos run with `dir`'s redis-server first on PATH. */
@@ -99,7 +102,7 @@ function onServer(name, dir) {
   console.log(`\n== on ${name}: ${version.stdout.trim()}`)
   withPath(dir, () => {
     run(`Jest tests on ${name}`, 'npx', ['jest', ...SUITES, ...(major >= 7 ? SUITES_FROM_7 : [])])
-    run(`chaos on ${name}`, 'node', ['chaos/run.js', '--only', 'steady,kill-holder,redis-restart,fence-expiry', '--scale', '0.25'])
+    run(`chaos on ${name}`, 'node', ['chaos/run.js', '--only', 'steady,kill-holder,redis-restart,fence-expiry,leaders', '--scale', '0.25'])
   })
 }
 

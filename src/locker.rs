@@ -144,10 +144,11 @@ impl NativeLocker {
         self.host.runner.borrow().went_direct(id)
     }
 
-    /// Milliseconds lock `lock` is still guaranteed; 0 once lost or released.
+    /// Milliseconds the lock of run `id` (while its fn runs) or lock `id` (while held) is still guaranteed; 0 once
+    /// lost or released.
     #[napi]
-    pub fn remaining_ms(&self, lock: u32) -> f64 {
-        self.host.runner.borrow().remaining(lock).as_secs_f64() * 1000.0
+    pub fn remaining_ms(&self, id: u32) -> f64 {
+        self.host.runner.borrow().remaining(id).as_secs_f64() * 1000.0
     }
 
     /// Starts operation `id`: asks the fleet `question`; answers with JSON. Throws on a bad question.

@@ -42,7 +42,7 @@ async function until(check, what, ms = 10_000) {
 
 /**
  * Runs snatchTask, tryLock, lock, extend, release, withLock with a waiter woken by the release, a LockTimeoutError,
- * inspect, forceRelease, a semaphore (two permits, a waiter woken by a release), a schedule and the fleet's view and
+ * inspect, forceRelease, a semaphore (two permits, a waiter woken by a release), leader election, a schedule and the fleet's view and
  * control of it (schedules, history, suspend, resume, trigger) and of the locks held, on `locker` and `other` (two
  * lockers on one deployment, with the default prefix unless `prefix`), asserting each outcome. `nodes`: plain redis:// URLs (with credentials) of the deployment's servers.
  */
@@ -115,6 +115,37 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
   expect(await mine.withPermit(({ fence, key: k }) => [k, fence > woken.fence])).toEqual([semKey, true])
 
   await fleetChecks({ locker, other })
+  await leaderChecks({ locker, other })
+}
+
+/**
+ * Leader election between `locker` and `other`: one leads, an observer sees it, resign() hands over to the other with
+ * a higher term, stop() ends both campaigns.
+ */
+async function leaderChecks({ locker, other }) {
+  const name = uniqueKey('every-lead')
+  const terms = []
+  const lead = (l) =>
+    l.lead(
+      name,
+      ({ term, signal }) => {
+        terms.push(term)
+        return new Promise((resolve) => signal.addEventListener('abort', resolve))
+      },
+      { ttl: 5_000, retry: 100 },
+    )
+  const observer = other.observe(name)
+  const first = lead(locker)
+  await until(() => first.isLeader, 'the first campaign to lead')
+  const second = lead(other)
+  await until(() => observer.leader === INSTANCE, 'the observer to see the leader')
+  await first.resign()
+  await until(() => second.isLeader, 'the other campaign to lead after the resign')
+  expect(terms).toHaveLength(2)
+  expect(terms[1]).toBeGreaterThan(terms[0])
+  await Promise.all([first.stop(), second.stop()])
+  observer.close()
+  expect(first.isLeader || second.isLeader).toBe(false)
 }
 
 /**

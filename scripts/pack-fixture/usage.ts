@@ -18,6 +18,11 @@ import {
   snatchTask,
   SnatchError,
   type AttemptInfo,
+  type LeaderContext,
+  type LeaderObserver,
+  type Leadership,
+  type LeadOptions,
+  type RevokeReason,
   type HeldLock,
   type Inspection,
   type OccurrenceRecord,
@@ -116,6 +121,22 @@ export async function usage(): Promise<void> {
   task.on('skip', ({ reason }) => void (reason === 'suspended'))
   task.on('error', (err, info: AttemptInfo) => void [err, info.tick, info.attempt, info.why])
   await task.stop()
+
+  const leadOptions: LeadOptions = { ttl: 10_000, retry: 500 }
+  const leadership: Leadership = locker.lead('feed', async ({ signal, term, fence, validUntil }: LeaderContext) => {
+    while (!signal.aborted && validUntil > Date.now()) await new Promise((r) => setTimeout(r, 100))
+    return term === fence
+  }, leadOptions)
+  leadership.on('elected', ({ term, fence }) => void (term + fence))
+  leadership.on('revoked', ({ term, reason }: { term: bigint; reason: RevokeReason }) => void [term, reason])
+  const leading: boolean = leadership.isLeader
+  const leaderId: string | null = leadership.leader
+  await leadership.resign()
+  await leadership.stop()
+  const observer: LeaderObserver = locker.observe('feed')
+  observer.on('change', ({ leader, term }) => void [leader?.length, term === null ? 0n : term + 1n])
+  observer.close()
+  void [leading, leaderId]
 
   const schedules: ScheduleInfo[] = await locker.schedules()
   const next: Date | null = schedules[0]?.next ?? null

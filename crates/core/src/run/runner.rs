@@ -198,9 +198,10 @@ impl Runner {
         self.runs.held(id).is_some_and(Hold::direct)
     }
 
-    /// How long lock `lock` is still guaranteed; zero once lost or released.
-    pub fn remaining(&self, lock: u32) -> Duration {
-        self.runs.lock(lock).map_or(Duration::ZERO, |hold| hold.lease().remaining())
+    /// How long the lock of run `id` (while its fn runs) or lock `id` (while held) is still guaranteed; zero once
+    /// lost or released.
+    pub fn remaining(&self, id: u32) -> Duration {
+        self.runs.held(id).map_or(Duration::ZERO, |hold| hold.lease().remaining())
     }
 
     /// Starts operation `id`: what Redis holds for `key`.

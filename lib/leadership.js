@@ -38,8 +38,11 @@ class Leadership extends EventEmitter {
   leader = null
   isLeader = false
 
-  /** `self`: this replica's instance id; `ttl` and `retry` (ms between a campaign's looks) as checked by lead(). */
-  constructor(locker, name, fn, { ttl, retry, self }) {
+  /**
+   * `self`: this replica's instance id; `ttl` and `retry` (ms between a campaign's looks) as checked by lead();
+   * `ended()` is called once the campaign has stopped.
+   */
+  constructor(locker, name, fn, { ttl, retry, self, ended }) {
     super()
     this.#locker = locker
     this.#name = name
@@ -47,7 +50,7 @@ class Leadership extends EventEmitter {
     this.#ttl = ttl
     this.#retry = retry
     this.#self = self
-    this.#campaign = this.#run()
+    this.#campaign = this.#run().finally(ended)
   }
 
   /** Ends the term under way, if any, and campaigns again after `retry` ms (another replica takes over meanwhile). */
@@ -149,22 +152,27 @@ class Leadership extends EventEmitter {
 class LeaderObserver extends EventEmitter {
   #locker
   #name
-  #timer = null
+  #onClose
   #closed = false
+  #timer = null
   leader = null
   term = null
 
-  constructor(locker, name) {
+  /** `onClose()` is called when the observer is closed. */
+  constructor(locker, name, onClose) {
     super()
     this.#locker = locker
     this.#name = name
+    this.#onClose = onClose
     this.#look()
   }
 
   /** Stops watching. */
   close() {
+    if (this.#closed) return
     this.#closed = true
     clearTimeout(this.#timer)
+    this.#onClose()
   }
 
   async #look() {

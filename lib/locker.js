@@ -185,7 +185,8 @@ class Locker {
     checkType('ttl', o.ttl, 'number')
     checkType('retry', o.retry, 'number')
     const { ttl, retry } = leadOptions(o, DEFAULT_RETRY_MS)
-    const leadership = new Leadership(this, name, fn, { ttl, retry, self: this.#instanceId })
+    const ended = () => this.#leaderships.delete(leadership)
+    const leadership = new Leadership(this, name, fn, { ttl, retry, self: this.#instanceId, ended })
     this.#leaderships.add(leadership)
     return leadership
   }
@@ -193,7 +194,7 @@ class Locker {
   /** Watches who leads `name` (who holds the lock `name`) without campaigning; `close()` the observer when done. */
   observe(name) {
     checkKey(name)
-    const observer = new LeaderObserver(this, name)
+    const observer = new LeaderObserver(this, name, () => this.#observers.delete(observer))
     this.#observers.add(observer)
     return observer
   }
@@ -291,7 +292,7 @@ class Locker {
 
   /** Stops schedules, waits for running tasks, releases every lock still held, closes the connections. Idempotent. */
   async close() {
-    for (const observer of this.#observers) observer.close()
+    for (const observer of [...this.#observers]) observer.close()
     await Promise.all([...this.#leaderships].map((leadership) => leadership.stop()))
     await this.#call((op) => this.#native.close(op))
     for (const lock of this.#locks.values()) lock._released()

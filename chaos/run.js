@@ -76,6 +76,19 @@ class Workers {
     return holding.length ? this.children.get(holding[Math.floor(Math.random() * holding.length)]) : null
   }
 
+  /**
+   * SIGSTOPs `entry` for `ms`, then SIGCONTs it; with `stale`, the first section it ends afterwards is counted as
+   * the stopped holder's (its release is stale).
+   */
+  async pause(entry, ms, stale = true) {
+    entry.paused = true
+    entry.stopped = stale
+    entry.child.kill('SIGSTOP')
+    await sleep(ms)
+    entry.child.kill('SIGCONT')
+    entry.paused = false
+  }
+
   /** SIGKILLs `entry` (its sections under way end at the kill) and starts another worker in its place. */
   kill(entry) {
     this.#killed(entry)
@@ -174,12 +187,7 @@ const SCENARIOS = {
       while (Date.now() < end) {
         const holder = workers.holder()
         if (holder) {
-          holder.paused = true
-          holder.stopped = true
-          holder.child.kill('SIGSTOP')
-          await sleep(1700)
-          holder.child.kill('SIGCONT')
-          holder.paused = false
+          await workers.pause(holder, 1700)
           stops++
           await sleep(1000)
         }
@@ -205,12 +213,7 @@ const SCENARIOS = {
           workers.kill(leader)
           kills++
         } else if (leader) {
-          leader.paused = true
-          leader.stopped = true
-          leader.child.kill('SIGSTOP')
-          await sleep(1700)
-          leader.child.kill('SIGCONT')
-          leader.paused = false
+          await workers.pause(leader, 1700)
           stops++
         }
         await sleep(1500)
@@ -392,11 +395,7 @@ const SCENARIOS = {
           workers.kill(runner)
           faults.kills++
         } else if (runner) {
-          runner.paused = true
-          runner.child.kill('SIGSTOP')
-          await sleep(2500)
-          runner.child.kill('SIGCONT')
-          runner.paused = false
+          await workers.pause(runner, 2500, false)
           faults.stops++
         }
         await sleep(1500)

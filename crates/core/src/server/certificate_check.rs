@@ -61,17 +61,17 @@ impl CertificateCheck {
     /// Node's acceptance of `leaf` where webpki cannot read it (v1) or does not trust it as a leaf (a trusted
     /// certificate itself): trusted itself, or signed by a trusted CA directly or through the server's
     /// `intermediates` (each a CA in its validity); within its validity; naming `name`.
+    /// `trusted`: the leaf is one of the roots.
     fn check_alone(
         &self,
         trust: &Trust,
         leaf: &X509Certificate<'_>,
-        der: &[u8],
+        trusted: bool,
         intermediates: &[CertificateDer<'_>],
         name: &ServerName<'_>,
         now: UnixTime,
     ) -> Result<(), Error> {
         let (roots, intermediates) = (parsed(&trust.roots), parsed(intermediates));
-        let trusted = trust.roots.iter().any(|root| root.as_ref() == der);
         if !trusted && !self.chains(leaf, &roots, &intermediates, now, MAX_INTERMEDIATES) {
             return Err(CertificateError::UnknownIssuer.into());
         }
@@ -123,35 +123,27 @@ impl CertificateCheck {
                 })
     }
 
-    /// The handshake's signature by a leaf webpki cannot read, with the algorithms of `scheme` that apply.
+    /// The handshake's signature by `leaf`, which webpki cannot read, with the algorithms of its scheme.
     fn verify_handshake(
         &self,
+        leaf: &X509Certificate<'_>,
         message: &[u8],
-        cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        let (_, leaf) = X509Certificate::from_der(cert).map_err(|_| CertificateError::BadEncoding)?;
-        let algorithms = self
-            .algorithms
-            .mapping
-            .iter()
-            .filter(|(scheme, _)| *scheme == dss.scheme)
-            .flat_map(|(_, algs)| algs.iter());
-        let key = leaf.public_key();
-        if algorithms
-            .into_iter()
-            .any(|alg| alg.verify_signature(&key.subject_public_key.data, message, dss.signature()).is_ok())
-        {
+        let schemes = self.algorithms.mapping.iter().filter(|(scheme, _)| *scheme == dss.scheme);
+        let algorithms = schemes.flat_map(|(_, algs)| algs.iter().copied());
+        if signed(algorithms, leaf.public_key(), message, dss.signature()) {
             Ok(HandshakeSignatureValid::assertion())
         } else {
             Err(CertificateError::BadSignature.into())
         }
     }
+}
 
-    /// Whether webpki can read `cert` (else [`Self::verify_handshake`] checks its signatures).
-    fn readable(cert: &CertificateDer<'_>) -> bool {
-        X509Certificate::from_der(cert).map_or(true, |(_, cert)| cert.version() != X509Version::V1)
-    }
+/// `cert` parsed when it is an X.509 v1 certificate, which webpki cannot read (its handshake signatures are then
+/// checked by [`CertificateCheck::verify_handshake`]).
+fn v1<'a>(cert: &'a CertificateDer<'_>) -> Option<X509Certificate<'a>> {
+    X509Certificate::from_der(cert).ok().map(|(_, cert)| cert).filter(|cert| cert.version() == X509Version::V1)
 }
 
 impl ServerCertVerifier for CertificateCheck {
@@ -179,15 +171,14 @@ impl ServerCertVerifier for CertificateCheck {
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. }
             )
         );
-        let decided_here =
-            leaf.version() == X509Version::V1 || trust.roots.iter().any(|root| root.as_ref() == end_entity.as_ref());
         if valid_but_for_names && names(&leaf, server_name) {
             return Ok(ServerCertVerified::assertion());
         }
-        if !decided_here {
+        let trusted = trust.roots.iter().any(|root| root.as_ref() == end_entity.as_ref());
+        if leaf.version() != X509Version::V1 && !trusted {
             return Err(refused);
         }
-        self.check_alone(trust, &leaf, end_entity, intermediates, server_name, now)
+        self.check_alone(trust, &leaf, trusted, intermediates, server_name, now)
             .map(|()| ServerCertVerified::assertion())
     }
 
@@ -197,10 +188,10 @@ impl ServerCertVerifier for CertificateCheck {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        if Self::readable(cert) {
-            return rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms);
+        match v1(cert) {
+            Some(leaf) => self.verify_handshake(&leaf, message, dss),
+            None => rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms),
         }
-        self.verify_handshake(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -209,9 +200,9 @@ impl ServerCertVerifier for CertificateCheck {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        if Self::readable(cert) {
+        let Some(leaf) = v1(cert) else {
             return rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms);
-        }
+        };
         use SignatureScheme::*;
         // Those TLS 1.3 does not allow in a handshake signature (RFC 8446, 4.2.3).
         let legacy = matches!(
@@ -221,7 +212,7 @@ impl ServerCertVerifier for CertificateCheck {
         if legacy {
             return Err(PeerMisbehaved::SignedHandshakeWithUnadvertisedSigScheme.into());
         }
-        self.verify_handshake(message, cert, dss)
+        self.verify_handshake(&leaf, message, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -248,22 +239,23 @@ fn verify(
     cert: &X509Certificate<'_>,
 ) -> bool {
     let oid = cert.signature_algorithm.algorithm.as_bytes();
-    algorithms
-        .iter()
-        .filter(|alg| {
-            // The algorithm identifier's contents start with its OID's tag (6), length and bytes.
-            let id = alg.signature_alg_id();
-            let id = id.as_ref();
-            id.len() >= 2 && id[0] == 6 && id.get(2..2 + id[1] as usize) == Some(oid)
-        })
-        .any(|alg| {
-            alg.verify_signature(
-                &issuer_key.subject_public_key.data,
-                cert.tbs_certificate.as_ref(),
-                &cert.signature_value.data,
-            )
-            .is_ok()
-        })
+    let of_its_algorithm = algorithms.iter().copied().filter(|alg| {
+        // The algorithm identifier's contents start with its OID's tag (6), length and bytes.
+        let id = alg.signature_alg_id();
+        let id = id.as_ref();
+        id.len() >= 2 && id[0] == 6 && id.get(2..2 + id[1] as usize) == Some(oid)
+    });
+    signed(of_its_algorithm, issuer_key, cert.tbs_certificate.as_ref(), &cert.signature_value.data)
+}
+
+/// Whether `signature` of `message` verifies with `key` by one of `algorithms`.
+fn signed<'a>(
+    algorithms: impl IntoIterator<Item = &'a dyn SignatureVerificationAlgorithm>,
+    key: &SubjectPublicKeyInfo<'_>,
+    message: &[u8],
+    signature: &[u8],
+) -> bool {
+    algorithms.into_iter().any(|alg| alg.verify_signature(&key.subject_public_key.data, message, signature).is_ok())
 }
 
 /// Node's name rule (`tls.checkServerIdentity`): an IP address must be one of the subjectAltName's; a host name must

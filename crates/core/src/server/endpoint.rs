@@ -43,9 +43,7 @@ impl Access {
     /// `url` parsed, with the locker's credentials where the URL gives none and, for a `rediss://` URL, its TLS
     /// settings. An invalid URL is an invalid argument.
     pub(crate) fn endpoint(&self, url: &str) -> Result<Endpoint, SnatchError> {
-        let info = url
-            .into_connection_info()
-            .map_err(|e| SnatchError::type_arg(format!("invalid Redis URL '{}': {e}", redact(url))))?;
+        let info = parse(url)?;
         if matches!(info.addr(), ConnectionAddr::Unix(_)) && self.tls.as_ref().is_some_and(|t| t.servername.is_some()) {
             return Err(SnatchError::type_arg("tls.servername needs a rediss:// URL"));
         }
@@ -123,10 +121,7 @@ impl Access {
     fn seeds(urls: &[String]) -> Result<Vec<ConnectionInfo>, SnatchError> {
         urls.iter()
             .map(|url| {
-                let info = url
-                    .as_str()
-                    .into_connection_info()
-                    .map_err(|e| SnatchError::type_arg(format!("invalid Redis URL '{}': {e}", redact(url))))?;
+                let info = parse(url)?;
                 let settings = info.redis_settings().clone().set_skip_set_lib_name();
                 Ok(info.set_redis_settings(settings))
             })
@@ -238,6 +233,11 @@ impl Endpoint {
             _ => None,
         }
     }
+}
+
+/// `url` parsed; an invalid one is an invalid argument (named without its password).
+fn parse(url: &str) -> Result<ConnectionInfo, SnatchError> {
+    url.into_connection_info().map_err(|e| SnatchError::type_arg(format!("invalid Redis URL '{}': {e}", redact(url))))
 }
 
 /// The settings of a connection opened within `timeout`, whose commands have no timeout of their own.

@@ -73,30 +73,19 @@ function makeCertificates() {
   return certificates
 }
 
-/** Run openssl to make the files of makeCertificates() (EC P-256 keys, SHA-256 signatures). */
+/** Run openssl to make the files of makeCertificates(). */
 async function generateCertificates() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redis-snatch-certs-'))
-  removeAtExit(dir)
+  const dir = certificateDir('redis-snatch-certs-', OPENSSL_CONFIG)
   const file = (name) => path.join(dir, name)
-  fs.writeFileSync(file('openssl.cnf'), OPENSSL_CONFIG)
-  const openssl = (...args) => run('openssl', args, { cwd: dir })
-  const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes']
-  const subject = (cn) => ['-subj', `/O=redis-snatch tests/CN=${cn}`]
-  const makeCa = (name, cn) =>
-    openssl('req', '-x509', '-new', '-config', 'openssl.cnf', '-extensions', 'ca', ...newKey, '-keyout', `${name}.key`,
-      '-out', `${name}.crt`, '-days', String(CERT_DAYS), '-sha256', ...subject(cn))
-  const makeLeaf = async (name, cn) => {
-    await openssl('req', '-new', '-config', 'openssl.cnf', ...newKey, '-keyout', `${name}.key`, '-out', `${name}.csr`,
-      ...subject(cn))
-    // A random positive serial (not -CAcreateserial, whose serial file two parallel signings would share).
-    const serial = crypto.randomBytes(16)
-    serial[0] = (serial[0] & 0x7f) | 0x10
-    await openssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key',
-      '-set_serial', `0x${serial.toString('hex')}`, '-days', String(CERT_DAYS), '-sha256',
-      '-extfile', 'openssl.cnf', '-extensions', name, '-out', `${name}.crt`)
-  }
-  await Promise.all([makeCa('ca', 'redis-snatch test CA'), makeCa('other-ca', 'redis-snatch unrelated test CA')])
-  await Promise.all([makeLeaf('server', 'localhost'), makeLeaf('client', 'redis-snatch test client')])
+  const { selfSigned, signed } = certificateMaker(dir)
+  await Promise.all([
+    selfSigned('ca', 'redis-snatch test CA', 'ca'),
+    selfSigned('other-ca', 'redis-snatch unrelated test CA', 'ca'),
+  ])
+  await Promise.all([
+    signed('server', 'localhost', { extensions: 'server' }),
+    signed('client', 'redis-snatch test client', { extensions: 'client' }),
+  ])
   const paths = {
     ca: file('ca.crt'),
     serverCert: file('server.crt'),
@@ -107,6 +96,38 @@ async function generateCertificates() {
   }
   const pem = Object.fromEntries(Object.entries(paths).map(([name, p]) => [name, fs.readFileSync(p, 'utf8')]))
   return { dir, ...pem, paths }
+}
+
+/** A fresh temp dir named `prefix…`, removed when this process exits, holding `config` as openssl.cnf. */
+function certificateDir(prefix, config) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+  removeAtExit(dir)
+  fs.writeFileSync(path.join(dir, 'openssl.cnf'), config)
+  return dir
+}
+
+/**
+ * openssl in `dir` (of certificateDir), making EC P-256 keys and SHA-256 certificates, each as `<name>.key` and
+ * `<name>.crt`: `selfSigned(name, cn, extensions)`, and `signed(name, cn, { ca, extensions, days })`, signed by
+ * `ca` (default 'ca'), X.509 v3 with the config's section `extensions` or v1 without one, valid for `days` (-1: expired).
+ */
+function certificateMaker(dir) {
+  const openssl = (...args) => run('openssl', args, { cwd: dir })
+  const newKey = (name) => ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`]
+  const subject = (cn) => ['-subj', `/O=redis-snatch tests/CN=${cn}`]
+  const selfSigned = (name, cn, extensions) =>
+    openssl('req', '-x509', '-new', '-config', 'openssl.cnf', '-extensions', extensions, ...newKey(name),
+      '-out', `${name}.crt`, '-days', String(CERT_DAYS), '-sha256', ...subject(cn))
+  const signed = async (name, cn, { ca = 'ca', extensions = null, days = CERT_DAYS } = {}) => {
+    await openssl('req', '-new', '-config', 'openssl.cnf', ...newKey(name), '-out', `${name}.csr`, ...subject(cn))
+    // A random positive serial (not -CAcreateserial, whose serial file two parallel signings would share).
+    const serial = crypto.randomBytes(16)
+    serial[0] = (serial[0] & 0x7f) | 0x10
+    const v3 = extensions ? ['-extfile', 'openssl.cnf', '-extensions', extensions] : []
+    await openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`,
+      '-set_serial', `0x${serial.toString('hex')}`, '-days', String(days), '-sha256', ...v3, '-out', `${name}.crt`)
+  }
+  return { selfSigned, signed }
 }
 
 /** Remove `dir` when this process exits, also when the 'exit' hook cannot run (a tiny shell waits for our end). */
@@ -745,6 +766,9 @@ function replicasCaughtUp(url) {
 
 module.exports = {
   makeCertificates,
+  OPENSSL_CONFIG,
+  certificateDir,
+  certificateMaker,
   startTlsRedis,
   startCluster,
   startSentinel,

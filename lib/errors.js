@@ -107,6 +107,19 @@ async function native(promise) {
   }
 }
 
+/**
+ * Emits 'error' (`err`, ...`about`) on `emitter`; without a listener, logs `what` and `err` to stderr instead of
+ * crashing the process, the first time only (`logged`: whether an earlier one was). Returns whether one is logged.
+ */
+function emitError(emitter, logged, what, err, ...about) {
+  if (emitter.listenerCount('error') > 0) {
+    emitter.emit('error', err, ...about)
+    return logged
+  }
+  if (!logged) console.error(`redis-snatch: ${what} (no 'error' listener):`, err)
+  return true
+}
+
 module.exports = {
   SnatchError,
   RedisError,
@@ -118,6 +131,7 @@ module.exports = {
   RunTimeoutError,
   RunReplacedError,
   invalidArg,
+  emitError,
   CLASSES,
   fromNative,
   fromNativeError,

@@ -4,7 +4,7 @@ const { EventEmitter } = require('node:events')
 const { performance } = require('node:perf_hooks')
 const { OutcomeKind } = require('../binding')
 const diagnostics = require('./diagnostics')
-const { LockLostError, RunReplacedError, RunTimeoutError, fromNativeError, native } = require('./errors')
+const { LockLostError, RunReplacedError, RunTimeoutError, emitError, fromNativeError, native } = require('./errors')
 
 const RAN = OutcomeKind.Ran
 const SKIPPED = OutcomeKind.Skipped
@@ -173,13 +173,8 @@ class ScheduledTask extends EventEmitter {
 
   /** Emits 'error'; without a listener, logs the first one to stderr instead of crashing the process. */
   #error(err, about) {
-    if (this.listenerCount('error') > 0) {
-      this.emit('error', err, about)
-    } else if (!this.#warned) {
-      this.#warned = true
-      const at = about.tick.toISOString()
-      console.error(`redis-snatch: schedule '${this.name}' failed at ${at} (no 'error' listener):`, err)
-    }
+    const what = `schedule '${this.name}' failed at ${about.tick.toISOString()}`
+    this.#warned = emitError(this, this.#warned, what, err, about)
   }
 }
 

@@ -4,7 +4,7 @@
 // withLock), and campaigns again when the term ends. `locker.observe(name)` watches who holds it.
 
 const { EventEmitter } = require('node:events')
-const { invalidArg } = require('./errors')
+const { emitError, invalidArg } = require('./errors')
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -102,8 +102,7 @@ class Leadership extends EventEmitter {
       } catch (err) {
         if (term === null && err.code === 'ERR_SNATCH_TIMEOUT') {
           // Not elected within `retry`: note who leads, and campaign again.
-          const held = await this.#locker.inspect(this.#name).catch(() => null)
-          this.leader = held !== null && held.ttl > 0 ? held.holder : null
+          this.leader = (await leaderOf(this.#locker, this.#name).catch(() => null))?.leader ?? null
           continue
         }
         if (err.code === 'ERR_SNATCH_CLOSED') {
@@ -135,12 +134,7 @@ class Leadership extends EventEmitter {
 
   /** Emits 'error'; without a listener, logs the first one to stderr instead of crashing the process. */
   #error(err) {
-    if (this.listenerCount('error') > 0) {
-      this.emit('error', err)
-    } else if (!this.#warned) {
-      this.#warned = true
-      console.error(`redis-snatch: leadership of '${this.#name}' failed (no 'error' listener):`, err)
-    }
+    this.#warned = emitError(this, this.#warned, `leadership of '${this.#name}' failed`, err)
   }
 }
 
@@ -177,10 +171,7 @@ class LeaderObserver extends EventEmitter {
 
   async #look() {
     try {
-      const held = await this.#locker.inspect(this.#name)
-      const leading = held !== null && held.ttl > 0
-      const leader = leading ? held.holder : null
-      const term = leading ? held.fence : null
+      const { leader, term } = (await leaderOf(this.#locker, this.#name)) ?? { leader: null, term: null }
       if (!this.#closed && leader !== this.leader) {
         this.leader = leader
         this.term = term
@@ -191,6 +182,12 @@ class LeaderObserver extends EventEmitter {
     }
     if (!this.#closed) this.#timer = setTimeout(() => this.#look(), OBSERVE_EVERY_MS)
   }
+}
+
+/** Who holds the lock `name` now, by `locker.inspect`: `{ leader, term }` (its holder, its fence counter) or null. */
+async function leaderOf(locker, name) {
+  const held = await locker.inspect(name)
+  return held !== null && held.ttl > 0 ? { leader: held.holder, term: held.fence } : null
 }
 
 const MAX_MS = 2 ** 31 - 1

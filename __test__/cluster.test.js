@@ -70,7 +70,8 @@ testFrom7('one-attempt calls and releases go to each key\'s master over a direct
   expect(await lock.release()).toBe(true)
 })
 
-test('a lock key and its fence counter share a slot, also with a prefix that is a hash tag', async () => {
+test("a lock's fence counter (its prefix's in the lock's slot) shares the lock's slot, also with a prefix that is a hash tag", async () => {
+  const glob = (text) => text.replace(/[{}*?[\]\\]/g, '\\$&')
   for (const [prefix, key] of [
     ['snatch:', uniqueKey('slot')],
     ['{app}:', uniqueKey('slot')],
@@ -80,10 +81,14 @@ test('a lock key and its fence counter share a slot, also with a prefix that is 
     const lock = await l.tryLock(key)
     expect(lock).not.toBeNull()
     const master = await cluster.masterOf(prefix + key)
-    const names = await redisCommand(master.inspectUrl, 'KEYS', `*${key.replace(/[{}*?[\]]/g, '?')}*`)
-    expect(names.length).toBe(2) // the lock and its fence counter, on the lock key's master
-    const slots = await Promise.all(names.map((name) => cluster.slotOf(name)))
-    expect(new Set(slots).size).toBe(1)
+    const slot = await cluster.slotOf(prefix + key)
+    // `{app}::fence` for a prefix with a hash tag, else `{snatch:<letters>}:fence`, one per slot.
+    const pattern = prefix.startsWith('{') ? `${glob(prefix)}:fence` : `{${glob(prefix)}*}:fence`
+    const counters = await redisCommand(master.inspectUrl, 'KEYS', pattern)
+    const slots = await Promise.all(counters.map((name) => cluster.slotOf(name)))
+    const counter = counters[slots.indexOf(slot)]
+    expect(counter).toBeDefined()
+    expect(BigInt(await redisCommand(master.inspectUrl, 'GET', counter))).toBeGreaterThanOrEqual(lock.fence)
     expect(await lock.release()).toBe(true)
   }
 })

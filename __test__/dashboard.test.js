@@ -88,7 +88,9 @@ test('the state matches the locker: schedules, their next runs, the locks held; 
     expect(listed.upcoming).toHaveLength(3)
     expect(listed.upcoming[1] - listed.upcoming[0]).toBe(1000)
     expect(listed.last.outcome).toBe('ok')
-    expect(state.locks).toContainEqual({ key: lockKey, holder: expect.any(String), ttl: expect.any(Number), fence: String(lock.fence) })
+    const listedLock = state.locks.find((l) => l.key === lockKey)
+    expect(listedLock).toEqual({ key: lockKey, holder: expect.any(String), ttl: expect.any(Number), fence: expect.any(String) })
+    expect(BigInt(listedLock.fence)).toBeGreaterThanOrEqual(lock.fence) // the prefix's counter: the holder's fence or above
     expect(state.locks.map((l) => l.key)).not.toContain(semaphoreKey)
     expect(state.semaphores).toContainEqual({ key: semaphoreKey, holders: 2, limit: 3, ttl: expect.any(Number) })
     for (const permit of permits) expect(text).not.toContain(permit.token)

@@ -173,7 +173,7 @@ test('a server that refuses the direct acquisitions (Redis before 7.0) has every
     const runs = await Promise.all(Array.from({ length: 20 }, (_, i) => oldLocker.snatchTask(`${key}:${i}`, () => i)))
     expect(runs.map((r) => r.value)).toEqual(Array.from({ length: 20 }, (_, i) => i))
     const lock = await oldLocker.tryLock(key)
-    expect(lock.fence).toBe(first.fence + 1n)
+    expect(lock.fence).toBe(first.fence + 21n) // the 20 runs between count up the prefix's counter too
     expect(await oldLocker.tryLock(key)).toBeNull()
     expect(await lock.release()).toBe(true)
     expect(await directClients(old.url)).toEqual([])
@@ -260,7 +260,7 @@ async function serverMicros(url) {
   return BigInt(seconds) * 1_000_000n + BigInt(micros)
 }
 
-test('keys locked for the first time take one transaction each, no script: their counters start from the server clock', async () => {
+test('keys locked for the first time take one transaction each, no script; the counter started from the server clock', async () => {
   const keys = Array.from({ length: 20 }, (_, i) => uniqueKey(`direct-new-${i}`))
   const [transactions, scripts] = await Promise.all(['exec', 'evalsha'].map((c) => commandCalls(server.url, c)))
   const before = await serverMicros(server.url)
@@ -269,26 +269,30 @@ test('keys locked for the first time take one transaction each, no script: their
   expect(await commandCalls(server.url, 'exec')).toBe(transactions + keys.length)
   expect(await commandCalls(server.url, 'evalsha')).toBe(scripts)
   const after = await serverMicros(server.url)
-  for (const lock of locks) {
-    // The server's clock as the socket read it when it opened, plus the time since (counted 0.1% slow).
-    expect(lock.fence).toBeGreaterThan(before - 5_000_000n)
-    expect(lock.fence).toBeLessThanOrEqual(after)
+  // The prefix's counter (new on this server a moment ago, at the warm-up's task) started from the server's clock
+  // as the socket read it when it opened, plus the time since (counted 0.1% slow); each key counts it up by one.
+  expect(locks[0].fence).toBeGreaterThan(before - 5_000_000n)
+  expect(locks.at(-1).fence).toBeLessThanOrEqual(after)
+  for (const [i, lock] of locks.entries()) {
+    if (i > 0) expect(lock.fence).toBe(locks[i - 1].fence + 1n)
     expect(await lock.release()).toBe(true)
   }
 })
 
 test("fences rise across a counter's expiry, whichever way its new counter starts", async () => {
   const key = uniqueKey('direct-expiring-counter')
+  // A prefix of its own, whose counter only this test's lockers count up (and keep 30 ms).
+  const prefix = `${key}:`
   const counterGone = async () => {
-    while ((await redisCommand(server.url, 'EXISTS', `{snatch:${key}}:fence`)) === 1) await sleep(5)
+    while ((await redisCommand(server.url, 'EXISTS', `{${prefix}}:fence`)) === 1) await sleep(5)
   }
   const fences = []
   // Each round a new locker (one at a time, each on its direct socket), once the counter expired: its first
   // acquisition of the key gives the counter a floor in the transaction; its second, the counter expired again,
-  // finds none (the key was acquired lately) and goes again by the acquire script.
+  // finds none (it was counted up lately) and goes again by the acquire script.
   for (let round = 0; round < 3; round++) {
     await locker.close()
-    locker = createLocker({ url: server.url, fenceTtl: 30 })
+    locker = createLocker({ url: server.url, fenceTtl: 30, prefix })
     await onDirectSocket(locker, server.url)
     for (let time = 0; time < 2; time++) {
       await counterGone()
@@ -360,7 +364,7 @@ test('when its worker thread is terminated during a run on the direct socket, th
   const worker = new Worker(source, { eval: true, workerData })
   await once(worker, 'message')
   expect(await redisCommand(server.url, 'EXISTS', `snatch:${key}`)).toBe(1)
-  const held = BigInt(await redisCommand(server.url, 'GET', `{snatch:${key}}:fence`))
+  const held = BigInt(await redisCommand(server.url, 'GET', '{snatch:}:fence'))
   await worker.terminate()
   locker = createLocker({ url: server.url })
   // The lease is 30 s and renewed: getting the key within 3 s means it was released.

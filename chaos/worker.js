@@ -15,7 +15,14 @@
 const { createLocker } = require('..')
 
 const config = JSON.parse(process.argv[2])
-const locker = createLocker(config.locker)
+// With `config.prefixes`, that many lockers, one per prefix (`<prefix><n>:`), and each key always locked by the same
+// one: a prefix's fence counter is then counted up by a few keys only, and can expire between their sections.
+const lockers = config.prefixes
+  ? Array.from({ length: config.prefixes }, (_, n) => createLocker({ ...config.locker, prefix: `${config.locker.prefix}${n}:` }))
+  : [createLocker(config.locker)]
+const [locker] = lockers
+/** The locker of `key`: by a hash of its name, the same in every worker. */
+const lockerOf = (key) => lockers[[...key].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 0) % lockers.length]
 let stopping = false
 process.on('message', (message) => {
   if (message === 'stop') stopping = true
@@ -50,7 +57,7 @@ async function once(key) {
   const options = { ttl: config.ttl, wait: config.wait }
   switch (config.mode) {
     case 'lock': {
-      const lock = await locker.lock(key, { ...options, autoExtend: true })
+      const lock = await lockerOf(key).lock(key, { ...options, autoExtend: true })
       const ended = await section(key, lock.fence, () => !lock.signal.aborted && lock.validUntil > Date.now())
       const released = await lock.release()
       send({ type: 'exit', ...ended, t: now(), released })
@@ -58,7 +65,7 @@ async function once(key) {
     }
     case 'withLock': {
       let ended
-      await locker
+      await lockerOf(key)
         .withLock(key, async ({ fence, signal }) => (ended = await section(key, fence, () => !signal.aborted)), options)
         .catch((err) => {
           if (err.code !== 'ERR_SNATCH_LOCK_LOST' || !ended) throw err
@@ -68,7 +75,7 @@ async function once(key) {
     }
     default: {
       let ended
-      const ran = await locker
+      const ran = await lockerOf(key)
         .snatchTask(key, async ({ fence, signal }) => (ended = await section(key, fence, () => !signal.aborted)), {
           ttl: config.ttl,
         })
@@ -162,7 +169,7 @@ async function main() {
       await sleep(20)
     }
   }
-  await locker.close()
+  await Promise.all(lockers.map((l) => l.close()))
   process.disconnect()
 }
 

@@ -31,6 +31,7 @@ const LIBS = [
     name: `redis-snatch at ${process.env.SNATCH_BASE || 'SNATCH_BASE (unset)'}`,
     module: './redis-snatch',
     options: { base: true },
+    deployments: true,
     reference: true,
   },
   {

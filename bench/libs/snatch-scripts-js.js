@@ -23,7 +23,7 @@ async function create({ url, prefix, ttl }) {
   const tryAcquire = async (key) => {
     const lock = prefix + key
     const token = randomUUID()
-    const fence = await client.evalSha(acquireSha, { keys: [lock, `{${lock}}:fence`], arguments: [token, `${ttl}`] })
+    const fence = await client.evalSha(acquireSha, { keys: [lock, `{${prefix}}:fence`], arguments: [token, `${ttl}`] })
     return fence >= 0 ? { key: lock, token } : null
   }
   const release = ({ key, token }) =>

@@ -19,9 +19,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::{held_by, inspect, redis_url, unique_key, RedisServer};
 
+/// A locker on `urls` with a prefix of its own: its locks' fence counter is new, and no other test counts it up.
 fn locker(urls: &[&str]) -> Locker {
     let urls = urls.iter().map(|u| u.to_string()).collect();
-    Locker::new(LockerConfig { urls, ..LockerConfig::default() }).unwrap()
+    Locker::new(LockerConfig { urls, prefix: format!("{}:", unique_key("direct")), ..LockerConfig::default() }).unwrap()
+}
+
+/// The Redis name of `locker`'s lock of `key`.
+fn lock_key(locker: &Locker, key: &str) -> String {
+    format!("{}{key}", locker.config().prefix)
+}
+
+/// The Redis name of the fence counter of `locker`'s locks (its prefix's).
+fn counter_key(locker: &Locker) -> String {
+    format!("{{{}}}:fence", locker.config().prefix)
 }
 
 /// A direct call as this test keeps it until its reply.
@@ -173,7 +184,7 @@ async fn acquires_and_releases_over_the_callers_socket() {
     let acquired = acquire(&mut socket, attempt_on(&locker, &key, &options));
     let lease = lease_of(&mut socket, acquired).await.expect("acquired");
     assert!(lease.fence() > 0);
-    let held: String = inspect(&url).get(format!("snatch:{key}")).unwrap();
+    let held: String = inspect(&url).get(lock_key(&locker, &key)).unwrap();
     assert_eq!(held, held_by(lease.token()));
 
     let second = acquire(&mut socket, attempt_on(&locker, &key, &options));
@@ -183,7 +194,7 @@ async fn acquires_and_releases_over_the_callers_socket() {
     assert_eq!(lease.state(), LeaseState::Released);
     assert!(DirectRelease::of(&locker, &lease).is_none(), "a second release has nothing to send");
     assert!(matches!(self::release(&mut socket, release), Settled::Done(Ok(true))));
-    let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
+    let exists: bool = inspect(&url).exists(lock_key(&locker, &key)).unwrap();
     assert!(!exists);
     locker.close().await;
 }
@@ -216,7 +227,7 @@ async fn a_lock_not_acquired_lately_starts_its_new_counter_from_the_servers_cloc
     assert!(first.fence() >= CLOCK_FLOOR);
     assert!(first.fence() <= server_micros(&url), "not ahead of the server's clock: {}", first.fence());
     assert!(first.fence() > before - 60_000_000, "near it: {} {before}", first.fence());
-    let pttl: i64 = inspect(&url).pttl(format!("{{snatch:{key}}}:fence")).unwrap();
+    let pttl: i64 = inspect(&url).pttl(counter_key(&locker)).unwrap();
     let fence_ttl = LockerConfig::default().fence_ttl.as_millis() as i64;
     assert!(pttl > fence_ttl - 60_000 && pttl <= fence_ttl, "kept fenceTtl from now: {pttl}");
     // Held: refused; a counter that exists is counted up, the floor left aside.
@@ -232,7 +243,8 @@ async fn a_floor_too_old_is_refused_by_redis_and_the_acquisition_goes_again_by_t
     let (_server, url) = redis_url();
     let urls = vec![url.clone()];
     let fence_ttl = Duration::from_secs(2);
-    let locker = Locker::new(LockerConfig { urls, fence_ttl, ..LockerConfig::default() }).unwrap();
+    let prefix = format!("{}:", unique_key("stale-floor"));
+    let locker = Locker::new(LockerConfig { urls, fence_ttl, prefix, ..LockerConfig::default() }).unwrap();
     let mut socket = socket(&locker).await;
     // A reading of the clock that lags the server by 3 s, more than the counter's ttl: its floor could be at or
     // below a fence the key had 2 s ago, and Redis does not keep it.
@@ -287,7 +299,7 @@ async fn a_transaction_without_a_floor_that_finds_a_new_counter_goes_again_by_th
     let Settled::Done(Ok(Some(first))) = settle_acquire(replies.remove(0)) else { panic!("acquired by the script") };
     assert!(first.fence() >= CLOCK_FLOOR, "{}", first.fence());
     assert!(first.fence() <= server_micros(&url), "from the server's clock, not the future");
-    let pttl: i64 = inspect(&url).pttl(format!("{{snatch:{key}}}:fence")).unwrap();
+    let pttl: i64 = inspect(&url).pttl(counter_key(&locker)).unwrap();
     assert!(pttl > 0, "the counter expires (fenceTtl): {pttl}");
     assert!(first.release().await.unwrap());
 
@@ -305,7 +317,7 @@ async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_o
     let mut socket = socket(&locker).await;
     let options = LockOptions::default();
     let [first, wrong_type, third] = [0, 1, 2].map(|n| unique_key(&format!("batch{n}")));
-    let () = inspect(&url).hset(format!("snatch:{wrong_type}"), "field", "value").unwrap();
+    let () = inspect(&url).hset(lock_key(&locker, &wrong_type), "field", "value").unwrap();
     let attempt = |key: &str| Call::Acquire(Box::new(attempt_on(&locker, key, &options)));
 
     let (replies, commands) = exchange(&mut socket, vec![attempt(&first), attempt(&wrong_type), attempt(&third)]);
@@ -319,7 +331,7 @@ async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_o
     let Settled::Done(Err(e)) = wrong else { panic!("a key of another type fails: {wrong:?}") };
     assert!(e.to_string().contains("WRONGTYPE"), "{e}");
     assert_eq!(e.code(), "ERR_SNATCH_REDIS");
-    let held: String = inspect(&url).get(format!("snatch:{third}")).unwrap();
+    let held: String = inspect(&url).get(lock_key(&locker, &third)).unwrap();
     assert_eq!(held, held_by(third_lease.token()), "the lock after the failed one is taken all the same");
 
     // Two releases, then the first key again: a script call and a transaction, in order, so the key is free when it
@@ -337,7 +349,7 @@ async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_o
     for released in replies {
         assert!(matches!(settle_release(released), Settled::Done(Ok(true))));
     }
-    let exists: bool = inspect(&url).exists(format!("snatch:{third}")).unwrap();
+    let exists: bool = inspect(&url).exists(lock_key(&locker, &third)).unwrap();
     assert!(!exists);
     locker.close().await;
 }
@@ -356,7 +368,7 @@ async fn acquisitions_need_no_script_and_a_release_the_server_cannot_run_goes_to
         panic!("expected a fallback")
     };
     assert!(release.fallback().await.unwrap());
-    let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
+    let exists: bool = inspect(&url).exists(lock_key(&locker, &key)).unwrap();
     assert!(!exists);
     locker.close().await;
 }
@@ -381,7 +393,7 @@ async fn a_group_the_server_cannot_run_sends_each_of_its_calls_back_to_the_locke
     for (key, reply) in keys.iter().zip(replies) {
         let Settled::Fallback(release) = settle_release(reply) else { panic!("expected a fallback for {key}") };
         assert!(release.fallback().await.unwrap(), "{key} released on the locker's connection");
-        let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
+        let exists: bool = inspect(&url).exists(lock_key(&locker, key)).unwrap();
         assert!(!exists, "{key} released");
     }
     locker.close().await;
@@ -418,7 +430,7 @@ async fn the_socket_is_authenticated_and_on_the_urls_database() {
     let key = unique_key("db3");
     let acquired = acquire(&mut socket, attempt_on(&authed, &key, &LockOptions::default()));
     assert!(lease_of(&mut socket, acquired).await.is_some());
-    let exists: bool = inspect(&url).exists(format!("snatch:{key}")).unwrap();
+    let exists: bool = inspect(&url).exists(lock_key(&authed, &key)).unwrap();
     assert!(exists, "the key is in database 3");
     let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut inspect(&url)).unwrap();
     assert!(clients.contains(&format!("name={DIRECT_CLIENT_NAME} ")), "{clients}");
@@ -449,7 +461,8 @@ async fn the_probe_of_the_handshake_leaves_nothing_behind() {
     let (_server, url) = redis_url();
     let locker = locker(&[&url]);
     let mut socket = socket(&locker).await;
-    let left: usize = inspect(&url).exists(&["snatch:redis-snatch-probe", "snatch:redis-snatch-probe:fence"]).unwrap();
+    let probe = lock_key(&locker, "redis-snatch-probe");
+    let left: usize = inspect(&url).exists(&[probe.clone(), format!("{probe}:fence")]).unwrap();
     assert_eq!(left, 0, "the probe deleted its key and its fence counter");
     // The socket is out of the probe's transaction: an acquisition on it is answered at once.
     let acquired = acquire(&mut socket, attempt_on(&locker, &unique_key("after-probe"), &LockOptions::default()));
@@ -497,7 +510,7 @@ async fn replies_read_a_byte_at_a_time_are_paired_with_their_calls() {
     let mut socket = socket(&locker).await;
     let options = LockOptions::default();
     let [free, wrong_type] = [0, 1].map(|n| unique_key(&format!("split{n}")));
-    let () = inspect(&url).hset(format!("snatch:{wrong_type}"), "field", "value").unwrap();
+    let () = inspect(&url).hset(lock_key(&locker, &wrong_type), "field", "value").unwrap();
     let attempt = |key: &str| Call::Acquire(Box::new(attempt_on(&locker, key, &options)));
     // The first acquisition of a key goes again by the script (a new counter): after it, the key's are transactions.
     let acquired = acquire(&mut socket, attempt_on(&locker, &free, &options));
@@ -524,9 +537,9 @@ enum Outcome {
     Failed { wrong_type: bool },
 }
 
-/// Puts `key` (and its fence counter) into `state`; returns the counter's value before.
-fn prepare(url: &str, key: &str, state: &str) -> i64 {
-    let (lock, fence) = (format!("snatch:{key}"), format!("{{snatch:{key}}}:fence"));
+/// Puts `locker`'s `key` (and its fence counter) into `state`; returns the counter's value before.
+fn prepare(url: &str, locker: &Locker, key: &str, state: &str) -> i64 {
+    let (lock, fence) = (lock_key(locker, key), counter_key(locker));
     let mut redis = inspect(url);
     let counter = CLOCK_FLOOR + 1_000;
     let () = redis.set(&fence, counter).unwrap();
@@ -547,11 +560,12 @@ fn prepare(url: &str, key: &str, state: &str) -> i64 {
 /// What `acquired` (for `key`, in the state [`prepare`] left it, with the counter at `before`) came to.
 fn outcome(
     url: &str,
+    locker: &Locker,
     key: &str,
     before: i64,
     acquired: Result<Option<Arc<Lease>>, snatch_core::SnatchError>,
 ) -> Outcome {
-    let (lock, fence) = (format!("snatch:{key}"), format!("{{snatch:{key}}}:fence"));
+    let (lock, fence) = (lock_key(locker, key), counter_key(locker));
     let mut redis = inspect(url);
     match acquired {
         Err(e) => Outcome::Failed { wrong_type: e.to_string().contains("WRONGTYPE") },
@@ -584,26 +598,26 @@ async fn the_direct_transaction_and_the_acquire_script_agree_on_every_state_of_a
     let options = LockOptions::default();
     for state in ["free", "expired", "held", "held and waited for", "another type"] {
         let (scripted, direct) = (unique_key("agree-script"), unique_key("agree-direct"));
-        let before = prepare(&url, &scripted, state);
-        let by_script = outcome(&url, &scripted, before, locker.try_lock(&scripted, &options).await);
-        let counter: i64 = inspect(&url).get(format!("{{snatch:{scripted}}}:fence")).unwrap();
+        let before = prepare(&url, &locker, &scripted, state);
+        let by_script = outcome(&url, &locker, &scripted, before, locker.try_lock(&scripted, &options).await);
+        let counter: i64 = inspect(&url).get(counter_key(&locker)).unwrap();
         let counted = if state == "another type" { before } else { before + 1 };
         assert_eq!(counter, counted, "{state}: the script counts the fence up whatever its SET did");
-        let before = prepare(&url, &direct, state);
+        let before = prepare(&url, &locker, &direct, state);
         let settled = match acquire(&mut socket, attempt_on(&locker, &direct, &options)) {
             Settled::Done(result) => result,
             other => panic!("{state}: an existing counter needs no script ({other:?})"),
         };
-        let by_transaction = outcome(&url, &direct, before, settled);
+        let by_transaction = outcome(&url, &locker, &direct, before, settled);
         assert_eq!(by_transaction, by_script, "{state}");
-        let counter: i64 = inspect(&url).get(format!("{{snatch:{direct}}}:fence")).unwrap();
+        let counter: i64 = inspect(&url).get(counter_key(&locker)).unwrap();
         assert_eq!(counter, before + 1, "{state}: the transaction counts the fence up whatever its SET did");
         // A transaction with a floor (a lock not acquired lately) leaves an existing counter's value to it.
         let floored = unique_key("agree-floored");
-        let before = prepare(&url, &floored, state);
+        let before = prepare(&url, &locker, &floored, state);
         let Settled::Done(settled) = acquire(&mut socket, maybe_new(&locker, &floored)) else { panic!("{state}") };
-        assert_eq!(outcome(&url, &floored, before, settled), by_script, "{state}");
-        let counter: i64 = inspect(&url).get(format!("{{snatch:{floored}}}:fence")).unwrap();
+        assert_eq!(outcome(&url, &locker, &floored, before, settled), by_script, "{state}");
+        let counter: i64 = inspect(&url).get(counter_key(&locker)).unwrap();
         assert_eq!(counter, before + 1, "{state}: the floor is for a counter that does not exist");
     }
     locker.close().await;

@@ -170,16 +170,20 @@ async fn a_short_lease_taken_while_the_supervisor_sleeps_on_a_long_one_is_renewe
 #[tokio::test]
 async fn reasking_with_the_same_token_refreshes_the_lease_with_a_higher_fence_and_another_token_hears_the_pttl() {
     let (_server, url) = redis_url();
-    let locker = locker(&url);
-    let key = unique_key("reenter");
-    let lease = locker.try_lock(&key, &ttl(10_000)).await.unwrap().unwrap();
+    // A prefix of its own: no other test counts its fence counter up.
+    let prefix = format!("{}:", unique_key("reenter"));
+    let locker =
+        Locker::new(LockerConfig { urls: vec![url.clone()], prefix: prefix.clone(), ..LockerConfig::default() })
+            .unwrap();
+    let key = "k";
+    let lease = locker.try_lock(key, &ttl(10_000)).await.unwrap().unwrap();
     let mut con = inspect(&url);
     let acquire = |token: &str, con: &mut redis::Connection| -> i64 {
         redis::cmd("EVAL")
             .arg(snatch_core::protocol::scripts::ACQUIRE.source())
             .arg(2)
-            .arg(format!("snatch:{key}"))
-            .arg(format!("{{snatch:{key}}}:fence"))
+            .arg(format!("{prefix}{key}"))
+            .arg(format!("{{{prefix}}}:fence"))
             .arg(token)
             .arg(60_000)
             .arg(600_000)
@@ -189,9 +193,9 @@ async fn reasking_with_the_same_token_refreshes_the_lease_with_a_higher_fence_an
     // The acquire script, asked again with the holder's token (as a call made again after its reply was lost is),
     // keeps the lock ours, refreshes the lease and answers a fence above the first: every call counts the fence up.
     assert_eq!(acquire(&held_by(lease.token()), &mut con), lease.fence() + 1);
-    let pttl: i64 = con.pttl(format!("snatch:{key}")).unwrap();
+    let pttl: i64 = con.pttl(format!("{prefix}{key}")).unwrap();
     assert!(pttl > 10_000);
-    let holder: String = con.get(format!("snatch:{key}")).unwrap();
+    let holder: String = con.get(format!("{prefix}{key}")).unwrap();
     assert_eq!(holder, held_by(lease.token()));
     // Another token is refused with -2 - the holder's pttl.
     let refused = acquire("someone-else", &mut con);
@@ -502,25 +506,38 @@ async fn concurrent_calls_on_one_connection_each_get_their_own_reply() {
     let (_server, url) = redis_url();
     let locker = Arc::new(locker(&url));
     let keys: Vec<String> = (0..200).map(|i| unique_key(&format!("batch{i}"))).collect();
-    // Distinct fence counters (above the floor, so not raised to the clock), so that a reply handed to the wrong
-    // caller shows as a wrong fence.
+    // Every third key held by someone else, for a ttl of its own, so that a reply handed to the wrong caller shows
+    // as a lock taken that was held, or refused that was free; fences (of one counter) are each a caller's own.
     let mut redis = inspect(&url);
-    for (i, key) in keys.iter().enumerate() {
-        let _: () = redis.set(format!("{{snatch:{key}}}:fence"), CLOCK_FLOOR + i as i64 * 10).unwrap();
+    let held = |i: usize| i.is_multiple_of(3);
+    for (i, key) in keys.iter().enumerate().filter(|(i, _)| held(*i)) {
+        let _: () = redis.pset_ex(format!("snatch:{key}"), "someone-else", 60_000 + i as u64).unwrap();
     }
     let calls = keys.iter().cloned().enumerate().map(|(i, key)| {
         let locker = locker.clone();
         tokio::spawn(async move {
-            let lease = locker.try_lock(&key, &LockOptions::default()).await.unwrap().expect("free key");
-            assert_eq!(lease.fence(), CLOCK_FLOOR + i as i64 * 10 + 1, "fence of {key}");
+            let lease = locker.try_lock(&key, &LockOptions::default()).await.unwrap();
+            let Some(lease) = lease else {
+                assert!(held(i), "{key} is free, and was refused");
+                return None;
+            };
+            assert!(!held(i), "{key} is held, and was taken");
+            assert!(lease.fence() > CLOCK_FLOOR);
             let taken = locker.try_lock(&key, &LockOptions::default()).await.unwrap();
             assert!(taken.is_none(), "{key} acquired twice");
+            let fence = lease.fence();
             assert!(lease.release().await.unwrap());
+            Some(fence)
         })
     });
+    let mut fences: Vec<i64> = Vec::new();
     for call in futures_util::future::join_all(calls).await {
-        call.unwrap();
+        fences.extend(call.unwrap());
     }
+    let taken = fences.len();
+    fences.sort_unstable();
+    fences.dedup();
+    assert_eq!((taken, fences.len()), (133, 133), "each free key taken once, with a fence of its own");
 }
 
 #[tokio::test]

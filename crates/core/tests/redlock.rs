@@ -67,7 +67,7 @@ async fn fences_are_the_majority_maximum_and_increase() {
     let locker = redlock(urls(&servers), Duration::from_secs(1));
     let key = unique_key("fence");
     // Node 2 has seen more acquisitions than the others.
-    let _: () = inspect(&servers[2].url()).set(format!("{{snatch:{key}}}:fence"), 41).unwrap();
+    let _: () = inspect(&servers[2].url()).set("{snatch:}:fence".to_owned(), 41).unwrap();
     let mut last = 0;
     for _ in 0..10 {
         let lease = locker.try_lock(&key, &once()).await.unwrap().unwrap();
@@ -198,7 +198,7 @@ async fn split_votes_are_tried_again_even_for_one_attempt_and_a_majority_holder_
     let locker = redlock(urls(&servers), Duration::from_secs(1));
     let mut cons: Vec<_> = servers.iter().map(|s| inspect(&s.url())).collect();
     let key = unique_key("split");
-    let (lock_key, fence_key) = (format!("snatch:{key}"), format!("{{snatch:{key}}}:fence"));
+    let (lock_key, fence_key) = (format!("snatch:{key}"), "{snatch:}:fence".to_owned());
     let rounds = |con: &mut redis::Connection| con.get::<_, Option<i64>>(&fence_key).unwrap().unwrap_or(0);
 
     // Two other clients hold one node each: no one holds a majority, so the attempt goes on while that lasts and
@@ -239,7 +239,7 @@ async fn fences_rise_whichever_majority_grants_them_however_far_apart_the_counte
     let mut servers = start(3);
     let locker = redlock(urls(&servers), Duration::from_secs(1));
     let key = unique_key("apart");
-    let counter = format!("{{snatch:{key}}}:fence");
+    let counter = "{snatch:}:fence".to_owned();
     let ahead = snatch_core::protocol::keys::CLOCK_FLOOR + 1_000_000_000;
     for (server, value) in servers.iter().zip([
         ahead,

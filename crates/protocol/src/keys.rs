@@ -12,10 +12,10 @@ pub struct LockKeys {
     pub key: String,
     /// `prefix + key`: holds the owner's token, with the lease as its TTL.
     pub lock: String,
-    /// The fencing counter, `{prefix + key}:fence`, kept `fenceTtl` after the lock's last acquisition; a counter
-    /// that starts again starts from the server's clock ([`CLOCK_FLOOR`]), so fences keep increasing. Its hash tag
-    /// is the whole lock key, so it hashes to the lock key's cluster slot, unless the lock key has a hash tag of its
-    /// own: on a cluster ([`LockKeys::new`]'s `one_slot`) it is then `prefix + key:fence`, which keeps that tag.
+    /// The fencing counter the lock's fences come from, kept `fenceTtl` after its last acquisition; a counter that
+    /// starts again starts from the server's clock ([`CLOCK_FLOOR`]), so fences keep increasing. A lock's is its
+    /// prefix's ([`prefix_counter`]), which every lock of the prefix in its slot counts up; a semaphore's is its own
+    /// (`{prefix + key}:fence`).
     pub fence: String,
     /// A semaphore's limit: `lock` is then a semaphore's sorted set of holders (see protocol/scripts.rs), which at
     /// most this many hold at once. `None` for a lock.
@@ -25,30 +25,36 @@ pub struct LockKeys {
 impl LockKeys {
     /// Validates `key` and derives its names under `prefix`. With `one_slot` (Redis Cluster) every name hashes to
     /// the lock key's slot, as the scripts need, even when the lock key has a hash tag of its own (say, a prefix
-    /// like `{app}:`); without, the names are those of a single Redis (which 0.1 used and a running deployment
-    /// keeps).
+    /// like `{app}:`).
     pub fn new(prefix: &str, key: &str, one_slot: bool) -> Result<Self, SnatchError> {
+        let own = Self::own_counter(prefix, key, one_slot)?;
+        let fence = prefix_counter(prefix, &own.lock, one_slot).unwrap_or(own.fence);
+        Ok(Self { fence, ..own })
+    }
+
+    /// The names of `key` under `prefix` with a fence counter of its own, `{prefix + key}:fence` (see
+    /// [`LockKeys::companion`]): a semaphore's, and a lock's when its prefix's counter cannot be named.
+    fn own_counter(prefix: &str, key: &str, one_slot: bool) -> Result<Self, SnatchError> {
         validate_key(key)?;
         // Concatenated rather than formatted: this runs once per acquisition.
         let lock = [prefix, key].concat();
-        let tagged = one_slot && has_hash_tag(&lock);
-        if one_slot && !tagged && lock.contains('}') {
+        if one_slot && !has_hash_tag(&lock) && lock.contains('}') {
             // Neither wrapping it in braces nor a suffix would hash to its slot.
             return Err(SnatchError::type_arg(format!(
                 "on a Redis Cluster, a key with '}}' must hold a hash tag ('{{tag}}'): '{lock}' does not"
             )));
         }
-        let fence = if tagged { [&lock, ":fence"].concat() } else { ["{", &lock, "}:fence"].concat() };
+        let fence = companion(&lock, one_slot, "fence");
         Ok(Self { key: key.to_owned(), fence, lock, limit: None })
     }
 
     /// The names of semaphore `key` of `limit` holders, as [`LockKeys::new`] derives a lock's (a lock and a semaphore
-    /// must not share a key). A `limit` of 0 is refused.
+    /// must not share a key), with a fence counter of its own. A `limit` of 0 is refused.
     pub fn semaphore(prefix: &str, key: &str, limit: u32, one_slot: bool) -> Result<Self, SnatchError> {
         if limit == 0 {
             return Err(SnatchError::range_arg("limit must be a positive integer, got 0"));
         }
-        Ok(Self { limit: Some(limit), ..Self::new(prefix, key, one_slot)? })
+        Ok(Self { limit: Some(limit), ..Self::own_counter(prefix, key, one_slot)? })
     }
 
     /// The claim of an attempt of an occurrence of the schedule whose run lock is `run`: key `name:<attempt>`
@@ -75,11 +81,10 @@ impl LockKeys {
     }
 
     /// Where a semaphore keeps its limit as its last acquisition gave it, named like its fence counter and kept as
-    /// long (`{prefix + key}:limit`, or `prefix + key:limit` when the fence counter is `prefix + key:fence`): what the
-    /// fleet's view reports as the semaphore's limit (the limit itself is each caller's).
-    pub fn limit_key(&self) -> String {
-        let stem = self.fence.strip_suffix("fence").expect("a fence counter's name ends in 'fence'");
-        [stem, "limit"].concat()
+    /// long (`{prefix + key}:limit`; see [`companion`]): what the fleet's view reports as the semaphore's limit (the
+    /// limit itself is each caller's).
+    pub fn limit_key(&self, one_slot: bool) -> String {
+        self.companion("limit", one_slot)
     }
 
     /// The cluster slot of the lock (which master of a cluster a call on it goes to).
@@ -87,17 +92,75 @@ impl LockKeys {
         slot(&self.lock)
     }
 
-    /// The pub/sub channel on which a release wakes waiters, named like the fence counter: `{prefix + key}:released`,
-    /// or with `one_slot` (Redis Cluster) `prefix + key:released` when the lock key has a hash tag of its own, so that
-    /// on a cluster it hashes to the lock key's slot, as a sharded channel must (the scripts derive it the same way:
+    /// The pub/sub channel on which a release wakes waiters, `{prefix + key}:released` (see [`LockKeys::companion`]: on a
+    /// cluster it hashes to the lock key's slot, as a sharded channel must; the scripts derive it the same way:
     /// wake.lua). Made when needed: only waiting acquisitions listen.
     pub fn channel(&self, one_slot: bool) -> String {
-        if one_slot && has_hash_tag(&self.lock) {
-            [&self.lock, ":released"].concat()
-        } else {
-            ["{", &self.lock, "}:released"].concat()
-        }
+        self.companion("released", one_slot)
     }
+
+    /// A name that belongs to the lock: `{lock}:<suffix>`, whose hash tag is the whole lock key, so that it hashes to
+    /// the lock key's cluster slot; with `one_slot` (Redis Cluster) and a lock key that has a hash tag of its own,
+    /// `lock:<suffix>`, which keeps that tag.
+    pub fn companion(&self, suffix: &str, one_slot: bool) -> String {
+        companion(&self.lock, one_slot, suffix)
+    }
+}
+
+fn companion(lock: &str, one_slot: bool, suffix: &str) -> String {
+    if one_slot && has_hash_tag(lock) {
+        [lock, ":", suffix].concat()
+    } else {
+        ["{", lock, "}:", suffix].concat()
+    }
+}
+
+/// The fence counter of every lock under `prefix` that hashes to `lock`'s slot: `{prefix}:fence` on a single Redis;
+/// on a cluster (`one_slot`) `prefix:fence` when the prefix has a hash tag of its own (every lock under it hashes to
+/// that tag's slot), else `{prefix<tag>}:fence`, where `<tag>` makes it hash to `lock`'s slot ([`slot_suffix`]).
+/// Each of these names begins with the prefix or with `{` and the prefix, as a counter always did (the ACL rules of
+/// the README). `None` for a cluster prefix with an unpaired brace, which no such name can follow: its locks keep
+/// counters of their own.
+fn prefix_counter(prefix: &str, lock: &str, one_slot: bool) -> Option<String> {
+    if !one_slot {
+        return Some(["{", prefix, "}:fence"].concat());
+    }
+    if has_hash_tag(prefix) {
+        return Some([prefix, ":fence"].concat());
+    }
+    if prefix.contains(['{', '}']) {
+        return None;
+    }
+    Some(["{", prefix, slot_suffix(prefix, slot(lock)), "}:fence"].concat())
+}
+
+/// Letters of [`SUFFIX_LEN`] to end `prefix` with so that it hashes to `slot`. CRC16 (XMODEM) is linear with a zero
+/// start, so the CRC of `prefix + suffix` is that of `prefix` followed by as many zero bytes, XOR that of `suffix`: a
+/// table of one suffix for each CRC's low 14 bits (the slot) serves every prefix.
+fn slot_suffix(prefix: &str, slot: u16) -> &'static str {
+    static SUFFIXES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let suffixes = SUFFIXES.get_or_init(|| {
+        let mut table = vec![String::new(); usize::from(SLOTS)];
+        // Every string of SUFFIX_LEN letters from '@' to 'O' (0x40–0x4F): a CRC's low 14 bits of each of 16^4.
+        for n in 0..16u32.pow(SUFFIX_LEN as u32) {
+            let suffix: String = (0..SUFFIX_LEN).map(|i| char::from(b'@' + ((n >> (4 * i)) & 15) as u8)).collect();
+            let entry = &mut table[usize::from(crc16(suffix.as_bytes()) % SLOTS)];
+            if entry.is_empty() {
+                *entry = suffix;
+            }
+        }
+        table
+    });
+    let mut padded = prefix.as_bytes().to_vec();
+    padded.extend([0; SUFFIX_LEN]);
+    &suffixes[usize::from((crc16(&padded) ^ slot) % SLOTS)]
+}
+
+/// How many letters [`slot_suffix`] adds.
+const SUFFIX_LEN: usize = 4;
+
+fn crc16(bytes: &[u8]) -> u16 {
+    crc16::State::<crc16::XMODEM>::calculate(bytes)
 }
 
 /// Whether Redis Cluster hashes `key` by a hash tag (a non-empty `{…}`, the first `{` to the first `}` after it)
@@ -123,8 +186,7 @@ pub const SLOTS: u16 = 16384;
 
 /// The Redis Cluster hash slot of `key`: CRC16 (XMODEM) of its hash tag, or of the whole key, modulo [`SLOTS`].
 pub fn slot(key: &str) -> u16 {
-    let hashed = hash_tag(key).unwrap_or(key);
-    crc16::State::<crc16::XMODEM>::calculate(hashed.as_bytes()) % SLOTS
+    crc16(hash_tag(key).unwrap_or(key).as_bytes()) % SLOTS
 }
 
 /// Rejects an empty key or one over [`MAX_KEY_BYTES`].
@@ -143,37 +205,60 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_share_the_lock_key_as_hash_tag() {
+    fn a_lock_counts_its_prefixs_counter_and_a_semaphore_its_own() {
         for one_slot in [false, true] {
             let k = LockKeys::new("snatch:", "report:daily", one_slot).unwrap();
             assert_eq!(k.lock, "snatch:report:daily");
-            assert_eq!(k.fence, "{snatch:report:daily}:fence");
             assert_eq!(k.channel(one_slot), "{snatch:report:daily}:released");
-            assert_eq!(k.limit_key(), "{snatch:report:daily}:limit");
+            let s = LockKeys::semaphore("snatch:", "report:daily", 3, one_slot).unwrap();
+            assert_eq!((s.lock.as_str(), s.fence.as_str()), ("snatch:report:daily", "{snatch:report:daily}:fence"));
+            assert_eq!(s.limit_key(one_slot), "{snatch:report:daily}:limit");
         }
+        assert_eq!(LockKeys::new("snatch:", "report:daily", false).unwrap().fence, "{snatch:}:fence");
+        assert_eq!(LockKeys::new("snatch:", "order:42", false).unwrap().fence, "{snatch:}:fence");
         let claim = LockKeys::occurrence(&LockKeys::new("snatch:", "report", false).unwrap(), "7", false);
-        assert_eq!((claim.lock.as_str(), claim.fence.as_str()), ("snatch:report:7", "{snatch:report}:fence"));
+        assert_eq!((claim.lock.as_str(), claim.fence.as_str()), ("snatch:report:7", "{snatch:}:fence"));
     }
 
     #[test]
     fn on_a_cluster_every_name_hashes_to_the_lock_keys_slot() {
-        for (prefix, key) in [("snatch:", "report"), ("{app}:", "report"), ("snatch:", "a{b}c"), ("p", "a{b")] {
+        let cases =
+            [("snatch:", "report"), ("{app}:", "report"), ("snatch:", "a{b}c"), ("p", "a{b"), ("a{b", "c}"), ("", "k")];
+        for (prefix, key) in cases {
             let run = LockKeys::new(prefix, key, true).unwrap();
             assert_eq!(slot(&run.fence), slot(&run.lock), "{prefix}{key}: {}", run.fence);
+            assert!(run.fence.starts_with(prefix) || run.fence.starts_with(&["{", prefix].concat()), "{}", run.fence);
             assert_eq!(slot(&run.channel(true)), slot(&run.lock), "{prefix}{key}: {}", run.channel(true));
-            assert_eq!(slot(&run.limit_key()), slot(&run.lock), "{prefix}{key}: {}", run.limit_key());
+            assert_eq!(slot(&run.limit_key(true)), slot(&run.lock), "{prefix}{key}: {}", run.limit_key(true));
             let claim = LockKeys::occurrence(&run, "1700000000000", true);
             assert_eq!(slot(&claim.lock), slot(&run.lock), "{prefix}{key}: {}", claim.lock);
             assert_ne!(claim.lock, run.lock);
             assert_eq!(claim.fence, run.fence);
         }
         let tagged = LockKeys::new("{app}:", "report", true).unwrap();
-        assert_eq!(tagged.fence, "{app}:report:fence");
+        assert_eq!(tagged.fence, "{app}::fence");
+        assert_eq!(tagged.limit_key(true), "{app}:report:limit");
         assert_eq!(LockKeys::occurrence(&tagged, "7", true).lock, "{app}:report:7");
         assert_eq!(LockKeys::occurrence(&LockKeys::new("s:", "r", true).unwrap(), "7", true).lock, "{s:r}:7");
+        // A prefix with an unpaired brace: each lock keeps a counter of its own.
+        assert_eq!(LockKeys::new("a{b", "c}", true).unwrap().fence, "a{bc}:fence");
+        // Keys of one slot share a counter; keys of another slot have another.
+        let fence = |key: &str| LockKeys::new("snatch:", key, true).unwrap().fence;
+        assert_eq!(fence("{42}:a"), fence("{42}:b"));
+        assert_ne!(fence("a"), fence("b"));
         for key in ["a}b", "a{}b}"] {
             assert_eq!(LockKeys::new("p:", key, true).unwrap_err().code(), "ERR_SNATCH_INVALID_ARG", "{key}");
             assert!(LockKeys::new("p:", key, false).is_ok(), "{key} is fine on a single Redis");
+        }
+    }
+
+    #[test]
+    fn every_slot_has_a_prefix_counter() {
+        for prefix in ["", "snatch:", "a-much-longer-prefix/with/parts:"] {
+            for s in 0..SLOTS {
+                let suffix = slot_suffix(prefix, s);
+                assert_eq!(slot(&["{", prefix, suffix, "}:fence"].concat()), s, "{prefix:?} {s}");
+            }
         }
     }
 

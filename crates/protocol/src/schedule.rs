@@ -45,10 +45,8 @@ impl ScheduleKeys {
     /// The names of schedule `name` under `prefix`; with `one_slot` (Redis Cluster) all in the run lock's slot.
     pub fn new(prefix: &str, name: &str, one_slot: bool) -> Result<Self, crate::SnatchError> {
         let run = LockKeys::new(prefix, name, one_slot)?;
-        // Beside the run lock, as its fence counter (`…:fence`) is: `{lock}:…`, unless the lock key has a hash tag of
-        // its own on a cluster (`lock:…`).
-        let base = &run.fence[..run.fence.len() - "fence".len()];
-        let beside = |suffix: &str| [base, suffix].concat();
+        // The run lock's: `{lock}:…`, unless the lock key has a hash tag of its own on a cluster (`lock:…`).
+        let beside = |suffix: &str| run.companion(suffix, one_slot);
         let (state, history, records, open) = (beside("state"), beside("history"), beside("records"), beside("open"));
         let (replicas, triggers, control) = (beside("replicas"), beside("triggers"), beside("control"));
         Ok(Self { run, state, history, records, open, replicas, triggers, control, one_slot })

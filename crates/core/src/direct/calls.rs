@@ -34,9 +34,10 @@ pub enum Settled<T, C> {
 /// How a direct acquisition takes its lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Way {
-    /// A transaction: the lock was acquired lately, its fence counter most likely exists.
+    /// A transaction: the lock's fence counter was counted up lately, it most likely exists.
     Transaction,
-    /// A transaction with a floor for a new counter: the lock was not acquired lately (snatch-protocol's recent.rs).
+    /// A transaction with a floor for a new counter: the counter was not counted up lately (snatch-protocol's
+    /// recent.rs).
     WithFloor,
     /// The acquire script: a transaction took the key with a new counter, which the script raises.
     Script,
@@ -84,12 +85,12 @@ impl DirectAcquire {
         }))
     }
 
-    /// The lock's Redis name.
-    pub fn lock(&self) -> &str {
-        &self.keys.lock
+    /// The Redis name of the lock's fence counter.
+    pub fn counter(&self) -> &str {
+        &self.keys.fence
     }
 
-    /// The lock was not acquired lately: its fence counter may not exist, and the transaction gives it a floor
+    /// The lock's counter was not counted up lately: it may not exist, and the transaction gives it a floor
     /// (snatch-protocol's recent.rs and direct/clock.rs).
     pub fn maybe_new(&mut self) {
         self.way = Way::WithFloor;

@@ -14,7 +14,7 @@ use crate::run::call::Call;
 use crate::run::hold::{Hold, OccurrenceHold};
 use crate::run::input::{post_or_undo, Input, Post};
 use rustc_hash::FxHashMap;
-use snatch_protocol::direct::recent::RecentLocks;
+use snatch_protocol::direct::recent::RecentCounters;
 use snatch_protocol::direct::session::{CallReply, NoReply};
 use snatch_protocol::run::{Outcome, Purpose, Runs};
 use snatch_protocol::schedule::Attempt;
@@ -44,8 +44,8 @@ pub struct Runner {
     runs: Runs<Hold>,
     /// The runs of schedules' attempts, by schedule and attempt (for their aborts).
     attempts: FxHashMap<(u32, Attempt), u32>,
-    /// The locks acquired lately by direct calls: whether a lock's fence counter may not exist.
-    recent: RecentLocks,
+    /// The fence counters counted up lately by direct calls: whether a lock's counter may not exist.
+    recent: RecentCounters,
     post: Arc<dyn Post>,
     runtime: Handle,
     /// Set when a direct call had to go over the locker's own connection: on a cluster, the slot map may be out of
@@ -60,7 +60,7 @@ impl Runner {
             locker,
             runs: Runs::default(),
             attempts: FxHashMap::default(),
-            recent: RecentLocks::default(),
+            recent: RecentCounters::default(),
             post,
             runtime,
             stale: Arc::default(),
@@ -318,7 +318,7 @@ impl Runner {
         out: &mut Output,
     ) -> Result<(), SnatchError> {
         if let Some(mut attempt) = DirectAcquire::new(&self.locker, key, options)? {
-            if !self.recent.note(attempt.lock()) {
+            if !self.recent.note(attempt.counter()) {
                 attempt.maybe_new();
             }
             let busy = self.locker.enter()?;

@@ -199,7 +199,7 @@ async fn semaphores(locker: &Locker, pattern: &str, limit: u32) -> Result<Vec<He
     let reads = join_all(names.iter().map(|name| async move {
         let keys = LockKeys::new(prefix, name, locker.one_slot())?;
         let mut call = ScriptCall::new(&SEMAPHORE_READ, 2);
-        call.arg(&keys.lock).arg(keys.limit_key());
+        call.arg(&keys.lock).arg(keys.limit_key(locker.one_slot()));
         node.invoke::<(i64, Option<i64>, i64)>(call).await
     }))
     .await;

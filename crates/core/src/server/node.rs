@@ -115,7 +115,7 @@ impl Node {
         };
         call.arg(&keys.lock).arg(&keys.fence);
         if keys.limit.is_some() {
-            call.arg(keys.limit_key());
+            call.arg(keys.limit_key(self.is_cluster()));
         }
         call.arg(token).arg(ttl_ms).arg(self.fence_ttl_ms);
         if let Some(limit) = keys.limit {

@@ -2,7 +2,7 @@
 //!
 //! A fence counter that does not exist (a key locked for the first time, or not for `fenceTtl`) must start above
 //! every fence the key ever had. The acquire script starts it from the server clock (`TIME`, scripts/fence.lua). A
-//! transaction cannot read the clock, so a direct transaction for a lock not acquired lately (recent.rs) first sends
+//! transaction cannot read the clock, so a direct transaction for a counter not counted up lately (recent.rs) first sends
 //! [`Floor`]'s command, `SET fence <floor> NX PXAT <until>`: a counter that does not exist starts at `floor`, a value
 //! of the server clock the socket knows to have passed, and `until` makes the server itself refuse a floor too old to
 //! be safe. Why it holds:
@@ -26,7 +26,7 @@
 //!
 //! So the socket's reading of the clock decides only how often a new counter needs the script: never, while the
 //! reading lags the server by less than `fenceTtl`; every time, once it lags by more (then [`ServerClock::floor`]
-//! gives none, and a lock not acquired lately goes by the script at once).
+//! gives none, and a lock whose counter was not counted up lately goes by the script at once).
 
 use crate::acquisition::Floor;
 use std::time::{Duration, Instant};

@@ -1,5 +1,5 @@
 //! The commands of direct calls, written: an acquisition is [`acquisition::COMMANDS`] in a `MULTI`/`EXEC`
-//! transaction, with a floor for a new fence counter when the lock was not acquired lately (recent.rs, clock.rs), or
+//! transaction, with a floor for a new fence counter when the counter was not counted up lately (recent.rs, clock.rs), or
 //! the acquire script when a counter is new and no floor can be given; a release is the release script. Consecutive
 //! transactions of one kind, and consecutive releases, share one command on a single server.
 
@@ -14,11 +14,11 @@ use std::time::Instant;
 /// A direct call's command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DirectCommand<'a> {
-    /// Take a lock acquired lately (its fence counter most likely exists): the commands of
+    /// Take a lock whose fence counter was counted up lately (it most likely exists): the commands of
     /// [`acquisition::COMMANDS`] with these values.
     Acquire(acquisition::Values<'a>),
-    /// Take a lock not acquired lately (its counter may not exist): the same commands with a floor for a new counter,
-    /// or the acquire script when the socket cannot give one (see [`ServerClock::floor`]).
+    /// Take a lock whose counter was not counted up lately (it may not exist): the same commands with a floor for a
+    /// new counter, or the acquire script when the socket cannot give one (see [`ServerClock::floor`]).
     AcquireNew(acquisition::Values<'a>),
     /// Take a lock by the acquire script, which raises a new counter to the server clock: a lock's acquisition asked
     /// again, with its token, after a transaction took it with a new counter (the script keeps the key ours).

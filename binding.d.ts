@@ -29,6 +29,11 @@ export declare class NativeLocker {
    */
   acquirePermit(id: number, key: string, limit: number, options: LockInit | undefined | null, wait: boolean): void
   /**
+   * Starts acquisition `id` of the write lock (`write`) or a read lock of read-write lock `key`: one attempt, or
+   * waiting up to `options.wait` when `wait`. Then a lock like the others (extend, release, remainingMs, loss).
+   */
+  acquireReadWrite(id: number, key: string, write: boolean, options: LockInit | undefined | null, wait: boolean): void
+  /**
    * Starts operation `id`: extend lock `lock` to `ttl` ms (default: its acquisition's). Answers whether it was still
    * ours.
    */

@@ -159,6 +159,8 @@ export declare class Locker {
   schedule(name: string, cron: string, fn: (ctx: TickContext) => unknown, options?: ScheduleOptions): ScheduledTask
   /** A counting semaphore: at most `limit` holders of `key` at once, across every process (not on Redlock). */
   semaphore(key: string, limit: number): Semaphore
+  /** A read-write lock: many readers or one writer of `key` at once, across every process (not on Redlock). */
+  rwlock(key: string): ReadWriteLock
   /** Campaigns for leadership of `name`; runs fn while leader; campaigns again when the term ends. */
   lead(name: string, fn: (ctx: LeaderContext) => unknown, options?: LeadOptions): Leadership
   /** Watches who leads `name` without campaigning. */
@@ -244,6 +246,26 @@ export interface Semaphore {
   tryAcquire(options?: LockOptions): Promise<Lock | null>
   /** Runs fn under a permit (renewed while it runs) and gives it back; fn's value, or LockLostError if lost. */
   withPermit<T>(fn: (ctx: TaskContext) => T | Promise<T>, options?: WaitOptions): Promise<T>
+}
+
+/**
+ * A read-write lock (`Locker.rwlock`): many readers or one writer at once; each read or write lock is a Lock, its
+ * expiry judged on the Redis server's clock. A writer that waits keeps new readers out (readers cannot starve it).
+ */
+export interface ReadWriteLock {
+  readonly key: string
+  /** Waits up to options.wait for a read lock; rejects LockTimeoutError. */
+  read(options?: WaitOptions): Promise<Lock>
+  /** Waits up to options.wait for the write lock; rejects LockTimeoutError. */
+  write(options?: WaitOptions): Promise<Lock>
+  /** One attempt: a read lock, or null while a writer holds the lock or waits for it. */
+  tryRead(options?: LockOptions): Promise<Lock | null>
+  /** One attempt: the write lock, or null while another writer or any reader holds it. */
+  tryWrite(options?: LockOptions): Promise<Lock | null>
+  /** Runs fn under a read lock (renewed while it runs) and releases it; fn's value, or LockLostError if lost. */
+  withRead<T>(fn: (ctx: TaskContext) => T | Promise<T>, options?: WaitOptions): Promise<T>
+  /** Runs fn under the write lock (renewed while it runs) and releases it; fn's value, or LockLostError if lost. */
+  withWrite<T>(fn: (ctx: TaskContext) => T | Promise<T>, options?: WaitOptions): Promise<T>
 }
 
 /** What Redis holds for a locked key (`Locker.inspect`). */

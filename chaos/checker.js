@@ -1,12 +1,14 @@
 'use strict'
 // The chaos suite's checks over the critical sections the workers reported (see worker.js): overlapping sections
-// of one key (two holders acting at once), fences that do not rise in the order the sections started, and the
-// takeover delay after a holder was killed.
+// of one key (two holders acting at once, unless both are a read-write lock's readers), fences that do not rise in
+// the order the sections started, and the takeover delay after a holder was killed.
 
 /**
- * Overlaps and fence violations among `sections` (`{ key, fence: bigint, enter: bigint, last: bigint }`, times in
- * ns of one monotonic clock). A section acts from `enter` to `last`; two sections of a key overlap when one starts
- * before another's last act. Fences must rise in the order of `enter`.
+ * Overlaps and fence violations among `sections` (`{ key, fence: bigint, enter: bigint, last: bigint, shared }`,
+ * times in ns of one monotonic clock). A section acts from `enter` to `last`; two sections of a key overlap when one
+ * starts before another's last act, unless both are `shared` (readers). Fences must rise in the order of `enter`,
+ * except between shared sections (readers that hold at once take their fences in any order): an exclusive section's
+ * fence is above every earlier section's, a shared one's above every earlier exclusive one's.
  */
 function check(sections) {
   const byKey = new Map()
@@ -19,15 +21,22 @@ function check(sections) {
   const examples = []
   for (const list of byKey.values()) {
     list.sort((a, b) => (a.enter < b.enter ? -1 : a.enter > b.enter ? 1 : 0))
-    let reach = null // the section whose last act is the latest so far
-    for (let i = 0; i < list.length; i++) {
-      const s = list[i]
-      if (reach && s.enter <= reach.last) {
+    // The sections whose last act is the latest so far: of all, and of the exclusive ones; the highest fences so far.
+    let [reach, reachExclusive, fence, fenceExclusive] = [null, null, null, null]
+    for (const s of list) {
+      const against = s.shared ? reachExclusive : reach
+      if (against && s.enter <= against.last) {
         overlaps++
-        if (examples.length < 5) examples.push({ key: s.key, first: describe(reach), second: describe(s) })
+        if (examples.length < 5) examples.push({ key: s.key, first: describe(against), second: describe(s) })
       }
-      if (i > 0 && s.fence <= list[i - 1].fence) fenceViolations++
+      const above = s.shared ? fenceExclusive : fence
+      if (above !== null && s.fence <= above) fenceViolations++
       if (!reach || s.last > reach.last) reach = s
+      if (fence === null || s.fence > fence) fence = s.fence
+      if (!s.shared) {
+        if (!reachExclusive || s.last > reachExclusive.last) reachExclusive = s
+        if (fenceExclusive === null || s.fence > fenceExclusive) fenceExclusive = s.fence
+      }
     }
   }
   return { sections: sections.length, overlaps, fenceViolations, examples }
@@ -35,7 +44,7 @@ function check(sections) {
 
 /** A section for a report line. */
 function describe(s) {
-  return `worker ${s.worker}, fence ${s.fence}, acts ${s.enter}…${s.last} ns`
+  return `worker ${s.worker}${s.shared ? ' (reader)' : ''}, fence ${s.fence}, acts ${s.enter}…${s.last} ns`
 }
 
 /** For each kill `{ key, t }` of a holder of `key`, the ms until another section of `key` started. */

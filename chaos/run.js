@@ -28,6 +28,8 @@ class Workers {
     this.errors = {}
     this.kills = []
     this.stale = { released: 0, refused: 0 }
+    /** The kills whose sections end once the killed worker's last messages are in. */
+    this.ending = []
     /** Schedules' attempts, by `name/fence`: { worker, name, tick, manual, attempt, why, fence, end: 'ok' | 'cut' | 'killed' | undefined }. */
     this.attempts = new Map()
     this.nextId = 1
@@ -49,7 +51,7 @@ class Workers {
 
   #heard(worker, m) {
     if (m.type === 'enter') {
-      this.open.set(`${worker} ${m.key}`, { worker, key: m.key, fence: BigInt(m.fence), enter: BigInt(m.t) })
+      this.open.set(`${worker} ${m.key}`, { worker, key: m.key, fence: BigInt(m.fence), enter: BigInt(m.t), shared: m.shared })
     } else if (m.type === 'exit') {
       const s = this.open.get(`${worker} ${m.key}`)
       this.open.delete(`${worker} ${m.key}`)
@@ -57,11 +59,15 @@ class Workers {
       this.sections.push({ ...s, last: BigInt(m.last), cut: m.cut })
       const attempt = this.attempts.get(`${m.key}/${m.fence}`)
       if (attempt) attempt.end = m.cut ? 'cut' : 'ok'
-      // The first section a stopped worker ends is the one it held when it was stopped: its release is stale.
+    } else if (m.type === 'released') {
+      // The release of the section a stopped worker held when it was stopped (entered before the stop, released
+      // after it resumed) is stale. One called before the stop took effect (SIGSTOP is not instant, and its message
+      // may still be on its way) is not, and then there was none.
       const entry = this.children.get(worker)
-      if (entry?.stopped && m.released !== undefined) {
+      if (entry?.stopped && BigInt(m.t) > entry.stoppedAt) {
         entry.stopped = false
-        this.stale[m.released ? 'released' : 'refused']++
+        const stale = BigInt(m.enter) < entry.stoppedAt && entry.resumedAt !== null && BigInt(m.t) >= entry.resumedAt
+        if (stale) this.stale[m.released ? 'released' : 'refused']++
       }
     } else if (m.type === 'error') {
       this.errors[m.code] = (this.errors[m.code] ?? 0) + 1
@@ -77,14 +83,17 @@ class Workers {
   }
 
   /**
-   * SIGSTOPs `entry` for `ms`, then SIGCONTs it; with `stale`, the first section it ends afterwards is counted as
-   * the stopped holder's (its release is stale).
+   * SIGSTOPs `entry` for `ms`, then SIGCONTs it; with `stale`, the section it held when stopped is counted as the
+   * stopped holder's (its release is stale) when it ends.
    */
   async pause(entry, ms, stale = true) {
     entry.paused = true
     entry.stopped = stale
+    entry.stoppedAt = nowNs()
+    entry.resumedAt = null
     entry.child.kill('SIGSTOP')
     await sleep(ms)
+    entry.resumedAt = nowNs()
     entry.child.kill('SIGCONT')
     entry.paused = false
   }
@@ -103,18 +112,24 @@ class Workers {
   #killed(entry) {
     const t = nowNs()
     entry.child.kill('SIGKILL')
-    for (const [id, s] of this.open) {
-      if (s.worker !== entry.id) continue
-      this.open.delete(id)
-      this.sections.push({ ...s, last: t, cut: false })
-      this.kills.push({ key: s.key, t })
-      const attempt = this.attempts.get(`${s.key}/${s.fence}`)
-      if (attempt) attempt.end = 'killed'
-    }
     this.children.delete(entry.id)
+    // Its sections under way end at the kill, once the messages it sent before it are in (an exit on its way must
+    // not be taken for a section that went on until the kill).
+    const ended = () => {
+      for (const [id, s] of this.open) {
+        if (s.worker !== entry.id) continue
+        this.open.delete(id)
+        this.sections.push({ ...s, last: t, cut: false })
+        this.kills.push({ key: s.key, t })
+        const attempt = this.attempts.get(`${s.key}/${s.fence}`)
+        if (attempt) attempt.end = 'killed'
+      }
+    }
+    if (!entry.child.connected) return ended()
+    this.ending.push(new Promise((resolve) => entry.child.once('disconnect', resolve)).then(ended))
   }
 
-  /** Stops every worker (each finishes its section) and waits for them to exit. */
+  /** Stops every worker (each finishes its section) and waits for them to exit, and for the killed ones' last words. */
   async stop() {
     const exits = [...this.children.values()].map(
       ({ child }) => new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve))),
@@ -127,6 +142,7 @@ class Workers {
     const timer = setTimeout(() => this.children.forEach(({ child }) => child.kill('SIGKILL')), 15_000)
     await done
     clearTimeout(timer)
+    await Promise.all(this.ending)
   }
 }
 
@@ -219,6 +235,32 @@ const SCENARIOS = {
         await sleep(1500)
       }
       return { notes: `${kills} leaders killed, ${stops} stopped` }
+    },
+  },
+  'read-write': {
+    title:
+      'read-write locks: 4 readers and 2 writers on 2 keys (ttl 1 s), a holder SIGKILLed or SIGSTOPped for ttl + 0.7 s ' +
+      'every 1.5 s, in turn (readers may overlap each other, a writer no one)',
+    async run({ url, workers, seconds }) {
+      const keys = keysOf('rw', 2)
+      for (const mode of ['read', 'read', 'read', 'read', 'write', 'write']) {
+        workers.spawn(worker(mode, keys, { url, prefix: 'chaos:' }, { acts: 3, pauseMs: 2 }))
+      }
+      await sleep(1500)
+      const end = Date.now() + seconds(20) * 1000
+      let [kills, stops] = [0, 0]
+      while (Date.now() < end) {
+        const holder = workers.holder()
+        if (holder && (kills + stops) % 2 === 0) {
+          workers.kill(holder)
+          kills++
+        } else if (holder) {
+          await workers.pause(holder, 1700)
+          stops++
+        }
+        await sleep(1500)
+      }
+      return { notes: `${kills} holders killed, ${stops} stopped` }
     },
   },
   'fence-expiry': {

@@ -1,13 +1,16 @@
 'use strict'
 // One worker process of the chaos suite (forked by chaos/run.js): loops critical sections on a few shared keys with
-// one way of locking (`lock`: Locker.lock + Lock.release; `withLock`; `snatchTask`) and reports each to the parent
+// one way of locking (`lock`: Locker.lock + Lock.release; `withLock`; `snatchTask`; `read` and `write`: a read-write
+// lock's read() or write() + Lock.release, sections marked `shared` for reads) and reports each to the parent
 // over IPC, on process.hrtime.bigint() (CLOCK_MONOTONIC: one clock for every process of the host); or (`schedule`)
 // runs a schedule's job every second, each attempt a section (and reported as { type: 'attempt', … }, see schedule());
 // or (`lead`) campaigns for leadership, each term a section (see lead()):
-//   { type: 'enter', key, fence, t }         the section started (sent at once, so a SIGKILL cannot lose it)
-//   { type: 'exit', key, fence, t, last, cut, released? }
+//   { type: 'enter', key, fence, t, shared }  the section started (sent at once, so a SIGKILL cannot lose it)
+//   { type: 'exit', key, fence, t, last, cut }
 //      `last`: the time of its last act; `cut`: it stopped acting because its lease could no longer be guaranteed
-//      (lock: validUntil passed or signal aborted; runs: signal aborted); `released`: what Lock.release() answered
+//      (lock: validUntil passed or signal aborted; runs: signal aborted); sent before the lock is released, so that
+//      a SIGKILL during the release cannot leave the section open in the parent's eyes
+//   { type: 'released', enter, t, released }  a Lock's release, called at `t`, answered `released`
 //   { type: 'error', code, t }                a call failed (ERR_SNATCH_…)
 // A section acts a few times, each act only while the lease is still valid, checked synchronously right before it:
 // the parent checks that no two holders' acts overlap. It stops on 'stop', finishing its section first.
@@ -37,48 +40,62 @@ const send = (message) => process.connected && process.send(message)
  * The acts of one section: `config.acts` times, a short pause then an act, while `valid()` holds. Reports the
  * section's end.
  */
-async function section(key, fence, valid) {
-  send({ type: 'enter', key, fence: String(fence), t: now() })
+async function section(key, fence, valid, shared = false) {
+  const enter = now()
+  send({ type: 'enter', key, fence: String(fence), t: enter, shared })
   let last = now()
   let cut = false
   for (let i = 0; i < config.acts; i++) {
     await sleep(Math.random() * config.pauseMs)
+    // The act, at the time its lease is checked: a process stopped between the check and the act (a window no lock
+    // can close; fences do) is not counted against the check.
+    const at = now()
     if (!valid()) {
       cut = true
       break
     }
-    last = now() // the act: done while the lease held, as checked just above
+    last = at
   }
-  return { key, fence: String(fence), last, cut }
+  return { key, fence: String(fence), last, cut, enter }
+}
+
+/** A run's section (withLock, snatchTask), its end reported from inside fn: before the run's lock is released. */
+async function run(key, fence, signal) {
+  const { enter, ...ended } = await section(key, fence, () => !signal.aborted)
+  send({ type: 'exit', ...ended, t: now() })
 }
 
 /** One section by the configured way of locking; false when the key was not acquired (snatchTask). */
 async function once(key) {
   const options = { ttl: config.ttl, wait: config.wait }
   switch (config.mode) {
-    case 'lock': {
-      const lock = await lockerOf(key).lock(key, { ...options, autoExtend: true })
-      const ended = await section(key, lock.fence, () => !lock.signal.aborted && lock.validUntil > Date.now())
-      const released = await lock.release()
-      send({ type: 'exit', ...ended, t: now(), released })
+    case 'lock':
+    case 'read':
+    case 'write': {
+      const o = { ...options, autoExtend: true }
+      const rw = lockerOf(key).rwlock(key)
+      const take = { lock: () => lockerOf(key).lock(key, o), read: () => rw.read(o), write: () => rw.write(o) }[config.mode]
+      const lock = await take()
+      const valid = () => !lock.signal.aborted && lock.validUntil > Date.now()
+      const { enter, ...ended } = await section(key, lock.fence, valid, config.mode === 'read')
+      const t = now()
+      send({ type: 'exit', ...ended, t })
+      send({ type: 'released', enter, t, released: await lock.release() })
       return true
     }
     case 'withLock': {
-      let ended
+      let ended = false
       await lockerOf(key)
-        .withLock(key, async ({ fence, signal }) => (ended = await section(key, fence, () => !signal.aborted)), options)
+        .withLock(key, ({ fence, signal }) => run(key, fence, signal).then(() => (ended = true)), options)
         .catch((err) => {
           if (err.code !== 'ERR_SNATCH_LOCK_LOST' || !ended) throw err
         })
-      send({ type: 'exit', ...ended, t: now() })
       return true
     }
     default: {
-      let ended
-      const ran = await lockerOf(key)
-        .snatchTask(key, async ({ fence, signal }) => (ended = await section(key, fence, () => !signal.aborted)), {
-          ttl: config.ttl,
-        })
+      let ended = false
+      return lockerOf(key)
+        .snatchTask(key, ({ fence, signal }) => run(key, fence, signal).then(() => (ended = true)), { ttl: config.ttl })
         .then(
           (r) => r.ran,
           (err) => {
@@ -86,8 +103,6 @@ async function once(key) {
             return true
           },
         )
-      if (ran) send({ type: 'exit', ...ended, t: now() })
-      return ran
     }
   }
 }

@@ -8,6 +8,7 @@ const { Lock } = require('./lock')
 const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkString, checkType, snapshot } = require('./options')
 const { heldLock, occurrenceRecord, scheduleInfo } = require('./fleet')
 const { Leadership, LeaderObserver, leadOptions } = require('./leadership')
+const { ReadWriteLock } = require('./read-write-lock')
 const { Run } = require('./run')
 const { ScheduledTask } = require('./schedule')
 const { Semaphore, checkLimit } = require('./semaphore')
@@ -208,6 +209,18 @@ class Locker {
     checkLimit(limit)
     return new Semaphore(key, limit, (init, wait) =>
       this.#acquire(key, init, (op) => this.#native.acquirePermit(op, key, limit, init, wait)),
+    )
+  }
+
+  /**
+   * A read-write lock: many readers or one writer of `key` at once, across every process; each read or write lock
+   * is a Lock. One Redis, Sentinel or Cluster (not Redlock). A lock, a semaphore and a read-write lock must not share
+   * a key.
+   */
+  rwlock(key) {
+    checkKey(key)
+    return new ReadWriteLock(key, (write, init, wait) =>
+      this.#acquire(key, init, (op) => this.#native.acquireReadWrite(op, key, write, init, wait)),
     )
   }
 

@@ -102,7 +102,7 @@ function onServer(name, dir) {
   console.log(`\n== on ${name}: ${version.stdout.trim()}`)
   withPath(dir, () => {
     run(`Jest tests on ${name}`, 'npx', ['jest', ...SUITES, ...(major >= 7 ? SUITES_FROM_7 : [])])
-    run(`chaos on ${name}`, 'node', ['chaos/run.js', '--only', 'steady,kill-holder,redis-restart,fence-expiry,leaders', '--scale', '0.25'])
+    run(`chaos on ${name}`, 'node', ['chaos/run.js', '--only', 'steady,kill-holder,redis-restart,fence-expiry,leaders,read-write', '--scale', '0.25'])
   })
 }
 

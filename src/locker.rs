@@ -15,7 +15,7 @@ use napi::bindgen_prelude::{within_runtime_if_available, BigInt, Either7, FnArgs
 use napi::Env;
 use napi_derive::napi;
 use snatch_core::protocol::run::Outcome;
-use snatch_core::{Cron, FleetRequest, Input, Locker, LockerConfig, Runner, SnatchError};
+use snatch_core::{Cron, FleetRequest, Holder, Input, Locker, LockerConfig, Runner, SnatchError};
 use std::cell::OnceCell;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
@@ -113,8 +113,35 @@ impl NativeLocker {
         options: Option<LockInit>,
         wait: bool,
     ) -> napi::Result<()> {
+        self.acquire_as(env, id, key, Holder::Permit(limit), options, wait)
+    }
+
+    /// Starts acquisition `id` of the write lock (`write`) or a read lock of read-write lock `key`: one attempt, or
+    /// waiting up to `options.wait` when `wait`. Then a lock like the others (extend, release, remainingMs, loss).
+    #[napi]
+    pub fn acquire_read_write(
+        &self,
+        env: Env,
+        id: u32,
+        key: String,
+        write: bool,
+        options: Option<LockInit>,
+        wait: bool,
+    ) -> napi::Result<()> {
+        self.acquire_as(env, id, key, if write { Holder::Writer } else { Holder::Reader }, options, wait)
+    }
+
+    fn acquire_as(
+        &self,
+        env: Env,
+        id: u32,
+        key: String,
+        holder: Holder,
+        options: Option<LockInit>,
+        wait: bool,
+    ) -> napi::Result<()> {
         let options = lock_options(options, false).map_err(|e| throw(&env, e))?;
-        self.step(&env, |runner| runner.acquire_permit(id, &key, limit, &options, wait))
+        self.step(&env, |runner| runner.acquire_as(id, &key, holder, &options, wait))
     }
 
     /// Starts operation `id`: extend lock `lock` to `ttl` ms (default: its acquisition's). Answers whether it was still

@@ -114,8 +114,35 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
   await Promise.all([permits[1].release(), woken.release()])
   expect(await mine.withPermit(({ fence, key: k }) => [k, fence > woken.fence])).toEqual([semKey, true])
 
+  await readWriteChecks({ locker, other, nodes, prefix })
   await fleetChecks({ locker, other })
   await leaderChecks({ locker, other })
+}
+
+/**
+ * A read-write lock between `locker` and `other`: readers of both at once, no writer while they read; a writer that
+ * waits is woken (published) when the last reader leaves, and keeps new readers out; fences rise across both sides.
+ */
+async function readWriteChecks({ locker, other, nodes, prefix }) {
+  const key = uniqueKey('every-rw')
+  const [mine, theirs] = [locker.rwlock(key), other.rwlock(key)]
+  const readers = [await mine.tryRead({ ttl: 10_000 }), await theirs.tryRead({ ttl: 10_000 })]
+  expect(readers).not.toContain(null)
+  expect(readers[1].fence).toBeGreaterThan(readers[0].fence)
+  expect(await theirs.tryWrite()).toBeNull()
+  // Its waiters' channel is the writer key's: `{prefix+key:writer}:released`, on a cluster `{prefix+key}:writer:released`.
+  const channels = [`{${prefix}${key}:writer}:released`, `{${prefix}${key}}:writer:released`]
+  const waiting = (node) => Promise.all(channels.map((c) => subscribers(node, c))).then(([a, b]) => a + b)
+  const writing = theirs.write({ wait: 10_000 })
+  await until(async () => (await sum(nodes, waiting)) > 0, 'the writer to subscribe')
+  expect(await mine.tryRead()).toBeNull() // the waiting writer keeps new readers out
+  await Promise.all(readers.map((r) => r.release()))
+  const writer = await writing
+  expect(writer.fence).toBeGreaterThan(readers[1].fence)
+  expect(await mine.tryRead()).toBeNull()
+  expect(await writer.extend(5_000)).toBe(true)
+  expect(await writer.release()).toBe(true)
+  expect(await mine.withRead(({ fence, key: k }) => [k, fence > writer.fence])).toEqual([key, true])
 }
 
 /**

@@ -29,6 +29,7 @@ import {
   type RunReason,
   type ScheduleInfo,
   type Semaphore,
+  type ReadWriteLock,
   type AcquireMessage,
   type LeaseMessage,
   type ReleaseMessage,
@@ -95,6 +96,17 @@ export async function usage(): Promise<void> {
   const waited: Lock = await uploads.acquire({ wait: 100 })
   const permitted: string = await uploads.withPermit(({ fence, key }) => `${key}:${fence + 1n}`, { wait: 10 })
   void [limit, permit, waited, permitted]
+
+  const doc: ReadWriteLock = locker.rwlock('doc')
+  const reading: Lock = await doc.read({ wait: 100, ttl: 1000 })
+  const writing: Lock | null = await doc.tryWrite()
+  const read: string = await doc.withRead(({ fence, key, signal }) => `${key}:${fence + 1n}:${signal.aborted}`)
+  const written: number = await doc.withWrite(async () => 1, { wait: 10, autoExtend: false })
+  void [doc.key, reading, writing, read, written, await doc.write(), await doc.tryRead()]
+  // @ts-expect-error a read-write lock has no limit
+  void doc.limit
+  // @ts-expect-error fn is required
+  void doc.withWrite()
 
   const leased = (m: LeaseMessage) => [m.key, m.fence + 1n, m.ms + 1]
   const acquired = (m: AcquireMessage) => m.direct && leased(m)

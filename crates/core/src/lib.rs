@@ -21,7 +21,7 @@ pub use direct::open::open as open_direct_socket;
 pub use direct::routes::{RouteSocket, Routes};
 pub use direct::stream::DirectStream;
 pub use lock::lease::{Lease, LeaseState};
-pub use lock::locker::{Busy, DirectRoute, Locker};
+pub use lock::locker::{Busy, DirectRoute, Holder, Locker};
 pub use run::call::Call;
 pub use run::input::{Input, Post};
 pub use run::runner::{Output, Runner, Told};

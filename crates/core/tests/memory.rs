@@ -4,7 +4,7 @@
 mod support;
 
 use snatch_core::protocol::keys::CLOCK_FLOOR;
-use snatch_core::{Lease, LeaseState, LockOptions, Locker, LockerConfig};
+use snatch_core::{Holder, Lease, LeaseState, LockOptions, Locker, LockerConfig};
 use std::sync::Arc;
 use std::time::Duration;
 use support::{redis_url, unique_key};
@@ -57,13 +57,13 @@ async fn a_lease_expires_a_waiter_gets_the_key_and_a_force_released_holder_is_lo
 async fn semaphores_and_inspect_work_in_memory() {
     let locker = locker("memory://sem");
     let permits = [
-        locker.try_acquire_permit("s", 2, &options(10_000, 0)).await.unwrap().expect("one"),
-        locker.try_acquire_permit("s", 2, &options(10_000, 0)).await.unwrap().expect("two"),
+        locker.try_acquire_as("s", Holder::Permit(2), &options(10_000, 0)).await.unwrap().expect("one"),
+        locker.try_acquire_as("s", Holder::Permit(2), &options(10_000, 0)).await.unwrap().expect("two"),
     ];
     assert!(permits[1].fence() > permits[0].fence());
-    assert!(locker.try_acquire_permit("s", 2, &options(10_000, 0)).await.unwrap().is_none());
+    assert!(locker.try_acquire_as("s", Holder::Permit(2), &options(10_000, 0)).await.unwrap().is_none());
     assert!(permits[0].release().await.unwrap());
-    assert!(locker.try_acquire_permit("s", 2, &options(10_000, 0)).await.unwrap().is_some());
+    assert!(locker.try_acquire_as("s", Holder::Permit(2), &options(10_000, 0)).await.unwrap().is_some());
 
     let lock = locker.try_lock("i", &options(10_000, 0)).await.unwrap().expect("free");
     let inspected = locker.inspect("i").await.unwrap().expect("held");
@@ -104,7 +104,11 @@ async fn outcomes(locker: &Locker, prefix: &str) -> Vec<String> {
                 }
                 None => "taken".to_owned(),
             },
-            2 | 3 => match locker.try_acquire_permit(&format!("{key}:sem"), 2, &options(10_000, 0)).await.unwrap() {
+            2 | 3 => match locker
+                .try_acquire_as(&format!("{key}:sem"), Holder::Permit(2), &options(10_000, 0))
+                .await
+                .unwrap()
+            {
                 Some(lease) => {
                     held.push(lease);
                     "permit".to_owned()

@@ -17,9 +17,31 @@ pub struct LockKeys {
     /// prefix's ([`prefix_counter`]), which every lock of the prefix in its slot counts up; a semaphore's is its own
     /// (`{prefix + key}:fence`).
     pub fence: String,
-    /// A semaphore's limit: `lock` is then a semaphore's sorted set of holders (see protocol/scripts.rs), which at
-    /// most this many hold at once. `None` for a lock.
-    pub limit: Option<u32>,
+    /// What `lock` holds, which decides the scripts that take, extend and release it.
+    pub kind: Kind,
+}
+
+/// What a [`LockKeys`]'s `lock` holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// A lock: its holder's token.
+    Lock,
+    /// A semaphore of at most this many holders: a sorted set of their tokens (see protocol/scripts.rs).
+    Semaphore(u32),
+    /// A read lock of a read-write lock: `lock` is its readers, a sorted set as a semaphore's; `writer` its writer's
+    /// key, on whose channel its waiters are woken.
+    Read { writer: String },
+    /// The write lock of a read-write lock: `lock` is its writer's key (see [`LockKeys::read_write`]), `readers` its
+    /// readers.
+    Write { readers: String },
+}
+
+impl Kind {
+    /// Whether the lock is a holder's entry in a sorted set (a semaphore's permit, a read lock), extended and released
+    /// by the permit scripts.
+    pub fn in_a_set(&self) -> bool {
+        matches!(self, Self::Semaphore(_) | Self::Read { .. })
+    }
 }
 
 impl LockKeys {
@@ -45,7 +67,7 @@ impl LockKeys {
             )));
         }
         let fence = companion(&lock, one_slot, "fence");
-        Ok(Self { key: key.to_owned(), fence, lock, limit: None })
+        Ok(Self { key: key.to_owned(), fence, lock, kind: Kind::Lock })
     }
 
     /// The names of semaphore `key` of `limit` holders, as [`LockKeys::new`] derives a lock's (a lock and a semaphore
@@ -54,7 +76,22 @@ impl LockKeys {
         if limit == 0 {
             return Err(SnatchError::range_arg("limit must be a positive integer, got 0"));
         }
-        Ok(Self { limit: Some(limit), ..Self::own_counter(prefix, key, one_slot)? })
+        Ok(Self { kind: Kind::Semaphore(limit), ..Self::own_counter(prefix, key, one_slot)? })
+    }
+
+    /// The names of a read lock (or with `write` the write lock) of read-write lock `key`: its readers are
+    /// `prefix + key`, as a semaphore's holders, and its writer's key is beside it ([`LockKeys::beside`]:
+    /// `prefix + key:writer`, on a cluster `{prefix + key}:writer`), so that its channel, on which every waiter of the
+    /// lock is woken, is under the prefix as the others are (the README's ACL); fences come from the prefix's
+    /// counter, as a lock's.
+    pub fn read_write(prefix: &str, key: &str, write: bool, one_slot: bool) -> Result<Self, SnatchError> {
+        let readers = Self::new(prefix, key, one_slot)?;
+        let writer = readers.beside("writer", one_slot);
+        Ok(if write {
+            Self { kind: Kind::Write { readers: readers.lock.clone() }, lock: writer, ..readers }
+        } else {
+            Self { kind: Kind::Read { writer }, ..readers }
+        })
     }
 
     /// The claim of an attempt of an occurrence of the schedule whose run lock is `run`: key `name:<attempt>`
@@ -66,7 +103,7 @@ impl LockKeys {
             key: format!("{}:{attempt}", run.key),
             fence: run.fence.clone(),
             lock: run.beside(attempt, one_slot),
-            limit: None,
+            kind: Kind::Lock,
         }
     }
 
@@ -96,7 +133,11 @@ impl LockKeys {
     /// cluster it hashes to the lock key's slot, as a sharded channel must; the scripts derive it the same way:
     /// wake.lua). Made when needed: only waiting acquisitions listen.
     pub fn channel(&self, one_slot: bool) -> String {
-        self.companion("released", one_slot)
+        match &self.kind {
+            // A read-write lock's waiters, readers and writers, are woken on its writer's channel.
+            Kind::Read { writer } => companion(writer, one_slot, "released"),
+            _ => self.companion("released", one_slot),
+        }
     }
 
     /// A name that belongs to the lock: `{lock}:<suffix>`, whose hash tag is the whole lock key, so that it hashes to
@@ -250,6 +291,40 @@ mod tests {
             assert_eq!(LockKeys::new("p:", key, true).unwrap_err().code(), "ERR_SNATCH_INVALID_ARG", "{key}");
             assert!(LockKeys::new("p:", key, false).is_ok(), "{key} is fine on a single Redis");
         }
+    }
+
+    #[test]
+    fn a_read_write_locks_names_share_a_slot_and_its_waiters_a_channel() {
+        for one_slot in [false, true] {
+            for (prefix, key) in [("snatch:", "doc"), ("{app}:", "doc"), ("snatch:", "doc{7}")] {
+                let read = LockKeys::read_write(prefix, key, false, one_slot).unwrap();
+                let write = LockKeys::read_write(prefix, key, true, one_slot).unwrap();
+                assert_eq!(read.lock, [prefix, key].concat());
+                assert_eq!(read.kind, Kind::Read { writer: write.lock.clone() });
+                assert_eq!(write.kind, Kind::Write { readers: read.lock.clone() });
+                assert_eq!(
+                    (read.fence.as_str(), read.channel(one_slot)),
+                    (write.fence.as_str(), write.channel(one_slot))
+                );
+                assert!(read.kind.in_a_set() && !write.kind.in_a_set());
+                if one_slot {
+                    for name in [&write.lock, &read.fence, &read.channel(true)] {
+                        assert_eq!(slot(name), slot(&read.lock), "{name}");
+                    }
+                }
+            }
+        }
+        let write = LockKeys::read_write("snatch:", "doc", true, false).unwrap();
+        assert_eq!(
+            (write.lock.as_str(), write.channel(false)),
+            ("snatch:doc:writer", "{snatch:doc:writer}:released".into())
+        );
+        let write = LockKeys::read_write("snatch:", "doc", true, true).unwrap();
+        assert_eq!(
+            (write.lock.as_str(), write.channel(true)),
+            ("{snatch:doc}:writer", "{snatch:doc}:writer:released".into())
+        );
+        assert_eq!(LockKeys::read_write("{app}:", "doc", true, true).unwrap().lock, "{app}:doc:writer");
     }
 
     #[test]

@@ -105,12 +105,35 @@ pub static PERMIT_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
 pub static PERMIT_EXTEND: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/permit_extend.lua").to_owned()));
 
-/// Give back a permit we hold and wake the semaphore's waiters ([`RELEASE`] for a semaphore, one at a time).
+/// Give back a permit we hold and wake the semaphore's waiters ([`RELEASE`] for a semaphore, one at a time), or a read
+/// lock, waking the read-write lock's waiters.
 ///
-/// KEYS: the semaphore. ARGV: token, then [`CLUSTER`] on a Redis Cluster. Returns 1 when the permit was ours and had
+/// KEYS: the semaphore (or a read-write lock's readers), then a read-write lock's writer key, on whose channel its
+/// waiters listen. ARGV: token, then [`CLUSTER`] on a Redis Cluster. Returns 1 when the permit was ours and had
 /// not expired, else 0.
 pub static PERMIT_RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(include_str!("scripts/wake.lua"), include_str!("scripts/permit_release.lua")).to_owned())
+});
+
+/// Take a read lock of a read-write lock: [`PERMIT_ACQUIRE`] without a limit, refused while a writer holds the lock or
+/// waits for it.
+///
+/// KEYS: the readers (a sorted set, as a semaphore's holders: [`PERMIT_EXTEND`] and [`PERMIT_RELEASE`] keep it), the
+/// fence key, the writer's key. ARGV: token, ttl in ms, the fence counter's ttl in ms, `'1'` when the caller waits
+/// (a writer's release then wakes it). The fence when the read lock is ours, else `-2 - ms` until the writer's key
+/// expires.
+pub static READ_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("scripts/fence.lua"), include_str!("scripts/read_acquire.lua")).to_owned())
+});
+
+/// Take the write lock of a read-write lock: [`ACQUIRE`]'s lock on the writer's key, once no reader holds it; a
+/// writer that waits keeps new readers out meanwhile. Extended and released as a lock ([`EXTEND`], [`RELEASE`]).
+///
+/// KEYS: the writer's key, the fence key, the readers. ARGV: token, ttl in ms, the fence counter's ttl in ms, `'1'`
+/// when the caller waits. The fence when the write lock is ours, else `-2 - ms` until the writer's key or the first
+/// read lock expires.
+pub static WRITE_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("scripts/fence.lua"), include_str!("scripts/write_acquire.lua")).to_owned())
 });
 
 /// Register (or renew) a replica's schedule and read its state: see scripts/schedule_register.lua.

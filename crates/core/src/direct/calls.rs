@@ -14,7 +14,7 @@ use snatch_protocol::acquisition::{self, Acquired};
 use snatch_protocol::direct::answer::Answer;
 use snatch_protocol::direct::commands::DirectCommand;
 use snatch_protocol::direct::session::{CallReply, NoReply};
-use snatch_protocol::keys::LockKeys;
+use snatch_protocol::keys::{Kind, LockKeys};
 use snatch_protocol::SnatchError;
 use std::sync::Arc;
 use std::time::Duration;
@@ -183,11 +183,11 @@ pub struct DirectRelease {
 impl DirectRelease {
     /// Starts the release of `lease`, held on `locker`, with a command the caller sends; the lease counts as released
     /// from now on. `None` when direct calls do not apply to the locker ([`Locker::direct_node`]), for a semaphore's
-    /// permit, while minHold keeps the key, or when it was released already: [`Lease::release`] then does what is
+    /// permit or a read-write lock's, while minHold keeps the key, or when it was released already: [`Lease::release`] then does what is
     /// left (the release, one that keeps the key, or nothing).
     pub fn of(locker: &Locker, lease: &Arc<Lease>) -> Option<Self> {
         if locker.direct_node().is_none()
-            || lease.keys().limit.is_some()
+            || lease.keys().kind != Kind::Lock
             || !lease.hold_left().is_zero()
             || !lease.end_released()
         {

@@ -128,42 +128,50 @@ impl Locker {
         self.acquire(key, options).await?.ok_or_else(|| not_acquired(key, options.wait))
     }
 
-    /// One attempt at a permit of semaphore `key`, which at most `limit` hold at once; `None` when all are held. A
-    /// permit is a lease like a lock's (renewed with `auto_extend`, declared lost, released owner-checked), its
-    /// expiry judged on the server's clock. One Redis, Sentinel or Cluster: not Redlock.
-    pub async fn try_acquire_permit(
+    /// One attempt to hold `key` as `holder`: a permit of a semaphore, a read or the write lock of a read-write lock;
+    /// `None` when it is taken. Each is a lease like a lock's (renewed with `auto_extend`, declared lost, released
+    /// owner-checked), its expiry judged on the server's clock. One Redis, Sentinel or Cluster: not Redlock.
+    pub async fn try_acquire_as(
         &self,
         key: &str,
-        limit: u32,
+        holder: Holder,
         options: &LockOptions,
     ) -> Result<Option<Arc<Lease>>, SnatchError> {
         let once = LockOptions { wait: Duration::ZERO, ..options.clone() };
         let _busy = self.enter()?;
-        self.acquire_keys(self.permit_keys(key, limit, &once)?, &once).await
+        self.acquire_keys(self.holder_keys(key, holder, &once)?, &once).await
     }
 
-    /// Keeps trying for a permit of semaphore `key` for `options.wait` (woken by releases; at least one attempt);
-    /// [`SnatchError::Timeout`] when it elapses. See [`Locker::try_acquire_permit`].
-    pub async fn acquire_permit(
+    /// Keeps trying to hold `key` as `holder` for `options.wait` (woken by releases; at least one attempt);
+    /// [`SnatchError::Timeout`] when it elapses. See [`Locker::try_acquire_as`].
+    pub async fn acquire_as(
         &self,
         key: &str,
-        limit: u32,
+        holder: Holder,
         options: &LockOptions,
     ) -> Result<Arc<Lease>, SnatchError> {
         let _busy = self.enter()?;
-        let keys = self.permit_keys(key, limit, options)?;
+        let keys = self.holder_keys(key, holder, options)?;
         self.acquire_keys(keys, options).await?.ok_or_else(|| not_acquired(key, options.wait))
     }
 
-    /// The names of semaphore `key` once `limit`, `options` and the deployment are checked.
-    fn permit_keys(&self, key: &str, limit: u32, options: &LockOptions) -> Result<LockKeys, SnatchError> {
+    /// The names `holder` of `key` takes, once `options` and the deployment are checked.
+    fn holder_keys(&self, key: &str, holder: Holder, options: &LockOptions) -> Result<LockKeys, SnatchError> {
         options.validate()?;
         if self.shared.nodes.single().is_none() {
-            return Err(SnatchError::type_arg(
-                "semaphores need one Redis, a Sentinel master or a Cluster, not Redlock",
-            ));
+            return Err(SnatchError::type_arg(match holder {
+                Holder::Permit(_) => "semaphores need one Redis, a Sentinel master or a Cluster, not Redlock",
+                Holder::Reader | Holder::Writer => {
+                    "read-write locks need one Redis, a Sentinel master or a Cluster, not Redlock"
+                }
+            }));
         }
-        LockKeys::semaphore(&self.shared.config.prefix, key, limit, self.one_slot())
+        let (prefix, one_slot) = (&self.shared.config.prefix, self.one_slot());
+        match holder {
+            Holder::Permit(limit) => LockKeys::semaphore(prefix, key, limit, one_slot),
+            Holder::Reader => LockKeys::read_write(prefix, key, false, one_slot),
+            Holder::Writer => LockKeys::read_write(prefix, key, true, one_slot),
+        }
     }
 
     /// Stops accepting calls and schedules, waits for the calls and runs under way, releases every lock still held
@@ -394,6 +402,17 @@ impl Locker {
     pub(crate) fn register_job(&self, job: Job) {
         self.shared.jobs.lock().expect("jobs poisoned").push(job);
     }
+}
+
+/// Who holds a key that more than one may hold at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    /// A permit of a semaphore of at most this many holders.
+    Permit(u32),
+    /// A read lock of a read-write lock: many readers at once, while no writer holds it or waits for it.
+    Reader,
+    /// The write lock of a read-write lock: one writer, and no reader.
+    Writer,
 }
 
 /// Where `config`'s direct calls go, if anywhere: not when the runtime cannot poll sockets for them

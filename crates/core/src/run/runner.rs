@@ -9,7 +9,7 @@
 use crate::config::{validate_ttl, LockOptions};
 use crate::direct::calls::{DirectAcquire, DirectRelease, Settled};
 use crate::lock::lease::Lease;
-use crate::lock::locker::{not_acquired, Busy, Locker};
+use crate::lock::locker::{not_acquired, Busy, Holder, Locker};
 use crate::run::call::Call;
 use crate::run::hold::{Hold, OccurrenceHold};
 use crate::run::input::{post_or_undo, Input, Post};
@@ -115,13 +115,14 @@ impl Runner {
         Ok(())
     }
 
-    /// Starts acquisition `id` of a permit of semaphore `key` of `limit` holders, for a lock the caller holds: one
-    /// attempt, or waiting up to `options.wait` when `wait` (a timeout error when waiting ran out).
-    pub fn acquire_permit(
+    /// Starts acquisition `id` of `key` as `holder` (a semaphore's permit, a read or the write lock of a read-write
+    /// lock), for a lock the caller holds: one attempt, or waiting up to `options.wait` when `wait` (a timeout error
+    /// when waiting ran out).
+    pub fn acquire_as(
         &mut self,
         id: u32,
         key: &str,
-        limit: u32,
+        holder: Holder,
         options: &LockOptions,
         wait: bool,
     ) -> Result<(), SnatchError> {
@@ -131,9 +132,9 @@ impl Runner {
         let (locker, key, options) = (self.locker.clone(), key.to_owned(), options.clone());
         self.acquire_on_runtime(id, Purpose::Lock, busy, async move {
             if wait {
-                locker.acquire_permit(&key, limit, &options).await.map(Some)
+                locker.acquire_as(&key, holder, &options).await.map(Some)
             } else {
-                locker.try_acquire_permit(&key, limit, &options).await
+                locker.try_acquire_as(&key, holder, &options).await
             }
         });
         Ok(())

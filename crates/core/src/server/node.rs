@@ -13,8 +13,8 @@ use crate::server::waker::{Waker, Watch};
 use redis::{FromRedisValue, Value};
 use snatch_protocol::acquisition::Acquired;
 use snatch_protocol::fleet::{server_version, Server};
-use snatch_protocol::keys::LockKeys;
-use snatch_protocol::scripts;
+use snatch_protocol::keys::{Kind, LockKeys};
+use snatch_protocol::scripts::{self, Script};
 use snatch_protocol::SnatchError;
 use std::sync::Arc;
 use std::time::Duration;
@@ -98,9 +98,9 @@ impl Node {
         })
     }
 
-    /// Runs ACQUIRE (PERMIT_ACQUIRE for a semaphore) for `keys` with `token` and a lease of `ttl_ms`; when a lock is
-    /// taken, the holder's token is read too if `name_holder`; `mark` says which lock is marked as waited for (its
-    /// release then wakes the waiters).
+    /// Runs ACQUIRE (PERMIT_ACQUIRE for a semaphore, READ_ACQUIRE or WRITE_ACQUIRE for a read-write lock) for `keys`
+    /// with `token` and a lease of `ttl_ms`; when a lock is taken, the holder's token is read too if `name_holder`;
+    /// `mark` says which lock is marked as waited for (its release then wakes the waiters).
     pub(crate) async fn acquire(
         &self,
         keys: &LockKeys,
@@ -109,21 +109,24 @@ impl Node {
         name_holder: bool,
         mark: Mark,
     ) -> Result<Acquired, SnatchError> {
-        let mut call = match keys.limit {
-            Some(_) => ScriptCall::new(&scripts::PERMIT_ACQUIRE, 3),
-            None => ScriptCall::new(&scripts::ACQUIRE, 2),
+        // The script, and the key it takes after the lock's and the fence counter's.
+        let (script, third): (&'static Script, _) = match &keys.kind {
+            Kind::Lock => (&scripts::ACQUIRE, None),
+            Kind::Semaphore(_) => (&scripts::PERMIT_ACQUIRE, Some(keys.limit_key(self.is_cluster()))),
+            Kind::Read { writer } => (&scripts::READ_ACQUIRE, Some(writer.clone())),
+            Kind::Write { readers } => (&scripts::WRITE_ACQUIRE, Some(readers.clone())),
         };
-        call.arg(&keys.lock).arg(&keys.fence);
-        if keys.limit.is_some() {
-            call.arg(keys.limit_key(self.is_cluster()));
-        }
+        let mut call = ScriptCall::new(script, 2 + usize::from(third.is_some()));
+        call.arg(&keys.lock).arg(&keys.fence).arg(third);
         call.arg(token).arg(ttl_ms).arg(self.fence_ttl_ms);
-        if let Some(limit) = keys.limit {
-            // Every release of a permit wakes the waiters; no holder is named (semaphores are not on Redlock).
-            call.arg(limit);
-        } else if name_holder || mark != Mark::None {
-            call.arg(u8::from(name_holder)).arg(mark as u8);
-        }
+        // Neither semaphores nor read-write locks name a holder (they are not on Redlock); every release of a permit
+        // wakes a semaphore's waiters.
+        match &keys.kind {
+            Kind::Semaphore(limit) => call.arg(limit),
+            Kind::Read { .. } | Kind::Write { .. } => call.arg(u8::from(mark != Mark::None)),
+            Kind::Lock if name_holder || mark != Mark::None => call.arg(u8::from(name_holder)).arg(mark as u8),
+            Kind::Lock => &mut call,
+        };
         if self.wait_replicas > 0 {
             return self.acquire_confirmed(keys, token, call).await;
         }
@@ -175,21 +178,26 @@ impl Node {
         self.invoke::<i64>(call).await.map(|_| ())
     }
 
-    /// Runs EXTEND (PERMIT_EXTEND for a semaphore): sets the lease of a key we own to `ttl_ms`; false when it is not
-    /// ours.
+    /// Runs EXTEND (PERMIT_EXTEND for a semaphore's permit or a read lock): sets the lease of a key we own to `ttl_ms`;
+    /// false when it is not ours.
     pub(crate) async fn extend(&self, keys: &LockKeys, token: &str, ttl_ms: u64) -> Result<bool, SnatchError> {
         let mut call =
-            ScriptCall::new(if keys.limit.is_some() { &scripts::PERMIT_EXTEND } else { &scripts::EXTEND }, 1);
+            ScriptCall::new(if keys.kind.in_a_set() { &scripts::PERMIT_EXTEND } else { &scripts::EXTEND }, 1);
         call.arg(&keys.lock).arg(token).arg(ttl_ms);
         Ok(self.invoke::<i64>(call).await? == 1)
     }
 
-    /// Runs RELEASE (PERMIT_RELEASE for a semaphore): deletes a key we own and wakes its waiters; false when it is
-    /// not ours.
+    /// Runs RELEASE (PERMIT_RELEASE for a semaphore's permit or a read lock): deletes a key we own and wakes its
+    /// waiters; false when it is not ours.
     pub(crate) async fn release(&self, keys: &LockKeys, token: &str) -> Result<bool, SnatchError> {
-        let mut call =
-            ScriptCall::new(if keys.limit.is_some() { &scripts::PERMIT_RELEASE } else { &scripts::RELEASE }, 1);
-        call.arg(&keys.lock).arg(token);
+        // A read lock's release wakes its read-write lock's waiters, on the writer key's channel.
+        let writer = match &keys.kind {
+            Kind::Read { writer } => Some(writer),
+            _ => None,
+        };
+        let script = if keys.kind.in_a_set() { &scripts::PERMIT_RELEASE } else { &scripts::RELEASE };
+        let mut call = ScriptCall::new(script, 1 + usize::from(writer.is_some()));
+        call.arg(&keys.lock).arg(writer).arg(token);
         self.cluster_arg(&mut call);
         Ok(self.invoke::<i64>(call).await? == 1)
     }

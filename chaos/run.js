@@ -98,6 +98,27 @@ class Workers {
     entry.paused = false
   }
 
+  /**
+   * For `ms`, every 1.5 s, a holder (a worker in a section, a leader) SIGKILLed and replaced, or SIGSTOPped for
+   * 1.7 s (a lease of 1 s and then some), in turn; how many of each.
+   */
+  async killOrStopHolders(ms) {
+    const end = Date.now() + ms
+    let [kills, stops] = [0, 0]
+    while (Date.now() < end) {
+      const holder = this.holder()
+      if (holder && kills <= stops) {
+        this.kill(holder)
+        kills++
+      } else if (holder) {
+        await this.pause(holder, 1700)
+        stops++
+      }
+      await sleep(1500)
+    }
+    return { kills, stops }
+  }
+
   /** SIGKILLs `entry` (its sections under way end at the kill) and starts another worker in its place. */
   kill(entry) {
     this.#killed(entry)
@@ -221,19 +242,7 @@ const SCENARIOS = {
         workers.spawn(worker('lead', ['chaos-leader'], { url, prefix: 'chaos:' }, { acts: 100, pauseMs: 10, retry: 200 }))
       }
       await sleep(1500)
-      const end = Date.now() + seconds(20) * 1000
-      let [kills, stops] = [0, 0]
-      while (Date.now() < end) {
-        const leader = workers.holder()
-        if (leader && kills <= stops) {
-          workers.kill(leader)
-          kills++
-        } else if (leader) {
-          await workers.pause(leader, 1700)
-          stops++
-        }
-        await sleep(1500)
-      }
+      const { kills, stops } = await workers.killOrStopHolders(seconds(20) * 1000)
       return { notes: `${kills} leaders killed, ${stops} stopped` }
     },
   },
@@ -247,19 +256,7 @@ const SCENARIOS = {
         workers.spawn(worker(mode, keys, { url, prefix: 'chaos:' }, { acts: 3, pauseMs: 2 }))
       }
       await sleep(1500)
-      const end = Date.now() + seconds(20) * 1000
-      let [kills, stops] = [0, 0]
-      while (Date.now() < end) {
-        const holder = workers.holder()
-        if (holder && (kills + stops) % 2 === 0) {
-          workers.kill(holder)
-          kills++
-        } else if (holder) {
-          await workers.pause(holder, 1700)
-          stops++
-        }
-        await sleep(1500)
-      }
+      const { kills, stops } = await workers.killOrStopHolders(seconds(20) * 1000)
       return { notes: `${kills} holders killed, ${stops} stopped` }
     },
   },

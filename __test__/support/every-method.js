@@ -135,7 +135,8 @@ async function readWriteChecks({ locker, other, nodes, prefix }) {
   const waiting = (node) => Promise.all(channels.map((c) => subscribers(node, c))).then(([a, b]) => a + b)
   const writing = theirs.write({ wait: 10_000 })
   await until(async () => (await sum(nodes, waiting)) > 0, 'the writer to subscribe')
-  expect(await mine.tryRead()).toBeNull() // the waiting writer keeps new readers out
+  // The waiting writer's mark (its first attempt made it) keeps new readers out.
+  expect(await mine.tryRead()).toBeNull()
   await Promise.all(readers.map((r) => r.release()))
   const writer = await writing
   expect(writer.fence).toBeGreaterThan(readers[1].fence)

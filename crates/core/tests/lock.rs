@@ -10,11 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::caller::Caller;
-use support::{held_by, inspect, redis_url, unique_key, RedisServer};
-
-fn locker(url: &str) -> Locker {
-    Locker::new(LockerConfig { urls: vec![url.to_owned()], ..LockerConfig::default() }).unwrap()
-}
+use support::{held_by, inspect, locker, redis_url, unique_key, RedisServer};
 
 fn ttl(ms: u64) -> LockOptions {
     LockOptions { ttl: Some(Duration::from_millis(ms)), ..LockOptions::default() }

@@ -7,16 +7,7 @@ use snatch_core::protocol::keys::CLOCK_FLOOR;
 use snatch_core::{Holder, Lease, LeaseState, LockOptions, Locker, LockerConfig};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{redis_url, unique_key};
-
-fn locker(url: &str) -> Locker {
-    Locker::new(LockerConfig { urls: vec![url.to_owned()], ..LockerConfig::default() }).unwrap()
-}
-
-fn options(ttl_ms: u64, wait_ms: u64) -> LockOptions {
-    let (ttl, wait) = (Some(Duration::from_millis(ttl_ms)), Duration::from_millis(wait_ms));
-    LockOptions { ttl, wait, ..LockOptions::default() }
-}
+use support::{locker, options, redis_url, unique_key};
 
 #[tokio::test]
 async fn two_lockers_on_one_memory_url_share_its_locks_and_fences_rise() {

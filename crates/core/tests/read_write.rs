@@ -5,16 +5,7 @@ mod support;
 use redis::Commands;
 use snatch_core::{Holder, LockOptions, Locker, LockerConfig};
 use std::time::Duration;
-use support::{inspect, redis_url, unique_key};
-
-fn locker(url: &str) -> Locker {
-    Locker::new(LockerConfig { urls: vec![url.to_owned()], ..LockerConfig::default() }).unwrap()
-}
-
-fn options(ttl_ms: u64, wait_ms: u64) -> LockOptions {
-    let (ttl, wait) = (Some(Duration::from_millis(ttl_ms)), Duration::from_millis(wait_ms));
-    LockOptions { ttl, wait, ..LockOptions::default() }
-}
+use support::{inspect, locker, options, redis_url, unique_key};
 
 #[tokio::test]
 async fn readers_hold_at_once_a_writer_alone_and_fences_rise_across_both() {

@@ -4,17 +4,11 @@ mod support;
 
 use redis::Commands;
 use snatch_core::{Holder, LeaseState, LockOptions, Locker, LockerConfig};
-use std::time::Duration;
-use support::{inspect, redis_url, unique_key};
+use support::{inspect, options, redis_url, unique_key};
 
 fn locker(urls: &[&str]) -> Locker {
     let urls = urls.iter().map(|u| u.to_string()).collect();
     Locker::new(LockerConfig { urls, ..LockerConfig::default() }).unwrap()
-}
-
-fn options(ttl_ms: u64, wait_ms: u64) -> LockOptions {
-    let (ttl, wait) = (Some(Duration::from_millis(ttl_ms)), Duration::from_millis(wait_ms));
-    LockOptions { ttl, wait, ..LockOptions::default() }
 }
 
 #[tokio::test]

@@ -96,14 +96,22 @@ pub static FORCE_RELEASE: LazyLock<Script> = LazyLock::new(|| {
 /// server's clock are dropped first. The fence (a new one each time, raised like [`ACQUIRE`]'s) when the permit is
 /// ours, else `-2 - ms` until the first permit expires.
 pub static PERMIT_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(include_str!("scripts/fence.lua"), include_str!("scripts/permit_acquire.lua")).to_owned())
+    Script::new(
+        concat!(
+            include_str!("scripts/fence.lua"),
+            include_str!("scripts/holders.lua"),
+            include_str!("scripts/permit_acquire.lua")
+        )
+        .to_owned(),
+    )
 });
 
 /// Set the expiry of a permit we hold ([`EXTEND`] for a semaphore).
 ///
 /// KEYS: the semaphore. ARGV: token, ttl in ms. Returns 1 when the permit was ours and had not expired, else 0.
-pub static PERMIT_EXTEND: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/permit_extend.lua").to_owned()));
+pub static PERMIT_EXTEND: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("scripts/holders.lua"), include_str!("scripts/permit_extend.lua")).to_owned())
+});
 
 /// Give back a permit we hold and wake the semaphore's waiters ([`RELEASE`] for a semaphore, one at a time), or a read
 /// lock, waking the read-write lock's waiters.
@@ -123,7 +131,14 @@ pub static PERMIT_RELEASE: LazyLock<Script> = LazyLock::new(|| {
 /// (a writer's release then wakes it). The fence when the read lock is ours, else `-2 - ms` until the writer's key
 /// expires.
 pub static READ_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(include_str!("scripts/fence.lua"), include_str!("scripts/read_acquire.lua")).to_owned())
+    Script::new(
+        concat!(
+            include_str!("scripts/fence.lua"),
+            include_str!("scripts/holders.lua"),
+            include_str!("scripts/read_acquire.lua")
+        )
+        .to_owned(),
+    )
 });
 
 /// Take the write lock of a read-write lock: [`ACQUIRE`]'s lock on the writer's key, once no reader holds it; a

@@ -8,7 +8,7 @@ use crate::lock::supervisor::Supervisor;
 use crate::redlock::quorum::{Acquire, Grant, Nodes};
 use crate::server::node::{Mark, Node};
 use crate::server::waker::Watch;
-use snatch_protocol::keys::LockKeys;
+use snatch_protocol::keys::{Kind, LockKeys};
 use snatch_protocol::owner;
 use snatch_protocol::run::Inspection;
 use snatch_protocol::SnatchError;
@@ -326,6 +326,11 @@ impl Locker {
                 // Once subscribed to its releases, an attempt marks the lock as waited for, so that they wake us; and
                 // ours once taken when others of this locker wait behind us, so that its release wakes the next.
                 let mark = match &wake {
+                    // A read-write lock's waiter marks from its first attempt: a waiting writer's mark keeps new
+                    // readers out, also before it has subscribed.
+                    None if !options.wait.is_zero() && matches!(keys.kind, Kind::Read { .. } | Kind::Write { .. }) => {
+                        Mark::Held
+                    }
                     None => Mark::None,
                     Some(_) if shared.nodes.waiting(&keys) > 1 => Mark::Always,
                     Some(_) => Mark::Held,

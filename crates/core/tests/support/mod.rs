@@ -154,3 +154,14 @@ pub fn unique_key(name: &str) -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
     format!("{name}:{}:{nanos}:{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
 }
+
+/// A locker of the default configuration on `url`.
+pub fn locker(url: &str) -> snatch_core::Locker {
+    snatch_core::Locker::new(snatch_core::LockerConfig { urls: vec![url.to_owned()], ..Default::default() }).unwrap()
+}
+
+/// Options of a lease of `ttl_ms` that waits up to `wait_ms`.
+pub fn options(ttl_ms: u64, wait_ms: u64) -> snatch_core::LockOptions {
+    let (ttl, wait) = (Some(Duration::from_millis(ttl_ms)), Duration::from_millis(wait_ms));
+    snatch_core::LockOptions { ttl, wait, ..Default::default() }
+}

@@ -1,4 +1,4 @@
--- Take a permit of a semaphore (see scripts.rs; fence.lua comes first): KEYS[1] is the semaphore, a sorted set of
+-- Take a permit of a semaphore (see scripts.rs; fence.lua and holders.lua come first): KEYS[1] is the semaphore, a sorted set of
 -- its holders' tokens scored by when each permit expires (ms on this server's clock: client clocks never judge
 -- expiry), KEYS[2] its fence counter, KEYS[3] where its limit is kept for the fleet's view (as long as the counter);
 -- ARGV[1] the token, ARGV[2] the ttl in ms, ARGV[3] the fence counter's ttl in ms, ARGV[4] the limit. The fence (a new one, also for a token asking again) when the permit is ours, else
@@ -12,10 +12,7 @@ if not redis.call('ZSCORE', sem, token) and redis.call('ZCARD', sem) >= limit th
   local first = redis.call('ZRANGE', sem, 0, 0, 'WITHSCORES')
   return -2 - (tonumber(first[2]) - now)
 end
-redis.call('ZADD', sem, now + ttl, token)
--- The set lasts as long as its last permit.
-local last = redis.call('ZRANGE', sem, -1, -1, 'WITHSCORES')
-redis.call('PEXPIREAT', sem, tonumber(last[2]))
+hold(sem, token, now, ttl)
 local counter = redis.call('INCR', fence)
 redis.call('PEXPIRE', fence, fence_ttl)
 redis.call('SET', KEYS[3], limit, 'PX', fence_ttl)

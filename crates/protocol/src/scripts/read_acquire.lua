@@ -1,4 +1,4 @@
--- Take a read lock of a read-write lock (see scripts.rs; fence.lua comes first): KEYS[1] is the readers, a sorted set
+-- Take a read lock of a read-write lock (see scripts.rs; fence.lua and holders.lua come first): KEYS[1] is the readers, a sorted set
 -- of their tokens scored by when each read lock expires (ms on this server's clock, as a semaphore's permits, which
 -- permit_extend.lua and permit_release.lua keep), KEYS[2] the fence counter, KEYS[3] the writer's key (a writer's
 -- token, followed by '*' once someone waits for it; or '' while a writer waits for the readers to leave); ARGV[1] the
@@ -18,10 +18,7 @@ if held and not redis.call('ZSCORE', readers, token) then
   end
   return -2 - redis.call('PTTL', writer)
 end
-redis.call('ZADD', readers, now + ttl, token)
--- The set lasts as long as its last read lock.
-local last = redis.call('ZRANGE', readers, -1, -1, 'WITHSCORES')
-redis.call('PEXPIREAT', readers, tonumber(last[2]))
+hold(readers, token, now, ttl)
 local counter = redis.call('INCR', fence)
 redis.call('PEXPIRE', fence, fence_ttl)
 return settle(fence, fence_ttl, counter)

@@ -49,34 +49,21 @@ impl LockKeys {
     /// the lock key's slot, as the scripts need, even when the lock key has a hash tag of its own (say, a prefix
     /// like `{app}:`).
     pub fn new(prefix: &str, key: &str, one_slot: bool) -> Result<Self, SnatchError> {
-        let own = Self::own_counter(prefix, key, one_slot)?;
-        let fence = prefix_counter(prefix, &own.lock, one_slot).unwrap_or(own.fence);
-        Ok(Self { fence, ..own })
-    }
-
-    /// The names of `key` under `prefix` with a fence counter of its own, `{prefix + key}:fence` (see
-    /// [`LockKeys::companion`]): a semaphore's, and a lock's when its prefix's counter cannot be named.
-    fn own_counter(prefix: &str, key: &str, one_slot: bool) -> Result<Self, SnatchError> {
-        validate_key(key)?;
-        // Concatenated rather than formatted: this runs once per acquisition.
-        let lock = [prefix, key].concat();
-        if one_slot && !has_hash_tag(&lock) && lock.contains('}') {
-            // Neither wrapping it in braces nor a suffix would hash to its slot.
-            return Err(SnatchError::type_arg(format!(
-                "on a Redis Cluster, a key with '}}' must hold a hash tag ('{{tag}}'): '{lock}' does not"
-            )));
-        }
-        let fence = companion(&lock, one_slot, "fence");
+        let lock = lock_name(prefix, key, one_slot)?;
+        let fence = prefix_counter(prefix, &lock, one_slot).unwrap_or_else(|| companion(&lock, one_slot, "fence"));
         Ok(Self { key: key.to_owned(), fence, lock, kind: Kind::Lock })
     }
 
     /// The names of semaphore `key` of `limit` holders, as [`LockKeys::new`] derives a lock's (a lock and a semaphore
-    /// must not share a key), with a fence counter of its own. A `limit` of 0 is refused.
+    /// must not share a key), with a fence counter of its own, `{prefix + key}:fence` (see [`LockKeys::companion`]).
+    /// A `limit` of 0 is refused.
     pub fn semaphore(prefix: &str, key: &str, limit: u32, one_slot: bool) -> Result<Self, SnatchError> {
         if limit == 0 {
             return Err(SnatchError::range_arg("limit must be a positive integer, got 0"));
         }
-        Ok(Self { kind: Kind::Semaphore(limit), ..Self::own_counter(prefix, key, one_slot)? })
+        let lock = lock_name(prefix, key, one_slot)?;
+        let fence = companion(&lock, one_slot, "fence");
+        Ok(Self { key: key.to_owned(), fence, lock, kind: Kind::Semaphore(limit) })
     }
 
     /// The names of a read lock (or with `write` the write lock) of read-write lock `key`: its readers are
@@ -148,6 +135,20 @@ impl LockKeys {
     }
 }
 
+/// `prefix + key`, once `key` is checked; on a cluster (`one_slot`) it must not hold a `}` outside a hash tag.
+fn lock_name(prefix: &str, key: &str, one_slot: bool) -> Result<String, SnatchError> {
+    validate_key(key)?;
+    // Concatenated rather than formatted: this runs once per acquisition.
+    let lock = [prefix, key].concat();
+    if one_slot && !has_hash_tag(&lock) && lock.contains('}') {
+        // Neither wrapping it in braces nor a suffix would hash to its slot.
+        return Err(SnatchError::type_arg(format!(
+            "on a Redis Cluster, a key with '}}' must hold a hash tag ('{{tag}}'): '{lock}' does not"
+        )));
+    }
+    Ok(lock)
+}
+
 fn companion(lock: &str, one_slot: bool, suffix: &str) -> String {
     if one_slot && has_hash_tag(lock) {
         [lock, ":", suffix].concat()
@@ -192,9 +193,10 @@ fn slot_suffix(prefix: &str, slot: u16) -> &'static str {
         }
         table
     });
-    let mut padded = prefix.as_bytes().to_vec();
-    padded.extend([0; SUFFIX_LEN]);
-    &suffixes[usize::from((crc16(&padded) ^ slot) % SLOTS)]
+    let mut padded = crc16::State::<crc16::XMODEM>::new();
+    padded.update(prefix.as_bytes());
+    padded.update(&[0; SUFFIX_LEN]);
+    &suffixes[usize::from((padded.get() ^ slot) % SLOTS)]
 }
 
 /// How many letters [`slot_suffix`] adds.

@@ -2,7 +2,7 @@
 
 const diagnostics = require('./diagnostics')
 const { LockLostError } = require('./errors')
-const { checkType } = require('./options')
+const { checkFn, checkType, lockInit } = require('./options')
 
 /** A held lock, from `Locker.tryLock()` / `Locker.lock()`. */
 class Lock {
@@ -103,4 +103,35 @@ class Lock {
   }
 }
 
-module.exports = { Lock }
+/**
+ * Waits up to `options.wait` ms for a lock by `acquire(init, wait)` (a permit, a read or a write lock), runs
+ * `fn({ signal, fence, key })` under it (renewed while fn runs, unless `autoExtend: false`), releases it, and
+ * resolves fn's value; fn's error, or LockLostError (fn's error as `cause`, its value as `value`) when it was lost.
+ */
+async function withHeld(key, acquire, fn, options) {
+  checkFn(fn)
+  const init = lockInit(options, { canWait: true })
+  const held = await acquire({ ...init, autoExtend: init?.autoExtend ?? true }, true)
+  let value, error
+  let threw = false
+  try {
+    value = await fn({ signal: held.signal, fence: held.fence, key })
+  } catch (err) {
+    threw = true
+    error = err
+  }
+  const lost = held.signal.aborted || held.validUntil <= Date.now()
+  await held.release().catch(() => {
+    // As for a task's lock: a release that fails leaves the lock to expire with its lease.
+  })
+  if (lost) {
+    const err = held.signal.reason instanceof LockLostError ? held.signal.reason : new LockLostError(key)
+    if (threw && error !== err) err.cause = error
+    err.value = value
+    throw err
+  }
+  if (threw) throw error
+  return value
+}
+
+module.exports = { Lock, withHeld }

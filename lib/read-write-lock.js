@@ -1,7 +1,7 @@
 'use strict'
 
+const { withHeld } = require('./lock')
 const { lockInit } = require('./options')
-const { withHeld } = require('./semaphore')
 
 /**
  * A read-write lock, from `Locker.rwlock()`: many readers or one writer of `key` at once, across every process. Each

@@ -3,7 +3,8 @@
 // each cycle a lock taken and released around an fn that resolves at once, against a throwaway redis-server:
 // `withLock` on a key of each loop's own (the reference), `withRead` on one shared key (readers hold at once),
 // `withRead` on a key of each loop's own, and `withWrite` on a key of each loop's own. Cases interleaved, `--rounds`
-// times; cycles/s, medians. Prints a Markdown table.
+// times; cycles/s, medians. Then a handoff: the time from a write lock's release to the last of 20 readers of
+// another locker waiting for it being in, 20 times. Prints Markdown tables.
 
 const { createLocker } = require('..')
 const { startRedis } = require('../__test__/support/redis-server')
@@ -18,6 +19,24 @@ const CASES = {
   'withRead, one shared key': (locker) => locker.rwlock('shared').withRead(async () => {}),
   'withRead, own keys': (locker, i) => locker.rwlock(`read:${i}`).withRead(async () => {}),
   'withWrite, own keys': (locker, i) => locker.rwlock(`write:${i}`).withWrite(async () => {}),
+}
+
+/** The handoff case: how many readers wait, how many times. */
+const [READERS, HANDOFFS] = [20, 20]
+
+/** Ms from the release of a write lock of `key` (held by `locker`) to the last of READERS readers of `readers` in. */
+async function handoff(locker, readers, key) {
+  const writer = await locker.rwlock(key).write({ ttl: 10_000 })
+  const rw = readers.rwlock(key)
+  const waiting = Array.from({ length: READERS }, () =>
+    rw.read({ wait: 10_000, ttl: 10_000 }).then((lock) => ({ lock, at: performance.now() })),
+  )
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  const released = performance.now()
+  await writer.release()
+  const entered = await Promise.all(waiting)
+  await Promise.all(entered.map(({ lock }) => lock.release()))
+  return Math.max(...entered.map(({ at }) => at - released))
 }
 
 /** Cycles/s of `cycle` in LOOPS loops for `seconds`. */
@@ -37,14 +56,16 @@ async function measure(locker, cycle) {
 
 async function main() {
   const server = await startRedis()
-  const locker = createLocker({ url: server.url })
+  const [locker, readers] = [createLocker({ url: server.url }), createLocker({ url: server.url })]
   const results = Object.fromEntries(Object.keys(CASES).map((name) => [name, []]))
+  const handoffs = []
   try {
     for (let round = 0; round < rounds; round++) {
       for (const [name, cycle] of Object.entries(CASES)) results[name].push(await measure(locker, cycle))
     }
+    for (let round = 0; round < HANDOFFS; round++) handoffs.push(await handoff(locker, readers, `handoff:${round}`))
   } finally {
-    await locker.close()
+    await Promise.all([locker.close(), readers.close()])
     await server.stop()
   }
   const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
@@ -58,6 +79,9 @@ async function main() {
       const m = median(values)
       return `| ${name} | ${Math.round(m).toLocaleString('en')} | ${(m / reference).toFixed(2)}× |`
     }),
+    '',
+    `From a write lock's release to the last of ${READERS} readers waiting for it in (another locker), ${HANDOFFS} times:`,
+    `median ${median(handoffs).toFixed(1)} ms, max ${Math.max(...handoffs).toFixed(1)} ms.`,
   ]
   publish(lines.join('\n'))
 }

@@ -232,9 +232,12 @@ impl Node {
     }
 
     /// Queues `notify` to be woken by a release of the lock of `keys` on this node, when it is the first of this
-    /// locker's waiters on it still waiting (one release, one waiter woken); `None` when that cannot be arranged.
+    /// locker's waiters on it still waiting (one release, one waiter woken); a read-write lock's waiters are all woken
+    /// (readers go in together, and a writer's mark keeps them out while it waits). `None` when that cannot be
+    /// arranged.
     pub(crate) async fn watch(&self, keys: &LockKeys, notify: &Arc<Notify>) -> Option<Watch> {
-        self.waker.watch(&keys.channel(self.is_cluster()), notify, true).await
+        let one_at_a_time = !matches!(keys.kind, Kind::Read { .. } | Kind::Write { .. });
+        self.waker.watch(&keys.channel(self.is_cluster()), notify, one_at_a_time).await
     }
 
     /// How many of this locker's waiters on the lock of `keys` still wait.

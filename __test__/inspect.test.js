@@ -21,7 +21,9 @@ test('inspect: null while free; the lease left, the fence and one holder while h
   expect(await locker.inspect(key)).toBeNull()
   const lock = await locker.tryLock(key, { ttl: 30_000 })
   const held = await locker.inspect(key)
-  expect(held).toEqual({ ttl: expect.any(Number), fence: lock.fence, holders: 1, holder: INSTANCE })
+  expect(held).toEqual({ ttl: expect.any(Number), fence: expect.any(BigInt), holders: 1, holder: INSTANCE })
+  // The prefix's counter: the holder's fence, or above once other keys of the prefix were acquired since.
+  expect(held.fence).toBeGreaterThanOrEqual(lock.fence)
   expect(held.ttl).toBeGreaterThan(0)
   expect(held.ttl).toBeLessThanOrEqual(30_000)
   expect(await lock.release()).toBe(true)

@@ -5,7 +5,7 @@ const path = require('node:path')
 const { promisify } = require('node:util')
 const { createLocker } = require('..')
 const { startRedis } = require('./support/redis-server')
-const { INSTANCE, uniqueKey } = require('./support/util')
+const { INSTANCE, next, uniqueKey } = require('./support/util')
 
 const BIN = path.join(__dirname, '..', 'bin', 'redis-snatch.js')
 const run = promisify(execFile)
@@ -26,18 +26,6 @@ async function cliJson(...args) {
   const { code, stdout, stderr } = await cli(...args, '--json')
   expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
   return JSON.parse(stdout)
-}
-
-/** Resolves the first `event` of `emitter` whose argument satisfies `accept`. */
-function next(emitter, event, accept = () => true) {
-  return new Promise((resolve) => {
-    const listener = (info) => {
-      if (!accept(info)) return
-      emitter.off(event, listener)
-      resolve(info)
-    }
-    emitter.on(event, listener)
-  })
 }
 
 const name = uniqueKey('cli-schedule')

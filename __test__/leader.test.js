@@ -8,7 +8,7 @@ const { fork } = require('node:child_process')
 const path = require('node:path')
 const { createLocker } = require('..')
 const { startRedis } = require('./support/redis-server')
-const { uniqueKey, sleep } = require('./support/util')
+const { next, uniqueKey, sleep } = require('./support/util')
 
 jest.setTimeout(60_000)
 
@@ -23,18 +23,6 @@ function locker(instanceId) {
   return made
 }
 afterAll(() => Promise.all(lockers.map((l) => l.close())))
-
-/** Resolves the first `event` of `emitter` for which `match` holds. */
-function next(emitter, event, match = () => true) {
-  return new Promise((resolve) => {
-    const listen = (info) => {
-      if (!match(info)) return
-      emitter.off(event, listen)
-      resolve(info)
-    }
-    emitter.on(event, listen)
-  })
-}
 
 /** fn of a leader that leads until its signal aborts. */
 const untilAborted = ({ signal }) => new Promise((resolve) => signal.addEventListener('abort', resolve))

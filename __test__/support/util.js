@@ -38,4 +38,16 @@ async function whilePaused(server, call) {
   }
 }
 
-module.exports = { INSTANCE, heldBy, uniqueKey, sleep, whilePaused }
+/** Resolves the first `event` of `emitter` whose argument satisfies `accept`. */
+function next(emitter, event, accept = () => true) {
+  return new Promise((resolve) => {
+    const listener = (info) => {
+      if (!accept(info)) return
+      emitter.off(event, listener)
+      resolve(info)
+    }
+    emitter.on(event, listener)
+  })
+}
+
+module.exports = { INSTANCE, heldBy, next, uniqueKey, sleep, whilePaused }

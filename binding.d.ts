@@ -143,6 +143,7 @@ export interface LockInit {
   autoExtend?: boolean
   minHold?: number
   wait?: number
+  fair?: boolean
 }
 
 /** A core error in a completion or event. */
@@ -200,10 +201,10 @@ export declare const enum OutcomeKind {
 /** The calls every run or one-attempt lock makes, of one locker. */
 export interface RunCalls {
   /**
-   * `(id, key, required, ttl?, minHold?, autoExtend?, wait?)`: starts run `id` of the facade's fn under `key`; with
-   * `required` (withLock), not getting the lock is a timeout error.
+   * `(id, key, required, ttl?, minHold?, autoExtend?, wait?, fair?)`: starts run `id` of the facade's fn under
+   * `key`; with `required` (withLock), not getting the lock is a timeout error.
    */
-  startRun: (arg0: number, arg1: string, arg2: boolean, arg3?: number | undefined | null, arg4?: number | undefined | null, arg5?: boolean | undefined | null, arg6?: number | undefined | null) => void
+  startRun: (arg0: number, arg1: string, arg2: boolean, arg3?: number | undefined | null, arg4?: number | undefined | null, arg5?: boolean | undefined | null, arg6?: number | undefined | null, arg7?: boolean | undefined | null) => void
   /**
    * `(id, failure?)`: the fn of run `id` settled (`failure`: the message of what it threw or rejected with, for a
    * schedule's record); its lock is given back, and the run ends once it is.

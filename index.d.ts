@@ -75,6 +75,11 @@ export interface LockOptions {
 export interface WaitOptions extends LockOptions {
   /** How long to wait for the lock; default 0 (one attempt). */
   wait?: number
+  /**
+   * Wait in turn: after the fair waiters of the key that came before, in every process; a release wakes only the
+   * first. Default false (waiters race for a release). Locks and semaphores on one Redis, Sentinel or Cluster.
+   */
+  fair?: boolean
 }
 
 /** What a task run under a lock receives. */

@@ -42,6 +42,15 @@ describe.each([
     expect(await held.release()).toBe(false)
   })
 
+  test('fair waiters get the lock when its holder releases it; one that gives up does not block the other', async () => {
+    const key = uniqueKey('fair')
+    const held = await a.lock(key, { ttl: 10_000 })
+    const waiter = b.withLock(key, ({ fence }) => fence, { wait: 10_000, fair: true })
+    await expect(a.lock(key, { wait: 50, fair: true })).rejects.toBeInstanceOf(LockTimeoutError)
+    expect(await held.release()).toBe(true)
+    expect(await waiter).toBeGreaterThan(held.fence)
+  })
+
   test('a lease expires, and an extended one does not', async () => {
     const key = uniqueKey('expiry')
     const short = await a.tryLock(key, { ttl: 100 })

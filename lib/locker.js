@@ -382,7 +382,7 @@ class Locker {
         (op) =>
           init === undefined
             ? this.#startRun(op, key, required)
-            : this.#startRun(op, key, required, init.ttl, init.minHold, init.autoExtend, init.wait),
+            : this.#startRun(op, key, required, init.ttl, init.minHold, init.autoExtend, init.wait, init.fair),
         id,
       )
     } catch (err) {

@@ -147,8 +147,8 @@ function extraCertificates() {
 }
 
 /**
- * Checks the JS types of LockOptions (and `wait` when `canWait`); undefined without options. The native side
- * range-checks the numbers and applies the defaults (autoExtend: true for runs, false for locks).
+ * Checks the JS types of LockOptions (and `wait` and `fair` when `canWait`); undefined without options. The native
+ * side range-checks the numbers and applies the defaults (autoExtend: true for runs, false for locks).
  */
 function lockInit(options, { canWait }) {
   if (options === undefined) return undefined
@@ -156,15 +156,14 @@ function lockInit(options, { canWait }) {
   checkType('ttl', o.ttl, 'number')
   checkType('minHold', o.minHold, 'number')
   checkType('autoExtend', o.autoExtend, 'boolean')
-  checkType('fair', o.fair, 'boolean')
-  // Fair waiting (`fair: true`, API.md) is not built yet: refused, so that no caller counts on an order it would not get.
-  if (o.fair) throw invalidArg(TypeError, 'fair waiting ({ fair: true }) is not supported yet: waiters race for a released lock')
   if (canWait) {
     checkType('wait', o.wait, 'number')
-  } else if (o.wait !== undefined) {
-    throw invalidArg(TypeError, 'this method makes one attempt and takes no wait option; use withLock() or lock()')
+    checkType('fair', o.fair, 'boolean')
+  } else if (o.wait !== undefined || o.fair !== undefined) {
+    const option = o.wait !== undefined ? 'wait' : 'fair'
+    throw invalidArg(TypeError, `this method makes one attempt and takes no ${option} option; use withLock() or lock()`)
   }
-  return { ttl: o.ttl, minHold: o.minHold, wait: o.wait, autoExtend: o.autoExtend }
+  return { ttl: o.ttl, minHold: o.minHold, wait: o.wait, autoExtend: o.autoExtend, fair: o.fair }
 }
 
 /**

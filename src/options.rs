@@ -48,6 +48,7 @@ pub struct LockInit {
     pub auto_extend: Option<bool>,
     pub min_hold: Option<f64>,
     pub wait: Option<f64>,
+    pub fair: Option<bool>,
 }
 
 impl TryFrom<LockerInit> for LockerConfig {
@@ -99,13 +100,14 @@ impl TryFrom<LockerInit> for LockerConfig {
 /// `auto_extend` is the method's default for renewing the lease (true for runs, false for locks).
 pub(crate) fn lock_options(init: Option<LockInit>, auto_extend: bool) -> Result<LockOptions, SnatchError> {
     let Some(o) = init else {
-        return Ok(LockOptions { ttl: None, auto_extend, min_hold: Duration::ZERO, wait: Duration::ZERO });
+        return Ok(LockOptions { auto_extend, ..LockOptions::default() });
     };
     Ok(LockOptions {
         ttl: o.ttl.map(|v| millis("ttl", v)).transpose()?,
         auto_extend: o.auto_extend.unwrap_or(auto_extend),
         min_hold: millis_or("minHold", o.min_hold, Duration::ZERO)?,
         wait: millis_or("wait", o.wait, Duration::ZERO)?,
+        fair: o.fair.unwrap_or(false),
     })
 }
 

@@ -114,9 +114,45 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
   await Promise.all([permits[1].release(), woken.release()])
   expect(await mine.withPermit(({ fence, key: k }) => [k, fence > woken.fence])).toEqual([semKey, true])
 
+  await fairChecks({ locker, other, nodes, prefix })
   await readWriteChecks({ locker, other, nodes, prefix })
   await fleetChecks({ locker, other })
   await leaderChecks({ locker, other })
+}
+
+/**
+ * Fair waiting between `locker` and `other`: two fair waiters queue (in Redis) in the order they came and get the
+ * lock in that order; a fair one-attempt lock does not barge past them; a fair permit waiter is served.
+ */
+async function fairChecks({ locker, other, nodes, prefix }) {
+  const key = uniqueKey('every-fair')
+  const queue = `{${prefix}${key}}:queue`
+  const queued = (node) => redisCommand(node, 'ZCARD', queue).then(Number, () => 0)
+  const untilQueued = (n) => until(async () => (await sum(nodes, queued)) === n, `${n} fair waiters to queue`)
+  const held = await locker.tryLock(key, { ttl: 10_000 })
+  const first = other.lock(key, { fair: true, wait: 10_000, ttl: 10_000 })
+  await untilQueued(1)
+  const second = locker.lock(key, { fair: true, wait: 10_000 })
+  await untilQueued(2)
+  expect(await other.lock(key, { fair: true, wait: 0 }).catch((e) => e.code)).toBe('ERR_SNATCH_TIMEOUT')
+  expect(await held.release()).toBe(true)
+  const firstLock = await first
+  expect(firstLock.fence).toBeGreaterThan(held.fence)
+  // The second still queues, behind no one now: the release of the first hands the lock over.
+  expect(await sum(nodes, queued)).toBe(1)
+  expect(await firstLock.release()).toBe(true)
+  const secondLock = await second
+  expect(secondLock.fence).toBeGreaterThan(firstLock.fence)
+  expect(await secondLock.release()).toBe(true)
+  expect(await sum(nodes, queued)).toBe(0)
+
+  const permit = await other.semaphore(key + ':sem', 1).acquire({ fair: true, wait: 1000 })
+  const next = locker.semaphore(key + ':sem', 1).acquire({ fair: true, wait: 10_000 })
+  await until(async () => (await sum(nodes, (node) => redisCommand(node, 'ZCARD', `{${prefix}${key}:sem}:queue`).then(Number, () => 0))) === 1, 'a fair permit waiter to queue')
+  expect(await permit.release()).toBe(true)
+  const nextPermit = await next
+  expect(nextPermit.fence).toBeGreaterThan(permit.fence)
+  expect(await nextPermit.release()).toBe(true)
 }
 
 /**

@@ -78,7 +78,7 @@ export async function usage(): Promise<void> {
   const waitOptions: WaitOptions = { ...lockOptions, wait: 2000 }
   const n: number = await locker.withLock('k', () => 1, waitOptions)
   const maybe: Lock | null = await locker.tryLock('k', lockOptions)
-  const lock: Lock = await locker.lock('k', { wait: 100 })
+  const lock: Lock = await locker.lock('k', { wait: 100, fair: true })
   const fields: [string, string, bigint, AbortSignal, number] = [lock.key, lock.token, lock.fence, lock.signal, lock.validUntil]
   const extended: boolean = await lock.extend(5000)
   const released: boolean = await lock.release()

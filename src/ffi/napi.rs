@@ -205,7 +205,7 @@ args!(1: A 0);
 args!(2: A 0, B 1);
 args!(3: A 0, B 1, C 2);
 args!(5: A 0, B 1, C 2, D 3, E 4);
-args!(7: A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+args!(8: A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 
 /// The most arguments a plain function takes.
 const MAX_ARGS: usize = 8;

@@ -202,6 +202,8 @@ pub struct LockOptions {
     pub min_hold: Duration,
     /// How long to keep trying to get the lock; zero means one attempt.
     pub wait: Duration,
+    /// Wait in turn: behind the fair waiters of the key that came before, in every process (not on Redlock).
+    pub fair: bool,
 }
 
 impl LockOptions {

@@ -111,6 +111,13 @@ impl LockKeys {
         self.companion("limit", one_slot)
     }
 
+    /// The queue of the lock's (or the semaphore's) fair waiters, `{prefix + key}:queue`, and their places,
+    /// `{prefix + key}:places` (see [`LockKeys::companion`]; scripts/queue.lua). The release scripts name the queue the
+    /// same way (wake.lua's `first_waiter`).
+    pub fn queue(&self, one_slot: bool) -> [String; 2] {
+        [self.companion("queue", one_slot), self.companion("places", one_slot)]
+    }
+
     /// The cluster slot of the lock (which master of a cluster a call on it goes to).
     pub fn slot(&self) -> u16 {
         slot(&self.lock)

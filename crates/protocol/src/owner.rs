@@ -17,6 +17,13 @@ pub fn owner(token: &str, instance: &str) -> String {
     owner
 }
 
+/// The id of a fair waiter (see keys.rs, [`crate::keys::LockKeys::queue`]) with random `bits`, of `instance`: 16 hex
+/// digits, `:`, the instance. Shorter than an owner's token, so that the fleet's view never takes a queue for a
+/// semaphore's holders.
+pub fn waiter(bits: u64, instance: &str) -> String {
+    format!("{bits:016x}:{instance}")
+}
+
 /// The token of `owner` (what [`owner`] made).
 pub fn token(owner: &str) -> &str {
     owner.get(..TOKEN_LEN).unwrap_or(owner)

@@ -45,8 +45,28 @@ impl Script {
 ///
 /// A waited-for lock holds its token followed by `*`, which has [`RELEASE`] wake the waiters: a release that no one
 /// waits for publishes nothing (bench/README.md, profile step 24).
+///
+/// A fair waiter adds KEYS: the queue and the places ([`crate::keys::LockKeys::queue`]), and ARGV (after `'0'` and
+/// `'1'`): its id and how long its place lasts in ms. It takes the lock only when first in the queue (scripts/queue.lua),
+/// else gets `-2 - ms` until the first one's place would lapse.
 pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(acquisition::lua() + include_str!("scripts/fence.lua") + include_str!("scripts/acquire.lua"))
+    Script::new(
+        acquisition::lua()
+            + include_str!("scripts/fence.lua")
+            + include_str!("scripts/queue.lua")
+            + include_str!("scripts/acquire.lua"),
+    )
+});
+
+/// A fair waiter gives up its place in a lock's or a semaphore's queue, and wakes the next one if it was first.
+///
+/// KEYS: the queue, the places, the lock (or the semaphore). ARGV: the waiter's id, then [`CLUSTER`] on a Redis
+/// Cluster. Returns 1.
+pub static QUEUE_LEAVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        concat!(include_str!("scripts/wake.lua"), include_str!("scripts/queue.lua"), include_str!("scripts/queue_leave.lua"))
+            .to_owned(),
+    )
 });
 
 /// Raise a fence counter to a fence a Redlock majority gave (see snatch-core's redlock/quorum.rs).
@@ -94,12 +114,16 @@ pub static FORCE_RELEASE: LazyLock<Script> = LazyLock::new(|| {
 /// clock), its fence key, its limit key ([`crate::keys::LockKeys::limit_key`]). ARGV: token, ttl in ms, the fence
 /// counter's ttl in ms, the limit. Permits expired on the
 /// server's clock are dropped first. The fence (a new one each time, raised like [`ACQUIRE`]'s) when the permit is
-/// ours, else `-2 - ms` until the first permit expires.
+/// ours, else `-2 - ms` until the first permit expires. A fair waiter adds the queue and the places to KEYS, and its
+/// id, how long its place lasts and [`CLUSTER`] (or `'0'`) to ARGV, as for [`ACQUIRE`]; taking a permit with one left,
+/// it wakes the next waiter.
 pub static PERMIT_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         concat!(
             include_str!("scripts/fence.lua"),
             include_str!("scripts/holders.lua"),
+            include_str!("scripts/wake.lua"),
+            include_str!("scripts/queue.lua"),
             include_str!("scripts/permit_acquire.lua")
         )
         .to_owned(),

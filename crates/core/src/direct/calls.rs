@@ -70,7 +70,7 @@ impl DirectAcquire {
     /// (waiting acquisitions stay on the locker's connection). The caller counts the call with [`Locker::enter`].
     pub fn new(locker: &Locker, key: &str, options: &LockOptions) -> Result<Option<Self>, SnatchError> {
         let keys = locker.checked_keys(key, options)?;
-        if locker.direct_node().is_none() || !options.wait.is_zero() {
+        if locker.direct_node().is_none() || !options.wait.is_zero() || options.fair {
             return Ok(None);
         }
         Ok(Some(Self {

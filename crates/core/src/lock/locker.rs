@@ -6,7 +6,8 @@ use crate::lock::job::Job;
 use crate::lock::lease::Lease;
 use crate::lock::supervisor::Supervisor;
 use crate::redlock::quorum::{Acquire, Grant, Nodes};
-use crate::server::node::{Mark, Node};
+use crate::lock::place::Place;
+use crate::server::node::{Mark, Node, PLACE_LEASE};
 use crate::server::waker::Watch;
 use snatch_protocol::keys::{Kind, LockKeys};
 use snatch_protocol::owner;
@@ -157,7 +158,12 @@ impl Locker {
 
     /// The names `holder` of `key` takes, once `options` and the deployment are checked.
     fn holder_keys(&self, key: &str, holder: Holder, options: &LockOptions) -> Result<LockKeys, SnatchError> {
-        options.validate()?;
+        self.check(options)?;
+        if options.fair && matches!(holder, Holder::Reader | Holder::Writer) {
+            return Err(SnatchError::type_arg(
+                "fair waiting is for locks and semaphores; a read-write lock's waiting writer goes before new readers",
+            ));
+        }
         if self.shared.nodes.single().is_none() {
             return Err(SnatchError::type_arg(match holder {
                 Holder::Permit(_) => "semaphores need one Redis, a Sentinel master or a Cluster, not Redlock",
@@ -260,8 +266,19 @@ impl Locker {
 
     /// The keys of `key` once `options` and `key` are checked.
     pub(crate) fn checked_keys(&self, key: &str, options: &LockOptions) -> Result<LockKeys, SnatchError> {
-        options.validate()?;
+        self.check(options)?;
         LockKeys::new(&self.shared.config.prefix, key, self.one_slot())
+    }
+
+    /// Checks `options`, and that this locker can wait fairly if they ask for it.
+    fn check(&self, options: &LockOptions) -> Result<(), SnatchError> {
+        options.validate()?;
+        if options.fair && self.shared.nodes.single().is_none() {
+            return Err(SnatchError::type_arg(
+                "fair waiting needs one Redis, a Sentinel master or a Cluster, not Redlock (several masters)",
+            ));
+        }
+        Ok(())
     }
 
     /// Whether every name of a lock must hash to one slot (Redis Cluster).
@@ -300,22 +317,45 @@ impl Locker {
     }
 
     /// Acquires `keys` with checked `options` (waiting up to `options.wait`); `None` when not acquired in time. The
-    /// lease is supervised (renewed, or declared lost) until it ends, and released by `close` if still held.
+    /// lease is supervised (renewed, or declared lost) until it ends, and released by `close` if still held. With
+    /// `options.fair`, the acquisition queues behind the fair waiters that came before it, in every process, and
+    /// gives its place up when it stops waiting without the lock.
     pub(crate) async fn acquire_keys(
         &self,
         keys: LockKeys,
         options: &LockOptions,
+    ) -> Result<Option<Arc<Lease>>, SnatchError> {
+        if !options.fair {
+            return self.wait_for(keys, options, None).await;
+        }
+        let waiter = owner::waiter(rand::random(), &self.shared.config.instance_id);
+        let place = Place::new(waiter, keys.clone(), self.shared.nodes.clone());
+        let acquired = self.wait_for(keys, options, Some(place.waiter())).await;
+        match acquired {
+            Ok(Some(_)) => place.taken(),
+            _ => place.leave().await,
+        }
+        acquired
+    }
+
+    /// [`Locker::acquire_keys`]: as fair waiter `fair`, if given.
+    async fn wait_for(
+        &self,
+        keys: LockKeys,
+        options: &LockOptions,
+        fair: Option<&str>,
     ) -> Result<Option<Arc<Lease>>, SnatchError> {
         let shared = &self.shared;
         let ttl = self.lease_ttl(options);
         let deadline = Instant::now() + options.wait;
         // Set up once the key is found held and there is time to wait: release notifications from every node. A
         // release wakes the first of this locker's waiters on the key still waiting: a caller that finds others
-        // waiting already queues behind them rather than trying first (their turns come in the order they came).
+        // waiting already queues behind them rather than trying first (their turns come in the order they came). A
+        // fair waiter's turn comes from the queue in Redis instead, and a release wakes it by its id.
         let mut wake = None;
-        let mut queue_first = !options.wait.is_zero() && shared.nodes.waiting(&keys) > 0;
+        let mut queue_first = fair.is_none() && !options.wait.is_zero() && shared.nodes.waiting(&keys) > 0;
         if queue_first {
-            wake = Some(shared.nodes.watch(&keys).await);
+            wake = Some(shared.nodes.watch(&keys, None).await);
         }
         let mut late_splits = 0;
         loop {
@@ -325,15 +365,16 @@ impl Locker {
                 let token = self.new_owner();
                 // Once subscribed to its releases, an attempt marks the lock as waited for, so that they wake us; and
                 // ours once taken when others of this locker wait behind us, so that its release wakes the next.
-                let mark = match &wake {
+                let mark = match (&wake, fair) {
+                    (_, Some(waiter)) => Mark::Queued(waiter),
                     // A read-write lock's waiter marks from its first attempt: a waiting writer's mark keeps new
                     // readers out, also before it has subscribed.
-                    None if !options.wait.is_zero() && matches!(keys.kind, Kind::Read { .. } | Kind::Write { .. }) => {
+                    (None, _) if !options.wait.is_zero() && matches!(keys.kind, Kind::Read { .. } | Kind::Write { .. }) => {
                         Mark::Held
                     }
-                    None => Mark::None,
-                    Some(_) if shared.nodes.waiting(&keys) > 1 => Mark::Always,
-                    Some(_) => Mark::Held,
+                    (None, _) => Mark::None,
+                    (Some(_), _) if shared.nodes.waiting(&keys) > 1 => Mark::Always,
+                    (Some(_), _) => Mark::Held,
                 };
                 match shared.nodes.acquire(&keys, &token, ttl, mark).await? {
                     Acquire::Won(grant) => {
@@ -365,7 +406,7 @@ impl Locker {
             }
             let Some((notify, _watches)) = &wake else {
                 // Try again right away: the holder may have released before the subscription was made.
-                wake = Some(shared.nodes.watch(&keys).await);
+                wake = Some(shared.nodes.watch(&keys, fair).await);
                 continue;
             };
             let closing = shared.closing.notified();
@@ -375,9 +416,13 @@ impl Locker {
             if self.is_closed() {
                 return Err(SnatchError::Closed);
             }
-            let jitter = Duration::from_millis(rand::random_range(RETRY_DELAY_MS));
+            // A fair waiter comes back to keep its place; its turn's release wakes it.
+            let retry = match fair {
+                Some(_) => PLACE_LEASE / 4,
+                None => Duration::from_millis(rand::random_range(RETRY_DELAY_MS)),
+            };
             tokio::select! {
-                () = sleep(jitter.min(retry_in.saturating_add(Duration::from_millis(1))).min(left)) => {}
+                () = sleep(retry.min(retry_in.saturating_add(Duration::from_millis(1))).min(left)) => {}
                 () = notify.notified() => {}
                 () = closing => return Err(SnatchError::Closed),
             }

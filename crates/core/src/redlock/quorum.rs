@@ -105,7 +105,7 @@ impl Nodes {
         keys: &LockKeys,
         token: &str,
         ttl: Duration,
-        mark: Mark,
+        mark: Mark<'_>,
     ) -> Result<Acquire, SnatchError> {
         let start = Instant::now();
         let ttl_ms = ttl.as_millis() as u64;
@@ -266,11 +266,12 @@ impl Nodes {
         self.nodes.first().map_or(0, |node| node.waiting(keys))
     }
 
-    /// Arranges for the returned notify to be woken when the lock of `keys` is released on any node. The watches
-    /// keep that arranged until dropped; nodes where it cannot be arranged are left out.
-    pub(crate) async fn watch(&self, keys: &LockKeys) -> (Arc<Notify>, Vec<Watch>) {
+    /// Arranges for the returned notify to be woken when the lock of `keys` is released on any node (for a `fair`
+    /// waiter, a release that names it). The watches keep that arranged until dropped; nodes where it cannot be
+    /// arranged are left out.
+    pub(crate) async fn watch(&self, keys: &LockKeys, fair: Option<&str>) -> (Arc<Notify>, Vec<Watch>) {
         let notify = Arc::new(Notify::new());
-        let watches = join_all(self.nodes.iter().map(|n| n.watch(keys, &notify))).await;
+        let watches = join_all(self.nodes.iter().map(|n| n.watch(keys, &notify, fair))).await;
         (notify, watches.into_iter().flatten().collect())
     }
 

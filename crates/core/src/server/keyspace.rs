@@ -201,9 +201,10 @@ impl Keyspace {
                 Value::Int(deleted)
             }
             b"PUBLISH" => {
-                let channel = String::from_utf8_lossy(arg(1)?);
+                let (channel, message) = (String::from_utf8_lossy(arg(1)?), String::from_utf8_lossy(arg(2)?));
                 let listeners = self.listeners.iter().filter_map(Weak::upgrade);
-                let woken: usize = listeners.map(|w| wake(&w.lock().expect("waiters poisoned"), &channel)).sum();
+                let woken: usize =
+                    listeners.map(|w| wake(&w.lock().expect("waiters poisoned"), &channel, &message)).sum();
                 Value::Int(woken as i64)
             }
             b"ZADD" => {

@@ -34,14 +34,32 @@ pub(crate) struct Held {
 /// Which lock an acquisition marks as waited for (the acquire script's fifth argument): a marked lock's release
 /// publishes on its channel, waking the waiters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mark {
+pub(crate) enum Mark<'a> {
     /// None: nobody waits.
-    None = 0,
+    None,
     /// The lock, where another holds it: this caller waits for it.
-    Held = 1,
+    Held,
     /// That, and the lock once taken: other callers of this process wait behind this one.
-    Always = 2,
+    Always,
+    /// That, and the lock once taken while others queue: a fair waiter of this id, which takes the lock only in its
+    /// turn (scripts/queue.lua).
+    Queued(&'a str),
 }
+
+impl Mark<'_> {
+    /// The acquire script's fifth argument.
+    fn arg(self) -> u8 {
+        match self {
+            Self::None => 0,
+            Self::Held | Self::Queued(_) => 1,
+            Self::Always => 2,
+        }
+    }
+}
+
+/// How long a fair waiter's place in a queue lasts unless it comes back (scripts/queue.lua): a waiter that crashed or
+/// stopped keeps the ones behind it waiting no longer.
+pub(crate) const PLACE_LEASE: Duration = Duration::from_secs(2);
 
 /// One Redis deployment.
 pub(crate) struct Node {
@@ -107,7 +125,7 @@ impl Node {
         token: &str,
         ttl_ms: u64,
         name_holder: bool,
-        mark: Mark,
+        mark: Mark<'_>,
     ) -> Result<Acquired, SnatchError> {
         // The script, and the key it takes after the lock's and the fence counter's.
         let (script, third): (&'static Script, _) = match &keys.kind {
@@ -116,16 +134,29 @@ impl Node {
             Kind::Read { writer } => (&scripts::READ_ACQUIRE, Some(writer.clone())),
             Kind::Write { readers } => (&scripts::WRITE_ACQUIRE, Some(readers.clone())),
         };
-        let mut call = ScriptCall::new(script, 2 + usize::from(third.is_some()));
+        // A fair waiter's queue and places, and its id.
+        let queued = match mark {
+            Mark::Queued(waiter) => Some((keys.queue(self.is_cluster()), waiter)),
+            _ => None,
+        };
+        let mut call = ScriptCall::new(script, 2 + usize::from(third.is_some()) + if queued.is_some() { 2 } else { 0 });
         call.arg(&keys.lock).arg(&keys.fence).arg(third);
+        if let Some(([queue, places], _)) = &queued {
+            call.arg(queue).arg(places);
+        }
         call.arg(token).arg(ttl_ms).arg(self.fence_ttl_ms);
         // Neither semaphores nor read-write locks name a holder (they are not on Redlock); every release of a permit
         // wakes a semaphore's waiters.
-        match &keys.kind {
-            Kind::Semaphore(limit) => call.arg(limit),
-            Kind::Read { .. } | Kind::Write { .. } => call.arg(u8::from(mark != Mark::None)),
-            Kind::Lock if name_holder || mark != Mark::None => call.arg(u8::from(name_holder)).arg(mark as u8),
-            Kind::Lock => &mut call,
+        let place_ms = PLACE_LEASE.as_millis() as u64;
+        match (&keys.kind, queued) {
+            (Kind::Semaphore(limit), Some((_, waiter))) => {
+                call.arg(limit).arg(waiter).arg(place_ms).arg(if self.is_cluster() { scripts::CLUSTER } else { "0" })
+            }
+            (Kind::Semaphore(limit), None) => call.arg(limit),
+            (Kind::Read { .. } | Kind::Write { .. }, _) => call.arg(u8::from(mark != Mark::None)),
+            (Kind::Lock, Some((_, waiter))) => call.arg(u8::from(name_holder)).arg(mark.arg()).arg(waiter).arg(place_ms),
+            (Kind::Lock, None) if name_holder || mark != Mark::None => call.arg(u8::from(name_holder)).arg(mark.arg()),
+            (Kind::Lock, None) => &mut call,
         };
         if self.wait_replicas > 0 {
             return self.acquire_confirmed(keys, token, call).await;
@@ -233,11 +264,20 @@ impl Node {
 
     /// Queues `notify` to be woken by a release of the lock of `keys` on this node, when it is the first of this
     /// locker's waiters on it still waiting (one release, one waiter woken); a read-write lock's waiters are all woken
-    /// (readers go in together, and a writer's mark keeps them out while it waits). `None` when that cannot be
-    /// arranged.
-    pub(crate) async fn watch(&self, keys: &LockKeys, notify: &Arc<Notify>) -> Option<Watch> {
+    /// (readers go in together, and a writer's mark keeps them out while it waits); a `fair` waiter, by a release that
+    /// names it (the first in the queue). `None` when that cannot be arranged.
+    pub(crate) async fn watch(&self, keys: &LockKeys, notify: &Arc<Notify>, fair: Option<&str>) -> Option<Watch> {
         let one_at_a_time = !matches!(keys.kind, Kind::Read { .. } | Kind::Write { .. });
-        self.waker.watch(&keys.channel(self.is_cluster()), notify, one_at_a_time).await
+        self.waker.watch(&keys.channel(self.is_cluster()), notify, one_at_a_time, fair).await
+    }
+
+    /// Runs QUEUE_LEAVE: fair waiter `waiter` gives up its place in the queue of `keys`.
+    pub(crate) async fn leave_queue(&self, keys: &LockKeys, waiter: &str) -> Result<(), SnatchError> {
+        let [queue, places] = keys.queue(self.is_cluster());
+        let mut call = ScriptCall::new(&scripts::QUEUE_LEAVE, 3);
+        call.arg(queue).arg(places).arg(&keys.lock).arg(waiter);
+        self.cluster_arg(&mut call);
+        self.invoke::<i64>(call).await.map(|_| ())
     }
 
     /// How many of this locker's waiters on the lock of `keys` still wait.
@@ -247,7 +287,7 @@ impl Node {
 
     /// Wakes `notify` when a message is published on `channel` of this node; `None` when that cannot be arranged.
     pub(crate) async fn watch_channel(&self, channel: &str, notify: &Arc<Notify>) -> Option<Watch> {
-        self.waker.watch(channel, notify, false).await
+        self.waker.watch(channel, notify, false, None).await
     }
 
     /// Drops the connections; later commands fail with [`SnatchError::Closed`].

@@ -7,7 +7,7 @@
 //! that cannot be opened.
 
 use crate::server::connection::{Connection, Link, Target};
-use crate::server::waiters::{pass_turn, wake, Waiters};
+use crate::server::waiters::{pass_turn, wake, Waiter, Waiters};
 use redis::{PushInfo, PushKind, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -55,14 +55,15 @@ impl Waker {
     }
 
     /// Registers `notify` (held weakly: the waiter keeps it) to be woken when `channel` is published on: with
-    /// `one_at_a_time`, in a queue whose first waiter alone a message wakes, else with every waiter on it. `None`
-    /// when the subscriber connection cannot be opened or the subscription fails within the command timeout (the
-    /// waiter then relies on its retries).
+    /// `one_at_a_time`, in a queue whose first waiter alone a message wakes, else with every waiter on it; a `fair`
+    /// waiter, by a message that names it. `None` when the subscriber connection cannot be opened or the
+    /// subscription fails within the command timeout (the waiter then relies on its retries).
     pub(crate) async fn watch(
         self: &Arc<Self>,
         channel: &str,
         notify: &Arc<Notify>,
         one_at_a_time: bool,
+        fair: Option<&str>,
     ) -> Option<Watch> {
         let mut subscriber = self.subscriber.lock().await;
         if self.closed.load(Ordering::SeqCst) {
@@ -75,8 +76,8 @@ impl Waker {
         let first = {
             let mut waiters = self.waiters.lock().expect("waiters poisoned");
             let queue = waiters.entry(channel.to_owned()).or_default();
-            queue.waiters.retain(|w| w.strong_count() > 0);
-            queue.waiters.push(Arc::downgrade(notify));
+            queue.waiters.retain(|w| w.notify.strong_count() > 0);
+            queue.waiters.push(Waiter { notify: Arc::downgrade(notify), fair: fair.map(str::to_owned) });
             queue.one_at_a_time = one_at_a_time;
             queue.waiters.len() == 1
         };
@@ -118,9 +119,14 @@ impl Waker {
         let push = move |message: PushInfo| -> Result<(), redis::aio::SendError> {
             let Some(waiters) = waiters.upgrade() else { return Ok(()) };
             let mut waiters = waiters.lock().expect("waiters poisoned");
-            match (message.kind, message.data.first()) {
-                (PushKind::Message | PushKind::SMessage, Some(Value::BulkString(channel))) => {
-                    wake(&waiters, std::str::from_utf8(channel).unwrap_or_default());
+            match (message.kind, message.data.as_slice()) {
+                (PushKind::Message | PushKind::SMessage, [Value::BulkString(channel), sent, ..]) => {
+                    let text = |bytes: &[u8]| std::str::from_utf8(bytes).unwrap_or_default().to_owned();
+                    let sent = match sent {
+                        Value::BulkString(sent) => text(sent),
+                        _ => String::new(),
+                    };
+                    wake(&waiters, &text(channel), &sent);
                 }
                 (PushKind::Disconnection, _) => {
                     dropped.store(true, Ordering::SeqCst);
@@ -134,10 +140,11 @@ impl Waker {
         Ok(Subscriber { link, broken })
     }
 
-    /// How many waiters on `channel` still wait.
+    /// How many waiters on `channel` that are not fair still wait.
     pub(crate) fn waiting(&self, channel: &str) -> usize {
         let waiters = self.waiters.lock().expect("waiters poisoned");
-        waiters.get(channel).map_or(0, |queue| queue.waiters.iter().filter(|w| w.strong_count() > 0).count())
+        let waiting = |w: &&Waiter| w.fair.is_none() && w.notify.strong_count() > 0;
+        waiters.get(channel).map_or(0, |queue| queue.waiters.iter().filter(waiting).count())
     }
 
     /// Closes the subscriber connection, if open (or once a subscription under way is made); no more are opened.
@@ -154,7 +161,7 @@ impl Waker {
         let idle = {
             let mut waiters = self.waiters.lock().expect("waiters poisoned");
             let queue = waiters.entry(channel.clone()).or_default();
-            queue.waiters.retain(|w| w.strong_count() > 0);
+            queue.waiters.retain(|w| w.notify.strong_count() > 0);
             let idle = queue.waiters.is_empty();
             if idle {
                 waiters.remove(&channel);

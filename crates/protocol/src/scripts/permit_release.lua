@@ -8,7 +8,8 @@ if not expires then
   return 0
 end
 redis.call('ZREM', sem, token)
-publish(released(KEYS[2] or sem, ARGV[2]), '', ARGV[2])
+-- A read-write lock's waiters do not queue.
+publish(released(KEYS[2] or sem, ARGV[2]), KEYS[2] and '' or first_waiter(sem, ARGV[2]), ARGV[2])
 local time = redis.call('TIME')
 if tonumber(expires) <= time[1] * 1000 + math.floor(time[2] / 1000) then
   return 0

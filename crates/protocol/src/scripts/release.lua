@@ -13,7 +13,7 @@ local function one(n)
   if held == token .. '*' then
     redis.call('DEL', lock)
     local cluster = ARGV[#KEYS + 1]
-    publish(released(lock, cluster), '', cluster)
+    publish(released(lock, cluster), first_waiter(lock, cluster), cluster)
     return 1
   end
   return 0

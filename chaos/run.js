@@ -260,6 +260,20 @@ const SCENARIOS = {
       return { notes: `${kills} holders killed, ${stops} stopped` }
     },
   },
+  fair: {
+    title:
+      'fair waiting: 6 workers (lock, withLock; fair: true) on 2 keys (ttl 1 s), a holder SIGKILLed or SIGSTOPped for ' +
+      'ttl + 0.7 s every 1.5 s, in turn (a dead or stopped waiter keeps its place in the queue until it lapses, 2 s)',
+    async run({ url, workers, seconds }) {
+      const keys = keysOf('fair', 2)
+      for (const mode of ['lock', 'lock', 'lock', 'withLock', 'withLock', 'withLock']) {
+        workers.spawn(worker(mode, keys, { url, prefix: 'chaos:' }, { acts: 3, pauseMs: 2, fair: true }))
+      }
+      await sleep(1500)
+      const { kills, stops } = await workers.killOrStopHolders(seconds(20) * 1000)
+      return { notes: `${kills} holders killed, ${stops} stopped` }
+    },
+  },
   'fence-expiry': {
     title:
       'fence counters expiring all through the run (fenceTtl 100 ms): 6 workers on 150 keys under 50 prefixes (a ' +

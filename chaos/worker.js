@@ -8,7 +8,7 @@
 //   { type: 'enter', key, fence, t, shared }  the section started (sent at once, so a SIGKILL cannot lose it)
 //   { type: 'exit', key, fence, t, last, cut }
 //      `last`: the time of its last act; `cut`: it stopped acting because its lease could no longer be guaranteed
-//      (lock: validUntil passed or signal aborted; runs: signal aborted); sent before the lock is released, so that
+//      (validUntil passed or signal aborted); sent before the lock is released, so that
 //      a SIGKILL during the release cannot leave the section open in the parent's eyes
 //   { type: 'released', enter, t, released }  a Lock's release, called at `t`, answered `released`
 //   { type: 'error', code, t }                a call failed (ERR_SNATCH_…)
@@ -59,15 +59,20 @@ async function section(key, fence, valid, shared = false) {
   return { key, fence: String(fence), last, cut, enter }
 }
 
-/** A run's section (withLock, snatchTask), its end reported from inside fn: before the run's lock is released. */
-async function run(key, fence, signal) {
-  const { enter, ...ended } = await section(key, fence, () => !signal.aborted)
+/**
+ * A run's section (withLock, snatchTask), its end reported from inside fn: before the run's lock is released. Each
+ * act checks `validUntil` besides the signal, as the README advises: a process stopped (SIGSTOP) in the middle may
+ * run its next act before it hears that its signal aborted meanwhile.
+ */
+async function run(key, ctx) {
+  const valid = () => !ctx.signal.aborted && ctx.validUntil > Date.now()
+  const { enter, ...ended } = await section(key, ctx.fence, valid)
   send({ type: 'exit', ...ended, t: now() })
 }
 
 /** One section by the configured way of locking; false when the key was not acquired (snatchTask). */
 async function once(key) {
-  const options = { ttl: config.ttl, wait: config.wait }
+  const options = { ttl: config.ttl, wait: config.wait, ...(config.fair && { fair: true }) }
   switch (config.mode) {
     case 'lock':
     case 'read':
@@ -86,7 +91,7 @@ async function once(key) {
     case 'withLock': {
       let ended = false
       await lockerOf(key)
-        .withLock(key, ({ fence, signal }) => run(key, fence, signal).then(() => (ended = true)), options)
+        .withLock(key, (ctx) => run(key, ctx).then(() => (ended = true)), options)
         .catch((err) => {
           if (err.code !== 'ERR_SNATCH_LOCK_LOST' || !ended) throw err
         })
@@ -95,7 +100,7 @@ async function once(key) {
     default: {
       let ended = false
       return lockerOf(key)
-        .snatchTask(key, ({ fence, signal }) => run(key, fence, signal).then(() => (ended = true)), { ttl: config.ttl })
+        .snatchTask(key, (ctx) => run(key, ctx).then(() => (ended = true)), { ttl: config.ttl })
         .then(
           (r) => r.ran,
           (err) => {

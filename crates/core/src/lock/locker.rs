@@ -351,11 +351,12 @@ impl Locker {
         // Set up once the key is found held and there is time to wait: release notifications from every node. A
         // release wakes the first of this locker's waiters on the key still waiting: a caller that finds others
         // waiting already queues behind them rather than trying first (their turns come in the order they came). A
-        // fair waiter's turn comes from the queue in Redis instead, and a release wakes it by its id.
+        // fair waiter's turn comes from the queue in Redis instead, and a release wakes it by its id: it watches
+        // before its first attempt, which queues it, so that a release right after cannot pass it by unheard.
         let mut wake = None;
         let mut queue_first = fair.is_none() && !options.wait.is_zero() && shared.nodes.waiting(&keys) > 0;
-        if queue_first {
-            wake = Some(shared.nodes.watch(&keys, None).await);
+        if queue_first || (fair.is_some() && !options.wait.is_zero()) {
+            wake = Some(shared.nodes.watch(&keys, fair).await);
         }
         let mut late_splits = 0;
         loop {

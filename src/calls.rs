@@ -26,8 +26,11 @@ pub struct RunCalls<'env> {
     /// `(id, key, required, ttl?, minHold?, autoExtend?, wait?, fair?)`: starts run `id` of the facade's fn under
     /// `key`; with `required` (withLock), not getting the lock is a timeout error.
     #[allow(clippy::type_complexity)]
-    pub start_run:
-        Function<'env, FnArgs<(u32, String, bool, Option<f64>, Option<f64>, Option<bool>, Option<f64>, Option<bool>)>, ()>,
+    pub start_run: Function<
+        'env,
+        FnArgs<(u32, String, bool, Option<f64>, Option<f64>, Option<bool>, Option<f64>, Option<bool>)>,
+        (),
+    >,
     /// `(id, failure?)`: the fn of run `id` settled (`failure`: the message of what it threw or rejected with, for a
     /// schedule's record); its lock is given back, and the run ends once it is.
     pub task_done: Function<'env, FnArgs<(u32, Option<String>)>, ()>,
@@ -70,7 +73,8 @@ fn task_done(host: &Rc<Host>, args: Args<(u32, Option<String>)>) -> Thrown {
 /// `startTryLock`: see [`RunCalls::start_try_lock`].
 fn start_try_lock(host: &Rc<Host>, args: Args<(u32, String, Option<f64>, Option<f64>, Option<bool>)>) -> Thrown {
     let (id, key, ttl, min_hold, auto_extend) = args.map_err(invalid)?;
-    let options = lock_options(Some(LockInit { ttl, min_hold, auto_extend, wait: None, fair: None }), false).map_err(js_error)?;
+    let options =
+        lock_options(Some(LockInit { ttl, min_hold, auto_extend, wait: None, fair: None }), false).map_err(js_error)?;
     host.step(|runner, out| runner.try_lock(id, &key, &options, out)).map_err(js_error)
 }
 

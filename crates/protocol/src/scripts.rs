@@ -64,8 +64,12 @@ pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
 /// Cluster. Returns 1.
 pub static QUEUE_LEAVE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
-        concat!(include_str!("scripts/wake.lua"), include_str!("scripts/queue.lua"), include_str!("scripts/queue_leave.lua"))
-            .to_owned(),
+        concat!(
+            include_str!("scripts/wake.lua"),
+            include_str!("scripts/queue.lua"),
+            include_str!("scripts/queue_leave.lua")
+        )
+        .to_owned(),
     )
 });
 
@@ -88,7 +92,7 @@ pub const CLUSTER: &str = "1";
 ///
 /// KEYS: lock key, for each lock. ARGV: token, for each lock, then [`CLUSTER`] on a Redis Cluster (the channel to
 /// wake waiters on is derived from the key, as [`crate::keys::LockKeys::channel`], and sharded on a cluster of Redis
-/// 7 or newer: wake.lua). For each lock 1 when the key was ours, else 0: one integer for one lock, an array of them
+/// 7 or newer: wake.lua), with the id of the lock's first fair waiter, if any, as the message. For each lock 1 when the key was ours, else 0: one integer for one lock, an array of them
 /// for several, where a lock whose work failed has its error. One call for several locks costs Redis less per lock
 /// than a call each (bench/README.md, profile step 19).
 pub static RELEASE: LazyLock<Script> = LazyLock::new(|| {

@@ -4,9 +4,9 @@
 use crate::config::{LockOptions, LockerConfig, Topology};
 use crate::lock::job::Job;
 use crate::lock::lease::Lease;
+use crate::lock::place::Place;
 use crate::lock::supervisor::Supervisor;
 use crate::redlock::quorum::{Acquire, Grant, Nodes};
-use crate::lock::place::Place;
 use crate::server::node::{Mark, Node, PLACE_LEASE};
 use crate::server::waker::Watch;
 use snatch_protocol::keys::{Kind, LockKeys};
@@ -370,7 +370,9 @@ impl Locker {
                     (_, Some(waiter)) => Mark::Queued(waiter),
                     // A read-write lock's waiter marks from its first attempt: a waiting writer's mark keeps new
                     // readers out, also before it has subscribed.
-                    (None, _) if !options.wait.is_zero() && matches!(keys.kind, Kind::Read { .. } | Kind::Write { .. }) => {
+                    (None, _)
+                        if !options.wait.is_zero() && matches!(keys.kind, Kind::Read { .. } | Kind::Write { .. }) =>
+                    {
                         Mark::Held
                     }
                     (None, _) => Mark::None,

@@ -154,7 +154,9 @@ impl Node {
             }
             (Kind::Semaphore(limit), None) => call.arg(limit),
             (Kind::Read { .. } | Kind::Write { .. }, _) => call.arg(u8::from(mark != Mark::None)),
-            (Kind::Lock, Some((_, waiter))) => call.arg(u8::from(name_holder)).arg(mark.arg()).arg(waiter).arg(place_ms),
+            (Kind::Lock, Some((_, waiter))) => {
+                call.arg(u8::from(name_holder)).arg(mark.arg()).arg(waiter).arg(place_ms)
+            }
             (Kind::Lock, None) if name_holder || mark != Mark::None => call.arg(u8::from(name_holder)).arg(mark.arg()),
             (Kind::Lock, None) => &mut call,
         };

@@ -190,3 +190,21 @@ async fn fair_waiting_is_refused_on_redlock_and_for_read_write_locks() {
     assert_eq!(err.code(), "ERR_SNATCH_INVALID_ARG");
     assert!(err.to_string().contains("read-write"), "{err}");
 }
+
+#[tokio::test]
+async fn a_waiter_whose_locker_closes_leaves_the_queue() {
+    let (_server, url) = redis_url();
+    let (a, b) = (locker(&url), locker(&url));
+    let (key, mut con) = (unique_key("fair-close"), inspect(&url));
+    let lock = format!("snatch:{key}");
+    let held = a.try_lock(&key, &options(10_000, 0)).await.unwrap().expect("free");
+    let waiting = {
+        let (b, key) = (b.clone(), key.clone());
+        tokio::spawn(async move { b.lock(&key, &fair(10_000, 30_000)).await })
+    };
+    until_queued(&mut con, &lock, 1).await;
+    b.close().await;
+    assert_eq!(waiting.await.unwrap().unwrap_err().code(), "ERR_SNATCH_CLOSED");
+    assert_eq!(queued(&mut con, &lock), 0, "it gave its place up before the locker closed its connection");
+    assert!(held.release().await.unwrap());
+}

@@ -71,15 +71,15 @@ test('a waiter that timed out leaves the queue at once, and a SIGKILLed one hold
   const key = uniqueKey('fair-faults')
   const held = await holder.lock(key, { ttl: 30_000 })
   const got = reports(children)
-  // Waiter 5 gives up after 3 s; child 2's waiters (2, 6, 10) die with it, while queued.
-  for (let n = 0; n < 12; n++) await start(children[n % 4], key, n, n === 5 ? 3_000 : 15_000, n + 1)
+  // Waiter 5 gives up after 5 s (the 12 queue well before); child 2's waiters (2, 6, 10) die with it, while queued.
+  for (let n = 0; n < 12; n++) await start(children[n % 4], key, n, n === 5 ? 5_000 : 20_000, n + 1)
   await until(async () => got.has(5), 'waiter 5 to time out')
   expect(got.get(5)).toEqual({ n: 5, error: 'ERR_SNATCH_TIMEOUT' })
   expect(await queued(key)).toBe(11)
   children[2].kill('SIGKILL')
   expect(await held.release()).toBe(true)
   const survivors = [0, 1, 3, 4, 7, 8, 9, 11]
-  // Within their 15 s of waiting: the dead waiters' places lapse (2 s after their last renewal), not block the rest.
+  // Within their 20 s of waiting: the dead waiters' places lapse (2 s after their last renewal), not block the rest.
   await until(async () => survivors.every((n) => got.has(n)), 'the survivors to hold the lock', 30_000)
   expect(survivors.map((n) => got.get(n).error)).toEqual(survivors.map(() => undefined))
   expect(heldOrder(got)).toEqual(survivors)

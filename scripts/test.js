@@ -86,7 +86,7 @@ function onNode(name, node) {
  * credentials (which uses it) need Redis 7 or newer. */
 const SUITES = [
   'lock.test', 'snatch-task', 'schedule.test', 'semaphore.test', 'inspect', 'fence-ttl', 'hot-key', 'leader', 'sentinel',
-  'cluster.test',
+  'cluster.test', 'fair.test', 'read-write-lock',
 ]
 const SUITES_FROM_7 = ['direct.test', 'credentials']
 
@@ -102,7 +102,7 @@ function onServer(name, dir) {
   console.log(`\n== on ${name}: ${version.stdout.trim()}`)
   withPath(dir, () => {
     run(`Jest tests on ${name}`, 'npx', ['jest', ...SUITES, ...(major >= 7 ? SUITES_FROM_7 : [])])
-    run(`chaos on ${name}`, 'node', ['chaos/run.js', '--only', 'steady,kill-holder,redis-restart,fence-expiry,leaders,read-write', '--scale', '0.25'])
+    run(`chaos on ${name}`, 'node', ['chaos/run.js', '--only', 'steady,kill-holder,redis-restart,fence-expiry,leaders,read-write,fair', '--scale', '0.25'])
   })
 }
 

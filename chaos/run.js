@@ -185,6 +185,18 @@ async function firstEnterAfter(workers, since, limitMs = 10_000) {
 
 const keysOf = (name, n) => Array.from({ length: n }, (_, i) => `${name}:${i}`)
 
+/**
+ * Workers of `modes` (with `extra` config) on 2 keys named after `name`, then for 20 s a holder SIGKILLed or
+ * SIGSTOPped for ttl + 0.7 s every 1.5 s, in turn.
+ */
+async function holdersKilledOrStopped({ url, workers, seconds }, name, modes, extra = {}) {
+  const keys = keysOf(name, 2)
+  for (const mode of modes) workers.spawn(worker(mode, keys, { url, prefix: 'chaos:' }, { acts: 3, pauseMs: 2, ...extra }))
+  await sleep(1500)
+  const { kills, stops } = await workers.killOrStopHolders(seconds(20) * 1000)
+  return { notes: `${kills} holders killed, ${stops} stopped` }
+}
+
 /** The scenarios: each runs its workers and faults and returns what the table reports beyond the checks. */
 const SCENARIOS = {
   steady: {
@@ -250,29 +262,14 @@ const SCENARIOS = {
     title:
       'read-write locks: 4 readers and 2 writers on 2 keys (ttl 1 s), a holder SIGKILLed or SIGSTOPped for ttl + 0.7 s ' +
       'every 1.5 s, in turn (readers may overlap each other, a writer no one)',
-    async run({ url, workers, seconds }) {
-      const keys = keysOf('rw', 2)
-      for (const mode of ['read', 'read', 'read', 'read', 'write', 'write']) {
-        workers.spawn(worker(mode, keys, { url, prefix: 'chaos:' }, { acts: 3, pauseMs: 2 }))
-      }
-      await sleep(1500)
-      const { kills, stops } = await workers.killOrStopHolders(seconds(20) * 1000)
-      return { notes: `${kills} holders killed, ${stops} stopped` }
-    },
+    run: (context) => holdersKilledOrStopped(context, 'rw', ['read', 'read', 'read', 'read', 'write', 'write']),
   },
   fair: {
     title:
       'fair waiting: 6 workers (lock, withLock; fair: true) on 2 keys (ttl 1 s), a holder SIGKILLed or SIGSTOPped for ' +
       'ttl + 0.7 s every 1.5 s, in turn (a dead or stopped waiter keeps its place in the queue until it lapses, 2 s)',
-    async run({ url, workers, seconds }) {
-      const keys = keysOf('fair', 2)
-      for (const mode of ['lock', 'lock', 'lock', 'withLock', 'withLock', 'withLock']) {
-        workers.spawn(worker(mode, keys, { url, prefix: 'chaos:' }, { acts: 3, pauseMs: 2, fair: true }))
-      }
-      await sleep(1500)
-      const { kills, stops } = await workers.killOrStopHolders(seconds(20) * 1000)
-      return { notes: `${kills} holders killed, ${stops} stopped` }
-    },
+    run: (context) =>
+      holdersKilledOrStopped(context, 'fair', ['lock', 'lock', 'lock', 'withLock', 'withLock', 'withLock'], { fair: true }),
   },
   'fence-expiry': {
     title:

@@ -4,7 +4,8 @@
 mod support;
 
 use redis::Commands;
-use snatch_core::{Holder, LockOptions, Locker, LockerConfig};
+use snatch_core::{Holder, Lease, LockOptions, Locker, LockerConfig, SnatchError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::{inspect, locker, options, redis_url, unique_key};
 use tokio::sync::mpsc;
@@ -24,6 +25,12 @@ async fn until_queued(con: &mut redis::Connection, lock: &str, n: usize) {
     while queued(con, lock) != n {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
+}
+
+/// A fair acquisition of `key` by `locker` waiting up to `wait_ms`, started on its own task.
+fn wait_fairly(locker: &Locker, key: &str, wait_ms: u64) -> tokio::task::JoinHandle<Result<Arc<Lease>, SnatchError>> {
+    let (locker, key) = (locker.clone(), key.to_owned());
+    tokio::spawn(async move { locker.lock(&key, &fair(10_000, wait_ms)).await })
 }
 
 /// Starts `count` fair waiters of `key` (`holder` of it) one after the other, each once the one before it queues,
@@ -93,10 +100,7 @@ async fn a_waiter_that_times_out_leaves_the_queue_at_once_and_the_next_one_is_se
     let (key, mut con) = (unique_key("fair-timeout"), inspect(&url));
     let lock = format!("snatch:{key}");
     let held = a.try_lock(&key, &options(10_000, 0)).await.unwrap().expect("free");
-    let impatient = {
-        let (b, key) = (b.clone(), key.clone());
-        tokio::spawn(async move { b.lock(&key, &fair(10_000, 300)).await })
-    };
+    let impatient = wait_fairly(&b, &key, 300);
     until_queued(&mut con, &lock, 1).await;
     let mut order = start_in_order(std::slice::from_ref(&a), &key, None, 1, &mut con, 1).await;
     assert_eq!(impatient.await.unwrap().unwrap_err().code(), "ERR_SNATCH_TIMEOUT");
@@ -128,7 +132,7 @@ async fn fair_waiters_of_a_semaphore_take_permits_in_order_and_together_when_sev
     let (_server, url) = redis_url();
     let lockers: Vec<Locker> = (0..3).map(|_| locker(&url)).collect();
     let (key, mut con) = (unique_key("fair-sem"), inspect(&url));
-    let held: Vec<_> = futures_permits(&lockers[0], &key, 2).await;
+    let held: Vec<_> = permits_of(&lockers[0], &key, 2).await;
     let mut order = start_in_order(&lockers, &key, Some(Holder::Permit(2)), 6, &mut con, 0).await;
     // Both permits given back at once: the first two waiters take them (the first wakes the second).
     for permit in held {
@@ -151,7 +155,7 @@ async fn fair_waiters_of_a_semaphore_take_permits_in_order_and_together_when_sev
 }
 
 /// `count` permits of semaphore `key` of `count`, taken at once.
-async fn futures_permits(locker: &Locker, key: &str, count: u32) -> Vec<std::sync::Arc<snatch_core::Lease>> {
+async fn permits_of(locker: &Locker, key: &str, count: u32) -> Vec<Arc<Lease>> {
     let mut permits = Vec::new();
     for _ in 0..count {
         let permit = locker.try_acquire_as(key, Holder::Permit(count), &options(10_000, 0)).await.unwrap();
@@ -165,10 +169,7 @@ async fn fair_waiting_works_on_memory() {
     let url = format!("memory://{}", unique_key("fair-memory"));
     let (a, b) = (locker(&url), locker(&url));
     let held = a.try_lock("k", &options(10_000, 0)).await.unwrap().expect("free");
-    let waiting = {
-        let b = b.clone();
-        tokio::spawn(async move { b.lock("k", &fair(10_000, 10_000)).await })
-    };
+    let waiting = wait_fairly(&b, "k", 10_000);
     let impatient = a.lock("k", &fair(10_000, 50)).await.unwrap_err();
     assert_eq!(impatient.code(), "ERR_SNATCH_TIMEOUT");
     assert!(held.release().await.unwrap());
@@ -198,10 +199,7 @@ async fn a_waiter_whose_locker_closes_leaves_the_queue() {
     let (key, mut con) = (unique_key("fair-close"), inspect(&url));
     let lock = format!("snatch:{key}");
     let held = a.try_lock(&key, &options(10_000, 0)).await.unwrap().expect("free");
-    let waiting = {
-        let (b, key) = (b.clone(), key.clone());
-        tokio::spawn(async move { b.lock(&key, &fair(10_000, 30_000)).await })
-    };
+    let waiting = wait_fairly(&b, &key, 30_000);
     until_queued(&mut con, &lock, 1).await;
     b.close().await;
     assert_eq!(waiting.await.unwrap().unwrap_err().code(), "ERR_SNATCH_CLOSED");

@@ -147,8 +147,8 @@ function extraCertificates() {
 }
 
 /**
- * Checks the JS types of LockOptions (and `wait` and `fair` when `canWait`); undefined without options. The native
- * side range-checks the numbers and applies the defaults (autoExtend: true for runs, false for locks).
+ * Checks the JS types of LockOptions; `wait`, and `fair: true`, only when `canWait`. Undefined without options. The
+ * native side range-checks the numbers and applies the defaults (autoExtend: true for runs, false for locks).
  */
 function lockInit(options, { canWait }) {
   if (options === undefined) return undefined
@@ -156,10 +156,10 @@ function lockInit(options, { canWait }) {
   checkType('ttl', o.ttl, 'number')
   checkType('minHold', o.minHold, 'number')
   checkType('autoExtend', o.autoExtend, 'boolean')
+  checkType('fair', o.fair, 'boolean')
   if (canWait) {
     checkType('wait', o.wait, 'number')
-    checkType('fair', o.fair, 'boolean')
-  } else if (o.wait !== undefined || o.fair !== undefined) {
+  } else if (o.wait !== undefined || o.fair) {
     const option = o.wait !== undefined ? 'wait' : 'fair'
     throw invalidArg(TypeError, `this method makes one attempt and takes no ${option} option; use withLock() or lock()`)
   }

@@ -47,8 +47,8 @@ impl Script {
 /// waits for publishes nothing (bench/README.md, profile step 24).
 ///
 /// A fair waiter adds KEYS: the queue and the places ([`crate::keys::LockKeys::queue`]), and ARGV (after `'0'` and
-/// `'1'`): its id and how long its place lasts in ms. It takes the lock only when first in the queue (scripts/queue.lua),
-/// else gets `-2 - ms` until the first one's place would lapse.
+/// `'1'`): its id and how long its place lasts in ms. It takes the lock only when first in the queue
+/// (scripts/queue.lua), else gets `-2 - ms` until the first one's place would lapse.
 pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         acquisition::lua()
@@ -92,8 +92,9 @@ pub const CLUSTER: &str = "1";
 ///
 /// KEYS: lock key, for each lock. ARGV: token, for each lock, then [`CLUSTER`] on a Redis Cluster (the channel to
 /// wake waiters on is derived from the key, as [`crate::keys::LockKeys::channel`], and sharded on a cluster of Redis
-/// 7 or newer: wake.lua), with the id of the lock's first fair waiter, if any, as the message. For each lock 1 when the key was ours, else 0: one integer for one lock, an array of them
-/// for several, where a lock whose work failed has its error. One call for several locks costs Redis less per lock
+/// 7 or newer: wake.lua), with the id of the lock's first fair waiter, if any, as the message. For each lock 1 when
+/// the key was ours, else 0: one integer for one lock, an array of them for several, where a lock whose work failed
+/// has its error. One call for several locks costs Redis less per lock
 /// than a call each (bench/README.md, profile step 19).
 pub static RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(include_str!("scripts/wake.lua"), include_str!("scripts/release.lua")).to_owned())

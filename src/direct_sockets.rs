@@ -1,7 +1,7 @@
 //! The direct sockets of one locker (loop_socket.rs), one per target the core's `Routes` picks: the one server, or
 //! each master of a Redis Cluster, a call going to the master of its key's slot.
 
-use crate::loop_socket::{Handler, LoopSocket};
+use crate::loop_socket::{Handler, LoopSocket, SocketSet};
 use napi::Env;
 use snatch_core::{Call, Locker, RouteSocket, Routes};
 use std::cell::RefCell;
@@ -37,9 +37,10 @@ impl DirectSockets {
         stale: Arc<AtomicBool>,
     ) -> Self {
         let (handler, timeout, opener) = (Rc::new(handler), locker.config().command_timeout, locker.clone());
+        let set = Rc::new(SocketSet::default());
         let routes = Routes::new(locker, runtime, stale, move |target| {
             let handler = handler.clone();
-            LoopSocket::new(env, opener.clone(), target, timeout, Box::new(move |replies| handler(replies)))
+            LoopSocket::new(env, opener.clone(), target, timeout, Box::new(move |replies| handler(replies)), set.clone())
         });
         Self { routes: RefCell::new(routes) }
     }

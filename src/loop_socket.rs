@@ -19,10 +19,10 @@ use snatch_core::protocol::direct::commands::DirectCall;
 use snatch_core::protocol::direct::session::{CallReply, Deadline, DirectSession, NoReply};
 use snatch_core::protocol::direct::target::DirectTarget;
 use snatch_core::{DirectStream, Locker, SnatchError};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io::ErrorKind;
 use std::os::fd::AsRawFd;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,6 +32,65 @@ const REOPEN_AFTER: Duration = Duration::from_secs(1);
 /// Receives replies on the JS thread, inside a handle scope. Calls made meanwhile are sent
 /// together when it returns.
 pub(crate) type Handler<C> = Box<dyn Fn(Vec<(C, CallReply)>)>;
+
+/// The sockets of one locker (a cluster's masters). While one of them hands replies out, the calls made meanwhile go
+/// out on every one of them as on that one ([`DirectSession::push`]: a few at a time), and the rest once the replies
+/// are handed out: a master's replies lead to calls on the others, which would otherwise be written one by one.
+pub(crate) struct SocketSet<C: DirectCall + 'static> {
+    /// How many sockets are handing replies out (nested when a failure's calls are handed out meanwhile).
+    dispatching: Cell<u32>,
+    /// The open sockets.
+    open: RefCell<Vec<Weak<RefCell<State<C>>>>>,
+}
+
+impl<C: DirectCall + 'static> Default for SocketSet<C> {
+    fn default() -> Self {
+        Self { dispatching: Cell::new(0), open: RefCell::new(Vec::new()) }
+    }
+}
+
+impl<C: DirectCall + 'static> SocketSet<C> {
+    /// The open sockets, the closed ones forgotten.
+    fn sockets(&self) -> Vec<Rc<RefCell<State<C>>>> {
+        let mut open = self.open.borrow_mut();
+        open.retain(|socket| socket.strong_count() > 0);
+        open.iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// A socket starts handing replies out: the first to do so has every socket hold its calls.
+    fn begin(&self) {
+        self.dispatching.set(self.dispatching.get() + 1);
+        if self.dispatching.get() == 1 {
+            for socket in self.sockets() {
+                if let Phase::Open(open) = &mut socket.borrow_mut().phase {
+                    open.session.set_dispatching(true);
+                }
+            }
+        }
+    }
+
+    /// A socket handed its replies out: the last to do so has every socket write what it holds, and close if it is
+    /// closing and nothing is in flight any more.
+    fn end(&self) {
+        self.dispatching.set(self.dispatching.get() - 1);
+        if self.dispatching.get() > 0 {
+            return;
+        }
+        for socket in self.sockets() {
+            let mut guard = socket.borrow_mut();
+            let closing = guard.closing;
+            let Phase::Open(open) = &mut guard.phase else { continue };
+            open.session.set_dispatching(false);
+            let (flushed, idle) = (flush(open).is_ok(), open.session.is_idle());
+            drop(guard);
+            if !flushed {
+                fail(&socket, NoReply::Dropped);
+            } else if closing && idle {
+                shut(&socket);
+            }
+        }
+    }
+}
 
 /// The socket of one locker; `C` is what a call carries until its reply. Clones are handles to the same socket.
 pub(crate) struct LoopSocket<C: DirectCall + 'static> {
@@ -55,6 +114,8 @@ struct State<C: DirectCall + 'static> {
     group: bool,
     timeout: Duration,
     handler: Rc<Handler<C>>,
+    /// The locker's sockets, this one among them once open.
+    set: Rc<SocketSet<C>>,
     /// No more calls: the socket closes once the last reply is in, and is not opened again.
     closing: bool,
 }
@@ -86,12 +147,20 @@ struct Open<C: DirectCall + 'static> {
 }
 
 impl<C: DirectCall + 'static> LoopSocket<C> {
-    /// A socket to `target` for calls with `timeout` as deadline, replies going to `handler`. Nothing opens yet.
-    pub(crate) fn new(env: Env, locker: Locker, target: DirectTarget, timeout: Duration, handler: Handler<C>) -> Self {
+    /// A socket to `target` for calls with `timeout` as deadline, replies going to `handler`, one of `set`. Nothing
+    /// opens yet.
+    pub(crate) fn new(
+        env: Env,
+        locker: Locker,
+        target: DirectTarget,
+        timeout: Duration,
+        handler: Handler<C>,
+        set: Rc<SocketSet<C>>,
+    ) -> Self {
         let phase = Phase::Closed { reopen_at: None };
         let group = target == DirectTarget::Server;
         let handler = Rc::new(handler);
-        let state = State { env, locker, phase, target, group, timeout, handler, closing: false };
+        let state = State { env, locker, phase, target, group, timeout, handler, set, closing: false };
         Self { state: Rc::new(RefCell::new(state)) }
     }
 
@@ -120,7 +189,11 @@ impl<C: DirectCall + 'static> LoopSocket<C> {
                 let Some(socket) = opened.lock().expect("opened socket poisoned").take() else { return false };
                 state.phase = match socket {
                     Ok(Some(stream)) => match install(&self.state, &state.env, stream, state.timeout, state.group) {
-                        Some(open) => Phase::Open(open),
+                        Some(mut open) => {
+                            open.session.set_dispatching(state.set.dispatching.get() > 0);
+                            state.set.open.borrow_mut().push(Rc::downgrade(&self.state));
+                            Phase::Open(open)
+                        }
                         None => Phase::Unavailable,
                     },
                     Ok(None) => Phase::Unavailable,
@@ -277,28 +350,16 @@ fn millis(duration: Duration) -> u64 {
     duration.as_millis() as u64
 }
 
-/// Hands `replies` to the handler, then sends what was called meanwhile, and closes the socket if it is closing and
-/// nothing is in flight any more.
+/// Hands `replies` to the handler, then (once no socket of the set hands replies out any more) sends what was called
+/// meanwhile, and closes the sockets that are closing with nothing in flight any more.
 fn dispatch<C: DirectCall + 'static>(state: &Rc<RefCell<State<C>>>, replies: Vec<(C, CallReply)>) {
-    let handler = {
-        let mut guard = state.borrow_mut();
-        if let Phase::Open(open) = &mut guard.phase {
-            open.session.set_dispatching(true);
-        }
-        guard.handler.clone()
+    let (handler, set) = {
+        let guard = state.borrow();
+        (guard.handler.clone(), guard.set.clone())
     };
+    set.begin();
     handler(replies);
-    let mut guard = state.borrow_mut();
-    let closing = guard.closing;
-    let Phase::Open(open) = &mut guard.phase else { return };
-    open.session.set_dispatching(false);
-    let (flushed, idle) = (flush(open).is_ok(), open.session.is_idle());
-    drop(guard);
-    if !flushed {
-        fail(state, NoReply::Dropped);
-    } else if closing && idle {
-        shut(state);
-    }
+    set.end();
 }
 
 /// The socket failed, or a deadline passed (`why`): closes it and hands every call in flight to the handler without a

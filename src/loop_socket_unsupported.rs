@@ -11,6 +11,15 @@ use std::time::Duration;
 /// Receives replies on the JS thread.
 pub(crate) type Handler<C> = Box<dyn Fn(Vec<(C, CallReply)>)>;
 
+/// The sockets of one locker (see loop_socket.rs): none is ever open.
+pub(crate) struct SocketSet<C: 'static>(PhantomData<C>);
+
+impl<C: 'static> Default for SocketSet<C> {
+    fn default() -> Self {
+        Self(PhantomData)
+    }
+}
+
 /// A socket that is never open.
 pub(crate) struct LoopSocket<C: 'static>(PhantomData<C>);
 
@@ -27,6 +36,7 @@ impl<C: 'static> LoopSocket<C> {
         _target: DirectTarget,
         _timeout: Duration,
         _handler: Handler<C>,
+        _set: std::rc::Rc<SocketSet<C>>,
     ) -> Self {
         Self(PhantomData)
     }

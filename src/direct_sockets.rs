@@ -40,7 +40,14 @@ impl DirectSockets {
         let set = Rc::new(SocketSet::default());
         let routes = Routes::new(locker, runtime, stale, move |target| {
             let handler = handler.clone();
-            LoopSocket::new(env, opener.clone(), target, timeout, Box::new(move |replies| handler(replies)), set.clone())
+            LoopSocket::new(
+                env,
+                opener.clone(),
+                target,
+                timeout,
+                Box::new(move |replies| handler(replies)),
+                set.clone(),
+            )
         });
         Self { routes: RefCell::new(routes) }
     }

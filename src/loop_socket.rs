@@ -39,7 +39,7 @@ pub(crate) type Handler<C> = Box<dyn Fn(Vec<(C, CallReply)>)>;
 pub(crate) struct SocketSet<C: DirectCall + 'static> {
     /// How many sockets are handing replies out (nested when a failure's calls are handed out meanwhile).
     dispatching: Cell<u32>,
-    /// The open sockets.
+    /// The sockets that were opened (those closed since are passed over).
     open: RefCell<Vec<Weak<RefCell<State<C>>>>>,
 }
 
@@ -50,7 +50,15 @@ impl<C: DirectCall + 'static> Default for SocketSet<C> {
 }
 
 impl<C: DirectCall + 'static> SocketSet<C> {
-    /// The open sockets, the closed ones forgotten.
+    /// `socket` opened (again: a socket that failed opens again after a while).
+    fn join(&self, socket: &Rc<RefCell<State<C>>>) {
+        let mut open = self.open.borrow_mut();
+        if !open.iter().any(|known| std::ptr::eq(known.as_ptr(), Rc::as_ptr(socket))) {
+            open.push(Rc::downgrade(socket));
+        }
+    }
+
+    /// The sockets, those dropped forgotten.
     fn sockets(&self) -> Vec<Rc<RefCell<State<C>>>> {
         let mut open = self.open.borrow_mut();
         open.retain(|socket| socket.strong_count() > 0);
@@ -191,7 +199,7 @@ impl<C: DirectCall + 'static> LoopSocket<C> {
                     Ok(Some(stream)) => match install(&self.state, &state.env, stream, state.timeout, state.group) {
                         Some(mut open) => {
                             open.session.set_dispatching(state.set.dispatching.get() > 0);
-                            state.set.open.borrow_mut().push(Rc::downgrade(&self.state));
+                            state.set.join(&self.state);
                             Phase::Open(open)
                         }
                         None => Phase::Unavailable,

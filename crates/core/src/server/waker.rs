@@ -147,11 +147,19 @@ impl Waker {
         waiters.get(channel).map_or(0, |queue| queue.waiters.iter().filter(waiting).count())
     }
 
-    /// Closes the subscriber connection, if open (or once a subscription under way is made); no more are opened.
-    pub(crate) fn close(&self) {
+    /// Closes the subscriber connection, if open (or once the subscription or unsubscription under way is done); no
+    /// more are opened.
+    pub(crate) fn close(self: &Arc<Self>) {
         self.closed.store(true, Ordering::SeqCst);
-        if let Ok(mut subscriber) = self.subscriber.try_lock() {
-            subscriber.take();
+        match self.subscriber.try_lock() {
+            Ok(mut subscriber) => drop(subscriber.take()),
+            // A waiter's watch or forget holds it: dropped once that lets go (a forget would not drop it itself).
+            Err(_) => {
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    let waker = self.clone();
+                    runtime.spawn(async move { drop(waker.subscriber.lock().await.take()) });
+                }
+            }
         }
     }
 

@@ -58,7 +58,7 @@ impl<C: DirectCall + 'static> SocketSet<C> {
         }
     }
 
-    /// The sockets, those dropped forgotten.
+    /// The sockets, those dropped forgotten: a copy, as closing one hands its calls out, which may open another.
     fn sockets(&self) -> Vec<Rc<RefCell<State<C>>>> {
         let mut open = self.open.borrow_mut();
         open.retain(|socket| socket.strong_count() > 0);
@@ -69,7 +69,8 @@ impl<C: DirectCall + 'static> SocketSet<C> {
     fn begin(&self) {
         self.dispatching.set(self.dispatching.get() + 1);
         if self.dispatching.get() == 1 {
-            for socket in self.sockets() {
+            // Nothing here hands replies out or opens a socket: the list is read as it is, without a copy.
+            for socket in self.open.borrow().iter().filter_map(Weak::upgrade) {
                 if let Phase::Open(open) = &mut socket.borrow_mut().phase {
                     open.session.set_dispatching(true);
                 }

@@ -121,12 +121,11 @@ impl Waker {
             let mut waiters = waiters.lock().expect("waiters poisoned");
             match (message.kind, message.data.as_slice()) {
                 (PushKind::Message | PushKind::SMessage, [Value::BulkString(channel), sent, ..]) => {
-                    let text = |bytes: &[u8]| std::str::from_utf8(bytes).unwrap_or_default().to_owned();
                     let sent = match sent {
-                        Value::BulkString(sent) => text(sent),
-                        _ => String::new(),
+                        Value::BulkString(sent) => std::str::from_utf8(sent).unwrap_or_default(),
+                        _ => "",
                     };
-                    wake(&waiters, &text(channel), &sent);
+                    wake(&waiters, std::str::from_utf8(channel).unwrap_or_default(), sent);
                 }
                 (PushKind::Disconnection, _) => {
                     dropped.store(true, Ordering::SeqCst);

@@ -97,7 +97,14 @@ pub const CLUSTER: &str = "1";
 /// has its error. One call for several locks costs Redis less per lock
 /// than a call each (bench/README.md, profile step 19).
 pub static RELEASE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(include_str!("scripts/wake.lua"), include_str!("scripts/release.lua")).to_owned())
+    Script::new(
+        concat!(
+            include_str!("scripts/release_unwaited.lua"),
+            include_str!("scripts/wake.lua"),
+            include_str!("scripts/release.lua")
+        )
+        .to_owned(),
+    )
 });
 
 /// What Redis holds for a lock: `inspect`, for dashboards and debugging.

@@ -1,7 +1,7 @@
--- Release locks (see scripts.rs; wake.lua comes first): lock n's key is KEYS[n] and its token ARGV[n], and
--- ARGV[#KEYS + 1] is '1' on a Redis Cluster. A call for one lock answers 1 or 0;
--- a call for several an array of them, in order, where a lock whose work failed (say, its key holds another type) has
--- its error and the others are done all the same.
+-- Release locks (see scripts.rs; release_unwaited.lua and wake.lua come first): lock n's key is KEYS[n] and its
+-- token ARGV[n], and ARGV[#KEYS + 1] is '1' on a Redis Cluster. A call for one lock answers 1 or 0; a call for
+-- several an array of them, in order, where a lock whose work failed (say, its key holds another type) has its error
+-- and the others are done all the same.
 local function one(n)
   local lock, token = KEYS[n], ARGV[n]
   local held = redis.call('GET', lock)

@@ -5,17 +5,19 @@
 //! time, never safety: a transaction that finds a new counter is followed by the acquire script (see
 //! [`crate::acquisition::Acquired::NewCounter`]).
 
+use crate::keys;
 use rustc_hash::FxHasher;
 use std::hash::Hasher;
 
-/// How many counters [`RecentCounters`] remembers at most (a power of two).
-pub const REMEMBERED: usize = 8192;
+/// How many counters [`RecentCounters`] remembers at most: one per cluster slot.
+pub const REMEMBERED: usize = keys::SLOTS as usize;
 
-/// The counters counted up lately: a fixed table of their names' hashes (64 KiB), in which a counter takes the slot of
-/// its hash, displacing whichever counter had it.
+/// The counters counted up lately: a fixed table (64 KiB) of a fingerprint of their names, in which a counter takes
+/// the entry of its cluster slot, displacing whichever counter had it. A locker's locks share one counter per slot
+/// (keys.rs), so on a cluster, where new keys spread over every slot, the table holds all of their counters at once.
 #[derive(Debug)]
 pub struct RecentCounters {
-    slots: Box<[u64]>,
+    slots: Box<[u32]>,
 }
 
 impl Default for RecentCounters {
@@ -29,13 +31,11 @@ impl RecentCounters {
     pub fn note(&mut self, counter: &str) -> bool {
         let mut hasher = FxHasher::default();
         hasher.write(counter.as_bytes());
-        // Never 0, which marks an empty slot.
-        let hash = hasher.finish() | 1;
-        // Fibonacci hashing: the top bits of the product, well mixed whatever the key.
-        let slot =
-            &mut self.slots[(hash.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - REMEMBERED.trailing_zeros())) as usize];
-        let seen = *slot == hash;
-        *slot = hash;
+        // The top bits, well mixed; never 0, which marks an empty entry.
+        let fingerprint = (hasher.finish() >> 32) as u32 | 1;
+        let entry = &mut self.slots[usize::from(keys::slot(counter))];
+        let seen = *entry == fingerprint;
+        *entry = fingerprint;
         seen
     }
 }
@@ -71,5 +71,17 @@ mod tests {
         }
         let seen = working.iter().filter(|key| recent.note(key)).count();
         assert!(seen >= 450, "{seen} of 500");
+    }
+
+    #[test]
+    fn it_remembers_the_counter_of_every_slot_of_a_cluster() {
+        // New keys on a cluster: each lock counts up its prefix's counter in its slot (keys.rs), all 16,384 of them.
+        let counters: Vec<String> =
+            (0..100_000).map(|n| keys::LockKeys::new("snatch:", &format!("order:{n}"), true).unwrap().fence).collect();
+        let mut recent = RecentCounters::default();
+        for counter in &counters {
+            recent.note(counter);
+        }
+        assert!(counters.iter().all(|counter| recent.note(counter)));
     }
 }

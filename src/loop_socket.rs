@@ -79,20 +79,24 @@ impl<C: DirectCall + 'static> SocketSet<C> {
     }
 
     /// A socket handed its replies out: the last to do so has every socket write what it holds, and close if it is
-    /// closing and nothing is in flight any more.
+    /// closing and nothing is in flight any more. With several sockets (a cluster's masters), they write once the
+    /// loop has handled what its poll found: the other sockets' replies lead to more calls, written with these.
     fn end(&self) {
         self.dispatching.set(self.dispatching.get() - 1);
         if self.dispatching.get() > 0 {
             return;
         }
-        for socket in self.sockets() {
+        let sockets = self.sockets();
+        let later = sockets.len() > 1;
+        for socket in sockets {
             let mut guard = socket.borrow_mut();
             let closing = guard.closing;
             let Phase::Open(open) = &mut guard.phase else { continue };
             open.session.set_dispatching(false);
-            let (flushed, idle) = (flush(open).is_ok(), open.session.is_idle());
+            let written = if later { open.watch.check() } else { flush(open).is_ok() };
+            let idle = open.session.is_idle();
             drop(guard);
-            if !flushed {
+            if !written {
                 fail(&socket, NoReply::Dropped);
             } else if closing && idle {
                 shut(&socket);
@@ -320,6 +324,17 @@ impl<C: DirectCall + 'static> Watcher for RefCell<State<C>> {
         };
         if let Some(why) = failed {
             fail(state, why);
+        }
+    }
+
+    /// The loop handled what its poll found: writes what the socket holds.
+    fn checked(state: &Rc<Self>) {
+        let flushed = match &mut state.borrow_mut().phase {
+            Phase::Open(open) => flush(open).is_ok(),
+            _ => true,
+        };
+        if !flushed {
+            fail(state, NoReply::Dropped);
         }
     }
 

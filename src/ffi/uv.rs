@@ -30,6 +30,9 @@ const UV_WRITABLE: c_int = 2;
 /// Bytes allocated for a libuv handle (a poll or timer handle is about 160; checked in [`libuv`]).
 const HANDLE_BYTES: usize = 512;
 
+/// The handles of a [`LoopWatch`]: its poll, timer and check.
+const HANDLES: usize = 3;
+
 type PollCallback = extern "C" fn(*mut UvHandle, c_int, c_int);
 type HandleCallback = extern "C" fn(*mut UvHandle);
 
@@ -41,6 +44,9 @@ type PollInitSocket = unsafe extern "C" fn(*mut sys::uv_loop_s, *mut UvHandle, c
 type PollStart = unsafe extern "C" fn(*mut UvHandle, c_int, PollCallback) -> c_int;
 type TimerInit = unsafe extern "C" fn(*mut sys::uv_loop_s, *mut UvHandle) -> c_int;
 type TimerStart = unsafe extern "C" fn(*mut UvHandle, HandleCallback, u64, u64) -> c_int;
+type CheckInit = unsafe extern "C" fn(*mut sys::uv_loop_s, *mut UvHandle) -> c_int;
+type CheckStart = unsafe extern "C" fn(*mut UvHandle, HandleCallback) -> c_int;
+type CheckStop = unsafe extern "C" fn(*mut UvHandle) -> c_int;
 type Unref = unsafe extern "C" fn(*mut UvHandle);
 type Close = unsafe extern "C" fn(*mut UvHandle, HandleCallback);
 
@@ -50,6 +56,9 @@ struct Libuv {
     poll_start: PollStart,
     timer_init: TimerInit,
     timer_start: TimerStart,
+    check_init: CheckInit,
+    check_start: CheckStart,
+    check_stop: CheckStop,
     unref: Unref,
     close: Close,
 }
@@ -70,7 +79,7 @@ fn libuv() -> Option<&'static Libuv> {
 }
 
 /// Looks the functions up in the running process and checks its libuv: 1.x from 1.19 on (1.x keeps its ABI; 1.19
-/// added `uv_handle_type_name`), with handle types named "poll" and "timer" that fit in [`HANDLE_BYTES`].
+/// added `uv_handle_type_name`), with handle types named "poll", "timer" and "check" that fit in [`HANDLE_BYTES`].
 fn look_up() -> Result<Libuv, String> {
     let process = libloading::os::unix::Library::this();
     macro_rules! function {
@@ -113,11 +122,15 @@ fn look_up() -> Result<Libuv, String> {
     };
     named(c"poll")?;
     named(c"timer")?;
+    named(c"check")?;
     Ok(Libuv {
         poll_init_socket: function!("uv_poll_init_socket" as PollInitSocket),
         poll_start: function!("uv_poll_start" as PollStart),
         timer_init: function!("uv_timer_init" as TimerInit),
         timer_start: function!("uv_timer_start" as TimerStart),
+        check_init: function!("uv_check_init" as CheckInit),
+        check_start: function!("uv_check_start" as CheckStart),
+        check_stop: function!("uv_check_stop" as CheckStop),
         unref: function!("uv_unref" as Unref),
         close: function!("uv_close" as Close),
     })
@@ -129,17 +142,20 @@ pub(crate) trait Watcher: 'static {
     fn polled(this: &Rc<Self>, failed: bool, readable: bool, writable: bool);
     /// The timer fired.
     fn timer(this: &Rc<Self>);
+    /// The loop finished polling, after [`LoopWatch::check`].
+    fn checked(this: &Rc<Self>);
     /// The JS environment is being torn down: the watch must be closed (dropped).
     fn torn_down(this: &Rc<Self>);
 }
 
-/// A socket polled, and a timer, on node's event loop, for a watcher: unreferenced (they do not keep the loop alive),
-/// and closed when dropped. The watcher is kept alive until both handles are closed, and hears of the JS environment's
-/// teardown, which waits for that.
+/// A socket polled, a timer, and a check (a call once the loop has handled what its poll found), on node's event loop,
+/// for a watcher: unreferenced (they do not keep the loop alive), and closed when dropped. The watcher is kept alive
+/// until the handles are closed, and hears of the JS environment's teardown, which waits for that.
 pub(crate) struct LoopWatch<W: Watcher> {
     libuv: &'static Libuv,
     poll: *mut UvHandle,
     timer: *mut UvHandle,
+    check: *mut UvHandle,
     /// The registration that has the watcher close the watch when the JS environment is torn down, and its count of
     /// the watcher.
     cleanup: sys::napi_async_cleanup_hook_handle,
@@ -154,12 +170,16 @@ impl<W: Watcher> LoopWatch<W> {
     pub(crate) fn install(env: &Env, fd: RawFd, watcher: &Rc<W>) -> Option<Self> {
         let libuv = libuv()?;
         let event_loop = env.get_uv_event_loop().ok().filter(|l| !l.is_null())?;
-        let poll = new_handle()?;
-        let Some(timer) = new_handle() else {
-            // SAFETY: allocated just above and not initialized.
-            unsafe { free_handle(poll) };
-            return None;
-        };
+        let mut handles = [ptr::null_mut(); HANDLES];
+        for n in 0..HANDLES {
+            let Some(handle) = new_handle() else {
+                // SAFETY: allocated just above and not initialized.
+                handles[..n].iter().for_each(|handle| unsafe { free_handle(*handle) });
+                return None;
+            };
+            handles[n] = handle;
+        }
+        let [poll, timer, check] = handles;
         let (mut cleanup, arg): (_, *mut c_void) = (ptr::null_mut(), Rc::into_raw(watcher.clone()).cast_mut().cast());
         // The handles are freed by their close callback once initialized. Each keeps a count of the watcher in its
         // data field, and the cleanup hook another, until it is closed (`drop`, `on_closed`); on a failure here no
@@ -167,33 +187,31 @@ impl<W: Watcher> LoopWatch<W> {
         // SAFETY: on the loop's thread (the JS thread of `env`), with handles of at least libuv's size (`libuv`),
         // zeroed, and used as above.
         unsafe {
-            if (libuv.poll_init_socket)(event_loop, poll, fd) != 0 {
+            let initialized = [
+                (libuv.poll_init_socket)(event_loop, poll, fd) == 0,
+                (libuv.timer_init)(event_loop, timer) == 0,
+                (libuv.check_init)(event_loop, check) == 0,
+            ];
+            let started = initialized.iter().all(|ok| *ok)
+                && (libuv.poll_start)(poll, UV_READABLE, on_poll::<W>) == 0
+                && sys::napi_add_async_cleanup_hook(env.raw(), Some(on_teardown::<W>), arg, &mut cleanup)
+                    == sys::Status::napi_ok;
+            if !started {
                 drop(Rc::from_raw(arg as *const W));
-                free_handle(poll);
-                free_handle(timer);
+                for (handle, initialized) in handles.into_iter().zip(initialized) {
+                    match initialized {
+                        true => (libuv.close)(handle, on_abandoned),
+                        false => free_handle(handle),
+                    }
+                }
                 return None;
             }
-            if (libuv.timer_init)(event_loop, timer) != 0 {
-                drop(Rc::from_raw(arg as *const W));
-                (libuv.close)(poll, on_abandoned);
-                free_handle(timer);
-                return None;
-            }
-            if (libuv.poll_start)(poll, UV_READABLE, on_poll::<W>) != 0
-                || sys::napi_add_async_cleanup_hook(env.raw(), Some(on_teardown::<W>), arg, &mut cleanup)
-                    != sys::Status::napi_ok
-            {
-                drop(Rc::from_raw(arg as *const W));
-                (libuv.close)(poll, on_abandoned);
-                (libuv.close)(timer, on_abandoned);
-                return None;
-            }
-            for handle in [poll, timer] {
+            for handle in handles {
                 (*handle).data = Rc::into_raw(watcher.clone()).cast_mut().cast();
                 (libuv.unref)(handle);
             }
         }
-        Some(Self { libuv, poll, timer, cleanup, cleanup_arg: arg, watcher: PhantomData })
+        Some(Self { libuv, poll, timer, check, cleanup, cleanup_arg: arg, watcher: PhantomData })
     }
 
     /// Polls the socket for readability, and for writability too when `writable`; false when libuv refuses.
@@ -210,22 +228,30 @@ impl<W: Watcher> LoopWatch<W> {
         // expects.
         unsafe { (self.libuv.timer_start)(self.timer, on_timer::<W>, ms, 0) == 0 }
     }
+
+    /// Has the watcher's `checked` called once the loop has handled what its poll found (at once if it is past
+    /// that); false when libuv refuses.
+    pub(crate) fn check(&self) -> bool {
+        // SAFETY: as for `poll`; the check is open while the watch is, its data the watcher's, which `on_check::<W>`
+        // expects. Starting a started check does nothing.
+        unsafe { (self.libuv.check_start)(self.check, on_check::<W>) == 0 }
+    }
 }
 
 impl<W: Watcher> Drop for LoopWatch<W> {
-    /// Closes both handles; the second close callback frees what they shared and removes the cleanup hook.
+    /// Closes the handles; the last close callback frees what they shared and removes the cleanup hook.
     fn drop(&mut self) {
         let closing = Box::into_raw(Box::new(Closing {
-            handles: 2,
+            handles: HANDLES as u8,
             cleanup: self.cleanup,
             cleanup_arg: self.cleanup_arg,
             release: release::<W>,
         }));
         // SAFETY: on the loop's thread; the handles are open (the watch is), their data the counts of the watcher that
-        // `install` leaked. Each gives up its count and points to `closing` instead, which the second close callback
-        // frees; closing stops them at once, so no poll or timer callback reads the data after this.
+        // `install` leaked. Each gives up its count and points to `closing` instead, which the last close callback
+        // frees; closing stops them at once, so no callback of theirs reads the data after this.
         unsafe {
-            for handle in [self.poll, self.timer] {
+            for handle in [self.poll, self.timer, self.check] {
                 drop(Rc::from_raw((*handle).data as *const W));
                 (*handle).data = closing.cast();
                 (self.libuv.close)(handle, on_closed);
@@ -234,7 +260,7 @@ impl<W: Watcher> Drop for LoopWatch<W> {
     }
 }
 
-/// The handles of a watch being closed, and its cleanup hook, removed once both are closed.
+/// The handles of a watch being closed, and its cleanup hook, removed once all are closed.
 struct Closing {
     handles: u8,
     cleanup: sys::napi_async_cleanup_hook_handle,
@@ -299,10 +325,22 @@ extern "C" fn on_timer<W: Watcher>(handle: *mut UvHandle) {
     W::timer(&watcher);
 }
 
-/// libuv closed a handle: frees it, and once both are, gives up the hook's count and removes the cleanup hook.
+/// Stops the check (it runs once per [`LoopWatch::check`]) and tells the watcher.
+extern "C" fn on_check<W: Watcher>(handle: *mut UvHandle) {
+    // SAFETY: as for `on_poll`, for the check; stopping a check in its own callback is allowed.
+    let watcher = unsafe {
+        if let Some(libuv) = libuv() {
+            (libuv.check_stop)(handle);
+        }
+        watcher_of::<W>(handle)
+    };
+    W::checked(&watcher);
+}
+
+/// libuv closed a handle: frees it, and once all are, gives up the hook's count and removes the cleanup hook.
 extern "C" fn on_closed(handle: *mut UvHandle) {
     // SAFETY: on the loop's thread. `drop` set the data (the first field, see `UvHandle`) to its `Closing`, shared by
-    // the two handles and freed by the second callback; the handle is closed, a block of `new_handle` that nothing
+    // the handles and freed by the last callback; the handle is closed, a block of `new_handle` that nothing
     // refers to any more. The cleanup arg is the count of the watcher that `install` leaked for the hook.
     unsafe {
         let closing = (*handle).data.cast::<Closing>();

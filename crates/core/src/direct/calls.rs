@@ -56,6 +56,8 @@ pub struct DirectAcquire {
     way: Way,
     /// Whether its command was encoded once already.
     sent: bool,
+    /// The lock's cluster slot on a cluster (0 on a single server, where nothing goes by slot).
+    slot: u16,
 }
 
 impl std::fmt::Debug for DirectAcquire {
@@ -73,8 +75,10 @@ impl DirectAcquire {
         if locker.direct_node().is_none() || !options.wait.is_zero() || options.fair {
             return Ok(None);
         }
+        let slot = if locker.one_slot() { keys.slot() } else { 0 };
         Ok(Some(Self {
             locker: locker.clone(),
+            slot,
             keys,
             owner: locker.new_owner(),
             ttl: locker.lease_ttl(options),
@@ -163,9 +167,10 @@ impl DirectAcquire {
         &self.keys.key
     }
 
-    /// The cluster slot of the lock (which master of a cluster the call goes to).
+    /// The cluster slot of the lock on a cluster, which master the call goes to and the slot of its fence counter (0 on
+    /// a single server).
     pub fn slot(&self) -> u16 {
-        self.keys.slot()
+        self.slot
     }
 
     /// Makes the attempt on the locker's own connection, with the same token.

@@ -319,7 +319,7 @@ impl Runner {
         out: &mut Output,
     ) -> Result<(), SnatchError> {
         if let Some(mut attempt) = DirectAcquire::new(&self.locker, key, options)? {
-            if !self.recent.note(attempt.counter()) {
+            if !self.recent.note(attempt.counter(), attempt.slot()) {
                 attempt.maybe_new();
             }
             let busy = self.locker.enter()?;

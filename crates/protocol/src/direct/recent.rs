@@ -28,12 +28,14 @@ impl Default for RecentCounters {
 
 impl RecentCounters {
     /// Notes that `counter` (its Redis name) is being counted up; whether it was lately (it then most likely exists).
-    pub fn note(&mut self, counter: &str) -> bool {
+    /// `slot` is the counter's cluster slot on a cluster, where a locker's locks count up one counter per slot; on a
+    /// single server, where they count up one, any (say 0: no slot to compute for each call).
+    pub fn note(&mut self, counter: &str, slot: u16) -> bool {
         let mut hasher = FxHasher::default();
         hasher.write(counter.as_bytes());
         // The top bits, well mixed; never 0, which marks an empty entry.
         let fingerprint = (hasher.finish() >> 32) as u32 | 1;
-        let entry = &mut self.slots[usize::from(keys::slot(counter))];
+        let entry = &mut self.slots[usize::from(slot % keys::SLOTS)];
         let seen = *entry == fingerprint;
         *entry = fingerprint;
         seen
@@ -44,13 +46,18 @@ impl RecentCounters {
 mod tests {
     use super::*;
 
+    /// Notes `counter` in the entry of its cluster slot.
+    fn note(recent: &mut RecentCounters, counter: &str) -> bool {
+        recent.note(counter, keys::slot(counter))
+    }
+
     #[test]
     fn a_counter_is_new_once_then_remembered() {
         let mut recent = RecentCounters::default();
-        assert!(!recent.note("snatch:a"));
-        assert!(recent.note("snatch:a"));
-        assert!(!recent.note("snatch:b"));
-        assert!(recent.note("snatch:a"), "another counter in another slot leaves it");
+        assert!(!note(&mut recent, "snatch:a"));
+        assert!(note(&mut recent, "snatch:a"));
+        assert!(!note(&mut recent, "snatch:b"));
+        assert!(note(&mut recent, "snatch:a"), "another counter in another slot leaves it");
     }
 
     #[test]
@@ -58,18 +65,18 @@ mod tests {
         let mut recent = RecentCounters::default();
         let keys: Vec<String> = (0..4 * REMEMBERED).map(|n| format!("k{n}")).collect();
         for key in &keys {
-            recent.note(key);
+            note(&mut recent, key);
         }
-        let remembered = keys.iter().filter(|key| recent.note(key)).count();
+        let remembered = keys.iter().filter(|key| note(&mut recent, key)).count();
         assert!(remembered < REMEMBERED, "{remembered}");
         // A working set of a few hundred counters is mostly remembered (each pair of counters that share a slot
         // misses twice here: about 30 of 500).
         let mut recent = RecentCounters::default();
         let working: Vec<String> = (0..500).map(|n| format!("w{n}")).collect();
         for key in &working {
-            recent.note(key);
+            note(&mut recent, key);
         }
-        let seen = working.iter().filter(|key| recent.note(key)).count();
+        let seen = working.iter().filter(|key| note(&mut recent, key)).count();
         assert!(seen >= 450, "{seen} of 500");
     }
 
@@ -80,8 +87,8 @@ mod tests {
             (0..100_000).map(|n| keys::LockKeys::new("snatch:", &format!("order:{n}"), true).unwrap().fence).collect();
         let mut recent = RecentCounters::default();
         for counter in &counters {
-            recent.note(counter);
+            note(&mut recent, counter);
         }
-        assert!(counters.iter().all(|counter| recent.note(counter)));
+        assert!(counters.iter().all(|counter| note(&mut recent, counter)));
     }
 }

@@ -19,6 +19,9 @@ pub struct LockKeys {
     pub fence: String,
     /// What `lock` holds, which decides the scripts that take, extend and release it.
     pub kind: Kind,
+    /// The lock's cluster slot, computed once when the names are made for a cluster (`one_slot`), where each call
+    /// on the lock needs it (its master, its counter); `None` on a single server, which needs none.
+    slot: Option<u16>,
 }
 
 /// What a [`LockKeys`]'s `lock` holds.
@@ -50,8 +53,9 @@ impl LockKeys {
     /// like `{app}:`).
     pub fn new(prefix: &str, key: &str, one_slot: bool) -> Result<Self, SnatchError> {
         let lock = lock_name(prefix, key, one_slot)?;
-        let fence = prefix_counter(prefix, &lock, one_slot).unwrap_or_else(|| companion(&lock, one_slot, "fence"));
-        Ok(Self { key: key.to_owned(), fence, lock, kind: Kind::Lock })
+        let slot = one_slot.then(|| slot(&lock));
+        let fence = prefix_counter(prefix, slot).unwrap_or_else(|| companion(&lock, one_slot, "fence"));
+        Ok(Self { key: key.to_owned(), fence, lock, kind: Kind::Lock, slot })
     }
 
     /// The names of semaphore `key` of `limit` holders, as [`LockKeys::new`] derives a lock's (a lock and a semaphore
@@ -63,7 +67,8 @@ impl LockKeys {
         }
         let lock = lock_name(prefix, key, one_slot)?;
         let fence = companion(&lock, one_slot, "fence");
-        Ok(Self { key: key.to_owned(), fence, lock, kind: Kind::Semaphore(limit) })
+        let slot = one_slot.then(|| slot(&lock));
+        Ok(Self { key: key.to_owned(), fence, lock, kind: Kind::Semaphore(limit), slot })
     }
 
     /// The names of a read lock (or with `write` the write lock) of read-write lock `key`: its readers are
@@ -91,6 +96,7 @@ impl LockKeys {
             fence: run.fence.clone(),
             lock: run.beside(attempt, one_slot),
             kind: Kind::Lock,
+            slot: one_slot.then(|| run.slot()),
         }
     }
 
@@ -118,9 +124,10 @@ impl LockKeys {
         [self.companion("queue", one_slot), self.companion("places", one_slot)]
     }
 
-    /// The cluster slot of the lock (which master of a cluster a call on it goes to).
+    /// The cluster slot of the lock (which master of a cluster a call on it goes to): computed when the names were
+    /// made for a cluster, else now.
     pub fn slot(&self) -> u16 {
-        slot(&self.lock)
+        self.slot.unwrap_or_else(|| slot(&self.lock))
     }
 
     /// The pub/sub channel on which a release wakes waiters, `{prefix + key}:released` (see [`LockKeys::companion`]: on a
@@ -164,23 +171,23 @@ fn companion(lock: &str, one_slot: bool, suffix: &str) -> String {
     }
 }
 
-/// The fence counter of every lock under `prefix` that hashes to `lock`'s slot: `{prefix}:fence` on a single Redis;
-/// on a cluster (`one_slot`) `prefix:fence` when the prefix has a hash tag of its own (every lock under it hashes to
-/// that tag's slot), else `{prefix<tag>}:fence`, where `<tag>` makes it hash to `lock`'s slot ([`slot_suffix`]).
+/// The fence counter of every lock under `prefix` that hashes to the lock's slot: `{prefix}:fence` on a single Redis
+/// (`slot` is `None`); on a cluster `prefix:fence` when the prefix has a hash tag of its own (every lock under it
+/// hashes to that tag's slot), else `{prefix<tag>}:fence`, where `<tag>` makes it hash to `slot` ([`slot_suffix`]).
 /// Each of these names begins with the prefix or with `{` and the prefix, as a counter always did (the ACL rules of
 /// the README). `None` for a cluster prefix with an unpaired brace, which no such name can follow: its locks keep
 /// counters of their own.
-fn prefix_counter(prefix: &str, lock: &str, one_slot: bool) -> Option<String> {
-    if !one_slot {
+fn prefix_counter(prefix: &str, slot: Option<u16>) -> Option<String> {
+    let Some(slot) = slot else {
         return Some(["{", prefix, "}:fence"].concat());
-    }
+    };
     if has_hash_tag(prefix) {
         return Some([prefix, ":fence"].concat());
     }
     if prefix.contains(['{', '}']) {
         return None;
     }
-    Some(["{", prefix, slot_suffix(prefix, slot(lock)), "}:fence"].concat())
+    Some(["{", prefix, slot_suffix(prefix, slot), "}:fence"].concat())
 }
 
 /// Letters of [`SUFFIX_LEN`] to end `prefix` with so that it hashes to `slot`. CRC16 (XMODEM) is linear with a zero
@@ -282,6 +289,14 @@ mod tests {
             assert_eq!(slot(&run.limit_key(true)), slot(&run.lock), "{prefix}{key}: {}", run.limit_key(true));
             let claim = LockKeys::occurrence(&run, "1700000000000", true);
             assert_eq!(slot(&claim.lock), slot(&run.lock), "{prefix}{key}: {}", claim.lock);
+            // The slot kept with the names is the lock key's, for a semaphore, a claim and a write lock too.
+            let semaphore = LockKeys::semaphore(prefix, key, 2, true).unwrap();
+            let write = LockKeys::read_write(prefix, key, true, true).unwrap();
+            for (keys, lock) in
+                [(&run, &run.lock), (&semaphore, &semaphore.lock), (&claim, &claim.lock), (&write, &write.lock)]
+            {
+                assert_eq!(keys.slot, Some(slot(lock)), "{prefix}{key}: {lock}");
+            }
             assert_ne!(claim.lock, run.lock);
             assert_eq!(claim.fence, run.fence);
         }

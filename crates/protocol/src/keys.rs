@@ -184,7 +184,8 @@ fn prefix_counter(prefix: &str, slot: Option<u16>) -> Option<String> {
     if has_hash_tag(prefix) {
         return Some([prefix, ":fence"].concat());
     }
-    if prefix.contains(['{', '}']) {
+    // Bytes rather than chars: a search for either of two chars decodes every char.
+    if prefix.bytes().any(|b| b == b'{' || b == b'}') {
         return None;
     }
     Some(["{", prefix, slot_suffix(prefix, slot), "}:fence"].concat())
@@ -192,16 +193,17 @@ fn prefix_counter(prefix: &str, slot: Option<u16>) -> Option<String> {
 
 /// Letters of [`SUFFIX_LEN`] to end `prefix` with so that it hashes to `slot`. CRC16 (XMODEM) is linear with a zero
 /// start, so the CRC of `prefix + suffix` is that of `prefix` followed by as many zero bytes, XOR that of `suffix`: a
-/// table of one suffix for each CRC's low 14 bits (the slot) serves every prefix.
+/// table of one suffix for each CRC's low 14 bits (the slot) serves every prefix. The table holds the letters
+/// themselves (64 KiB), so that a lookup on a cluster, where new keys fall in any slot, is one load.
 fn slot_suffix(prefix: &str, slot: u16) -> &'static str {
-    static SUFFIXES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    static SUFFIXES: std::sync::OnceLock<Box<[[u8; SUFFIX_LEN]]>> = std::sync::OnceLock::new();
     let suffixes = SUFFIXES.get_or_init(|| {
-        let mut table = vec![String::new(); usize::from(SLOTS)];
+        let mut table = vec![[0; SUFFIX_LEN]; usize::from(SLOTS)].into_boxed_slice();
         // Every string of SUFFIX_LEN letters from '@' to 'O' (0x40–0x4F): a CRC's low 14 bits of each of 16^4.
         for n in 0..16u32.pow(SUFFIX_LEN as u32) {
-            let suffix: String = (0..SUFFIX_LEN).map(|i| char::from(b'@' + ((n >> (4 * i)) & 15) as u8)).collect();
-            let entry = &mut table[usize::from(crc16(suffix.as_bytes()) % SLOTS)];
-            if entry.is_empty() {
+            let suffix: [u8; SUFFIX_LEN] = std::array::from_fn(|i| b'@' + ((n >> (4 * i)) & 15) as u8);
+            let entry = &mut table[usize::from(crc16(&suffix) % SLOTS)];
+            if entry[0] == 0 {
                 *entry = suffix;
             }
         }
@@ -210,7 +212,7 @@ fn slot_suffix(prefix: &str, slot: u16) -> &'static str {
     let mut padded = crc16::State::<crc16::XMODEM>::new();
     padded.update(prefix.as_bytes());
     padded.update(&[0; SUFFIX_LEN]);
-    &suffixes[usize::from((padded.get() ^ slot) % SLOTS)]
+    std::str::from_utf8(&suffixes[usize::from((padded.get() ^ slot) % SLOTS)]).expect("letters")
 }
 
 /// How many letters [`slot_suffix`] adds.

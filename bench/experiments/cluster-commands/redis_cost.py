@@ -107,7 +107,7 @@ def cycles(variant, round_, n):
         elif variant == 'script':
             out += [command('EVALSHA', sha(TAKE), 2, lock, counter(lock), token, 30000, 60000),
                     command('EVALSHA', sha(RELEASE), 1, lock, token, 1)]
-        elif group > 1 or variant == 'xs1':
+        elif variant.startswith('xs'):
             takes = [word for lock, token in locks for word in (lock, counter(lock), token)]
             releases = [word for lock, token in locks for word in (lock, token)]
             out += [command('EVALSHA', sha(CROSS_TAKE), 0, *takes),
@@ -115,6 +115,8 @@ def cycles(variant, round_, n):
         elif variant == 'raw':
             out += [command('SET', lock, token, 'NX', 'PX', 30000),
                     command('EVALSHA', sha(RAW_RELEASE), 1, lock, token)]
+        else:
+            sys.exit('unknown variant: %s (see the usage at the top of this file)' % variant)
     return ''.join(out).encode()
 
 

@@ -27,7 +27,7 @@ struct UvHandle {
 const UV_READABLE: c_int = 1;
 const UV_WRITABLE: c_int = 2;
 
-/// Bytes allocated for a libuv handle (a poll or timer handle is about 160; checked in [`libuv`]).
+/// Bytes allocated for a libuv handle (a poll, timer or check handle is at most about 160; checked in [`libuv`]).
 const HANDLE_BYTES: usize = 512;
 
 /// The handles of a [`LoopWatch`]: its poll, timer and check.

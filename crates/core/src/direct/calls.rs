@@ -56,8 +56,6 @@ pub struct DirectAcquire {
     way: Way,
     /// Whether its command was encoded once already.
     sent: bool,
-    /// The lock's cluster slot on a cluster (0 on a single server, where nothing goes by slot).
-    slot: u16,
 }
 
 impl std::fmt::Debug for DirectAcquire {
@@ -75,10 +73,8 @@ impl DirectAcquire {
         if locker.direct_node().is_none() || !options.wait.is_zero() || options.fair {
             return Ok(None);
         }
-        let slot = if locker.one_slot() { keys.slot() } else { 0 };
         Ok(Some(Self {
             locker: locker.clone(),
-            slot,
             keys,
             owner: locker.new_owner(),
             ttl: locker.lease_ttl(options),
@@ -170,7 +166,7 @@ impl DirectAcquire {
     /// The cluster slot of the lock on a cluster, which master the call goes to and the slot of its fence counter (0 on
     /// a single server).
     pub fn slot(&self) -> u16 {
-        self.slot
+        self.keys.cluster_slot().unwrap_or(0)
     }
 
     /// Makes the attempt on the locker's own connection, with the same token.

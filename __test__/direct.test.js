@@ -236,7 +236,7 @@ test('tryLocks made in one turn share one transaction; a key holding another typ
     uniqueKey(`direct-batch-${name}`),
   )
   await redisCommand(server.url, 'HSET', `snatch:${wrongType}`, 'field', 'value')
-  // Each key acquired lately (a key's first acquisition gives its counter a floor, in a transaction of that kind).
+  // The prefix's counter exists (a transaction that found it new would go again by the acquire script).
   for (const key of [first, second, before]) await (await locker.tryLock(key)).release()
   await settle(locker.tryLock(wrongType))
   const [transactions, scripts] = await Promise.all(['exec', 'evalsha'].map((c) => commandCalls(server.url, c)))
@@ -269,8 +269,8 @@ test('keys locked for the first time take one transaction each, no script; the c
   expect(await commandCalls(server.url, 'exec')).toBe(transactions + keys.length)
   expect(await commandCalls(server.url, 'evalsha')).toBe(scripts)
   const after = await serverMicros(server.url)
-  // The prefix's counter (new on this server a moment ago, at the warm-up's task) started from the server's clock
-  // as the socket read it when it opened, plus the time since (counted 0.1% slow); each key counts it up by one.
+  // The prefix's counter (new on this server a moment ago, at the warm-up's task, whose transaction found it new and
+  // went again by the acquire script) started from the server's clock; each key counts it up by one.
   expect(locks[0].fence).toBeGreaterThan(before - 5_000_000n)
   expect(locks.at(-1).fence).toBeLessThanOrEqual(after)
   for (const [i, lock] of locks.entries()) {
@@ -279,7 +279,7 @@ test('keys locked for the first time take one transaction each, no script; the c
   }
 })
 
-test("fences rise across a counter's expiry, whichever way its new counter starts", async () => {
+test("fences rise across a counter's expiry, for a new locker and for one that counted it up lately", async () => {
   const key = uniqueKey('direct-expiring-counter')
   // A prefix of its own, whose counter only this test's lockers count up (and keep 30 ms).
   const prefix = `${key}:`
@@ -287,9 +287,8 @@ test("fences rise across a counter's expiry, whichever way its new counter start
     while ((await redisCommand(server.url, 'EXISTS', `{${prefix}}:fence`)) === 1) await sleep(5)
   }
   const fences = []
-  // Each round a new locker (one at a time, each on its direct socket), once the counter expired: its first
-  // acquisition of the key gives the counter a floor in the transaction; its second, the counter expired again,
-  // finds none (it was counted up lately) and goes again by the acquire script.
+  // Each round a new locker (one at a time, each on its direct socket), twice once the counter expired: each time its
+  // transaction finds the counter new and goes again by the acquire script, which starts it from the server's clock.
   for (let round = 0; round < 3; round++) {
     await locker.close()
     locker = createLocker({ url: server.url, fenceTtl: 30, prefix })

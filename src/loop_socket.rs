@@ -260,7 +260,7 @@ fn install<C: DirectCall + 'static>(
     group: bool,
 ) -> Option<Open<C>> {
     let watch = LoopWatch::install(env, stream.as_raw_fd(), state)?;
-    let session = DirectSession::new(timeout, group, stream.server_clock());
+    let session = DirectSession::new(timeout, group);
     Some(Open { watch, stream, session, writable_wanted: false })
 }
 

@@ -3,7 +3,6 @@
 mod support;
 
 use redis::Commands;
-use snatch_core::protocol::direct::clock::ServerClock;
 use snatch_core::protocol::direct::commands::{DirectCall, DirectCommand};
 use snatch_core::protocol::direct::handshake::DIRECT_CLIENT_NAME;
 use snatch_core::protocol::direct::session::{DirectSession, NoReply};
@@ -74,19 +73,8 @@ fn exchange(socket: &mut DirectStream, calls: Vec<Call>) -> (Vec<(Call, Reply)>,
 
 /// [`exchange`], reading at most `chunk` bytes at a time.
 fn exchange_in(socket: &mut DirectStream, calls: Vec<Call>, chunk: usize) -> (Vec<(Call, Reply)>, Vec<&'static str>) {
-    let clock = socket.server_clock();
-    exchange_with(socket, calls, chunk, clock)
-}
-
-/// [`exchange_in`], with `clock` as the server's clock the session knows.
-fn exchange_with(
-    socket: &mut DirectStream,
-    calls: Vec<Call>,
-    chunk: usize,
-    clock: Option<ServerClock>,
-) -> (Vec<(Call, Reply)>, Vec<&'static str>) {
     let count = calls.len();
-    let mut session = DirectSession::new(Duration::from_secs(5), true, clock);
+    let mut session = DirectSession::new(Duration::from_secs(5), true);
     for call in calls {
         assert!(session.push(call), "written at once while no replies are handed out");
     }
@@ -205,88 +193,8 @@ fn server_micros(url: &str) -> i64 {
     seconds * 1_000_000 + micros
 }
 
-/// An attempt on `key` for a lock not acquired lately.
-fn maybe_new(locker: &Locker, key: &str) -> DirectAcquire {
-    let mut attempt = attempt_on(locker, key, &LockOptions::default());
-    attempt.maybe_new();
-    attempt
-}
-
 #[tokio::test]
-async fn a_lock_not_acquired_lately_starts_its_new_counter_from_the_servers_clock_in_one_transaction() {
-    let (_server, url) = redis_url();
-    let locker = locker(&[&url]);
-    let mut socket = socket(&locker).await;
-    assert!(socket.server_clock().is_some(), "the handshake read the server's clock");
-    let key = unique_key("floor");
-    let before = server_micros(&url);
-    let (mut replies, commands) = exchange(&mut socket, vec![Call::Acquire(Box::new(maybe_new(&locker, &key)))]);
-    assert_eq!(commands, ["EXEC"], "one transaction, no script");
-    let Settled::Done(Ok(Some(first))) = settle_acquire(replies.remove(0)) else { panic!("acquired at once") };
-    // The floor is the server's clock as the socket read it (when it opened, before `before`), plus the time since.
-    assert!(first.fence() >= CLOCK_FLOOR);
-    assert!(first.fence() <= server_micros(&url), "not ahead of the server's clock: {}", first.fence());
-    assert!(first.fence() > before - 60_000_000, "near it: {} {before}", first.fence());
-    let pttl: i64 = inspect(&url).pttl(counter_key(&locker)).unwrap();
-    let fence_ttl = LockerConfig::default().fence_ttl.as_millis() as i64;
-    assert!(pttl > fence_ttl - 60_000 && pttl <= fence_ttl, "kept fenceTtl from now: {pttl}");
-    // Held: refused; a counter that exists is counted up, the floor left aside.
-    assert!(matches!(acquire(&mut socket, maybe_new(&locker, &key)), Settled::Done(Ok(None))));
-    assert!(first.release().await.unwrap());
-    let Settled::Done(Ok(Some(again))) = acquire(&mut socket, maybe_new(&locker, &key)) else { panic!("again") };
-    assert_eq!(again.fence(), first.fence() + 2, "one more for the refused attempt, one for this one");
-    locker.close().await;
-}
-
-#[tokio::test]
-async fn a_floor_too_old_is_refused_by_redis_and_the_acquisition_goes_again_by_the_acquire_script() {
-    let (_server, url) = redis_url();
-    let urls = vec![url.clone()];
-    let fence_ttl = Duration::from_secs(2);
-    let prefix = format!("{}:", unique_key("stale-floor"));
-    let locker = Locker::new(LockerConfig { urls, fence_ttl, prefix, ..LockerConfig::default() }).unwrap();
-    let mut socket = socket(&locker).await;
-    // A reading of the clock that lags the server by 3 s, more than the counter's ttl: its floor could be at or
-    // below a fence the key had 2 s ago, and Redis does not keep it.
-    let stale = ServerClock::new(server_micros(&url) - 3_000_000, Instant::now(), Instant::now());
-    let key = unique_key("stale-floor");
-    let call = Call::Acquire(Box::new(maybe_new(&locker, &key)));
-    let (mut replies, commands) = exchange_with(&mut socket, vec![call], usize::MAX, Some(stale));
-    assert_eq!(commands, ["EXEC"]);
-    let Settled::Again(attempt) = settle_acquire(replies.remove(0)) else { panic!("the counter started from 0") };
-    let DirectCommand::AcquireByScript(values) = attempt.command() else { panic!("then the acquire script") };
-    let token = values.token.to_owned();
-    let before = server_micros(&url);
-    let (mut replies, commands) = exchange(&mut socket, vec![Call::Acquire(Box::new(attempt))]);
-    assert_eq!(commands, ["EVALSHA"]);
-    let Settled::Done(Ok(Some(lease))) = settle_acquire(replies.remove(0)) else { panic!("acquired by the script") };
-    assert_eq!(held_by(lease.token()), token, "asked again with the token the transaction took the key with");
-    assert!(lease.fence() >= before && lease.fence() <= server_micros(&url), "from the server's clock");
-    locker.close().await;
-}
-
-#[tokio::test]
-async fn without_the_servers_clock_a_lock_not_acquired_lately_goes_by_the_acquire_script() {
-    let (_server, url) = redis_url();
-    let locker = locker(&[&url]);
-    let mut socket = socket(&locker).await;
-    let key = unique_key("no-clock");
-    let call = Call::Acquire(Box::new(maybe_new(&locker, &key)));
-    let (mut replies, commands) = exchange_with(&mut socket, vec![call], usize::MAX, None);
-    assert_eq!(commands, ["EVALSHA"], "one call");
-    let Settled::Done(Ok(Some(lease))) = settle_acquire(replies.remove(0)) else { panic!("acquired at once") };
-    assert!(lease.fence() >= CLOCK_FLOOR);
-    // The script unloaded (a server that restarted): the locker's connection loads it.
-    let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
-    let call = Call::Acquire(Box::new(maybe_new(&locker, &unique_key("unloaded"))));
-    let (mut replies, _) = exchange_with(&mut socket, vec![call], usize::MAX, None);
-    let Settled::Fallback(attempt) = settle_acquire(replies.remove(0)) else { panic!("NOSCRIPT falls back") };
-    assert!(attempt.fallback().await.unwrap().is_some());
-    locker.close().await;
-}
-
-#[tokio::test]
-async fn a_transaction_without_a_floor_that_finds_a_new_counter_goes_again_by_the_acquire_script() {
+async fn a_transaction_that_finds_a_new_counter_goes_again_by_the_acquire_script() {
     let (_server, url) = redis_url();
     let locker = locker(&[&url]);
     let mut socket = socket(&locker).await;
@@ -308,6 +216,60 @@ async fn a_transaction_without_a_floor_that_finds_a_new_counter_goes_again_by_th
     let Settled::Done(Ok(Some(second))) = second else { panic!("acquired directly: {second:?}") };
     assert!(second.fence() > first.fence());
     locker.close().await;
+}
+
+#[tokio::test]
+async fn an_acquire_script_the_server_lost_is_finished_on_the_lockers_connection() {
+    let (_server, url) = redis_url();
+    let locker = locker(&[&url]);
+    let mut socket = socket(&locker).await;
+    let first = acquire(&mut socket, attempt_on(&locker, &unique_key("unloaded"), &LockOptions::default()));
+    let Settled::Again(attempt) = first else { panic!("a new counter needs the script: {first:?}") };
+    // The script unloaded (a server that restarted): NOSCRIPT, and the locker's connection loads it.
+    let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
+    let (mut replies, commands) = exchange(&mut socket, vec![Call::Acquire(Box::new(attempt))]);
+    assert_eq!(commands, ["EVALSHA"]);
+    let Settled::Fallback(attempt) = settle_acquire(replies.remove(0)) else { panic!("NOSCRIPT falls back") };
+    let lease = attempt.fallback().await.unwrap().expect("the key is ours: asked again with its token");
+    assert!(lease.fence() >= CLOCK_FLOOR);
+    locker.close().await;
+}
+
+/// Lockers that share a prefix share its fence counter, and may keep it for different times (`fenceTtl`). A counter
+/// that one of them let expire soon after its last fence starts again from the server's clock (the acquire script's
+/// `TIME`), above that fence, whichever locker starts it and however long it keeps counters.
+#[tokio::test]
+async fn fences_rise_across_a_counter_that_a_locker_with_a_shorter_fence_ttl_let_expire() {
+    let (_server, url) = redis_url();
+    let prefix = format!("{}:", unique_key("mixed-ttl"));
+    let config = |fence_ttl| LockerConfig {
+        urls: vec![url.clone()],
+        prefix: prefix.clone(),
+        fence_ttl,
+        ..LockerConfig::default()
+    };
+    let short = Locker::new(config(Duration::from_millis(20))).unwrap();
+    let long = Locker::new(config(LockerConfig::default().fence_ttl)).unwrap();
+    let mut socket = socket(&long).await;
+    let key = unique_key("mixed-ttl");
+    let mut last = 0;
+    for round in 0..3 {
+        let lease = short.try_lock(&key, &LockOptions::default()).await.unwrap().expect("free");
+        assert!(lease.fence() > last, "round {round}: the short locker's fence {} after {last}", lease.fence());
+        last = lease.fence();
+        assert!(lease.release().await.unwrap());
+        // The short locker kept the counter 20 ms from its fence: wait until it is gone.
+        while inspect(&url).exists::<_, bool>(counter_key(&short)).unwrap() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let settled = acquire(&mut socket, attempt_on(&long, &key, &LockOptions::default()));
+        let lease = lease_of(&mut socket, settled).await.expect("free");
+        assert!(lease.fence() > last, "round {round}: the long locker's fence {} after {last}", lease.fence());
+        last = lease.fence();
+        assert!(lease.release().await.unwrap());
+    }
+    short.close().await;
+    long.close().await;
 }
 
 #[tokio::test]
@@ -612,13 +574,6 @@ async fn the_direct_transaction_and_the_acquire_script_agree_on_every_state_of_a
         assert_eq!(by_transaction, by_script, "{state}");
         let counter: i64 = inspect(&url).get(counter_key(&locker)).unwrap();
         assert_eq!(counter, before + 1, "{state}: the transaction counts the fence up whatever its SET did");
-        // A transaction with a floor (a lock not acquired lately) leaves an existing counter's value to it.
-        let floored = unique_key("agree-floored");
-        let before = prepare(&url, &locker, &floored, state);
-        let Settled::Done(settled) = acquire(&mut socket, maybe_new(&locker, &floored)) else { panic!("{state}") };
-        assert_eq!(outcome(&url, &locker, &floored, before, settled), by_script, "{state}");
-        let counter: i64 = inspect(&url).get(counter_key(&locker)).unwrap();
-        assert_eq!(counter, before + 1, "{state}: the floor is for a counter that does not exist");
     }
     locker.close().await;
 }

@@ -55,31 +55,9 @@ pub struct Values<'a> {
     pub fence_ttl_ms: u128,
 }
 
-/// The start of a fence counter that does not exist, for a transaction to give it: `SET fence <fence> NX PXAT
-/// <until>` (see direct/clock.rs, which says when it is safe).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Floor {
-    /// The counter's value: µs of the server clock that have passed.
-    pub fence: i64,
-    /// When the counter is no longer to start at `fence` (server ms, PXAT): Redis does not keep a key whose expiry has
-    /// passed.
-    pub until_ms: i64,
-}
-
-/// Appends [`COMMANDS`] for `values`, in RESP (for a transaction: the caller writes `MULTI` and `EXEC` around); with
-/// `floor`, `SET fence <floor> NX PXAT <until>` before the `INCR`, which starts a counter that does not exist from the
-/// server clock as the socket knows it (see direct/clock.rs), so that the acquisition needs no script.
-pub(crate) fn write(buf: &mut Vec<u8>, values: &Values<'_>, floor: Option<&Floor>) {
+/// Appends [`COMMANDS`] for `values`, in RESP (for a transaction: the caller writes `MULTI` and `EXEC` around).
+pub(crate) fn write(buf: &mut Vec<u8>, values: &Values<'_>) {
     for command in COMMANDS {
-        if let (Some(floor), Text("INCR")) = (floor, command[0]) {
-            resp::header(buf, 6);
-            resp::arg_bytes(buf, b"SET");
-            resp::arg_bytes(buf, values.fence.as_bytes());
-            resp::arg_number(buf, floor.fence);
-            resp::arg_bytes(buf, b"NX");
-            resp::arg_bytes(buf, b"PXAT");
-            resp::arg_number(buf, floor.until_ms);
-        }
         resp::header(buf, command.len());
         for word in command {
             match *word {
@@ -133,9 +111,9 @@ pub(crate) fn lua() -> String {
 pub enum Acquired {
     /// The lock is ours, with this fence.
     Won { fence: i64 },
-    /// The lock is ours, but its fence counter was new (below [`CLOCK_FLOOR`]): only a transaction without a floor,
-    /// or whose floor Redis refused, leaves it so. The acquire script, asked again with the same token, raises it to
-    /// the server's clock and gives that fence.
+    /// The lock is ours, but its fence counter was new (below [`CLOCK_FLOOR`]: it did not exist, or it is from before
+    /// counters expired): only a transaction leaves it so. The acquire script, asked again with the same token, raises
+    /// it to the server's clock and gives that fence.
     NewCounter,
     /// Someone else holds it for about `pttl_ms` more (-1 when not known: a transaction does not read it), named by
     /// `holder` when the script was asked to name it.
@@ -202,18 +180,9 @@ mod tests {
     fn the_transaction_writes_the_same_commands() {
         let mut buf = Vec::new();
         let values = Values { lock: "l", fence: "{l}:fence", token: "t", ttl_ms: 30_000, fence_ttl_ms: 9 };
-        write(&mut buf, &values, None);
+        write(&mut buf, &values);
         let mut expected = Vec::new();
         resp::encode(&mut expected, &["SET", "l", "t", "NX", "PX", "30000", "GET"]);
-        resp::encode(&mut expected, &["INCR", "{l}:fence"]);
-        resp::encode(&mut expected, &["PEXPIRE", "{l}:fence", "9"]);
-        assert_eq!(String::from_utf8(buf).unwrap(), String::from_utf8(expected).unwrap());
-        // With a floor, it comes before the count.
-        let mut buf = Vec::new();
-        write(&mut buf, &values, Some(&Floor { fence: 1_800_000_000_000_000, until_ms: 1_800_000_000_008 }));
-        let mut expected = Vec::new();
-        resp::encode(&mut expected, &["SET", "l", "t", "NX", "PX", "30000", "GET"]);
-        resp::encode(&mut expected, &["SET", "{l}:fence", "1800000000000000", "NX", "PXAT", "1800000000008"]);
         resp::encode(&mut expected, &["INCR", "{l}:fence"]);
         resp::encode(&mut expected, &["PEXPIRE", "{l}:fence", "9"]);
         assert_eq!(String::from_utf8(buf).unwrap(), String::from_utf8(expected).unwrap());

@@ -216,10 +216,6 @@ pub static SEMAPHORE_READ: LazyLock<Script> =
 /// One step of a scan of a server's keys (`locks()`, `schedules()`): see scripts/scan.lua.
 pub static SCAN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/scan.lua").to_owned()));
 
-/// The server's clock in µs, one integer (TIME's two bulk strings, which the direct connection's RESP reader skips,
-/// made one): what a socket of direct calls reads when it opens (direct/handshake.rs, direct/clock.rs). Sent as EVAL.
-pub static CLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/clock.lua").to_owned()));
-
 /// Take the oldest manual run asked for: see scripts/schedule_take_trigger.lua.
 pub static SCHEDULE_TAKE_TRIGGER: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/schedule_take_trigger.lua").to_owned()));

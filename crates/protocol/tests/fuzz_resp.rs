@@ -274,8 +274,8 @@ impl Arg {
 enum Event {
     /// A script call for this many calls is written.
     Script(usize),
-    /// A transaction of this many acquisitions is written, with a floor each or not.
-    Acquisitions(usize, bool),
+    /// A transaction of this many acquisitions is written.
+    Acquisitions(usize),
     /// A reply is read.
     Read(Reply),
 }
@@ -328,7 +328,7 @@ proptest! {
     }
 
     /// Whatever is written and read, in any order, each reply completes the first command awaiting it when it is its
-    /// last (a script call's one; a transaction's `EXEC`, after `MULTI`'s and three or four per acquisition), and then gives
+    /// last (a script call's one; a transaction's `EXEC`, after `MULTI`'s and three per acquisition), and then gives
     /// exactly one reply for each of its calls, none otherwise; a reply no command awaits is an error that leaves the
     /// rest as it was.
     #[test]
@@ -337,7 +337,7 @@ proptest! {
             prop_oneof![
                 4 => reply().prop_map(Event::Read),
                 1 => (0..4usize).prop_map(Event::Script),
-                1 => (0..4usize, any::<bool>()).prop_map(|(calls, floored)| Event::Acquisitions(calls, floored)),
+                1 => (0..4usize).prop_map(Event::Acquisitions),
             ],
             0..64,
         ),
@@ -351,9 +351,9 @@ proptest! {
                     awaited.script(calls);
                     model.push_back((1, calls));
                 }
-                Event::Acquisitions(calls, floored) => {
-                    awaited.acquisitions(calls, floored);
-                    let per = snatch_protocol::acquisition::COMMANDS.len() + usize::from(floored);
+                Event::Acquisitions(calls) => {
+                    awaited.acquisitions(calls);
+                    let per = snatch_protocol::acquisition::COMMANDS.len();
                     model.push_back((2 + per * calls, calls));
                 }
                 Event::Read(reply) => {

@@ -34,12 +34,10 @@ pub enum Settled<T, C> {
 /// How a direct acquisition takes its lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Way {
-    /// A transaction: the lock's fence counter was counted up lately, it most likely exists.
+    /// A transaction, the cheapest for Redis.
     Transaction,
-    /// A transaction with a floor for a new counter: the counter was not counted up lately (snatch-protocol's
-    /// recent.rs).
-    WithFloor,
-    /// The acquire script: a transaction took the key with a new counter, which the script raises.
+    /// The acquire script: a transaction took the key with a new fence counter, which the script raises to the
+    /// server's clock.
     Script,
 }
 
@@ -85,17 +83,6 @@ impl DirectAcquire {
         }))
     }
 
-    /// The Redis name of the lock's fence counter.
-    pub fn counter(&self) -> &str {
-        &self.keys.fence
-    }
-
-    /// The lock's counter was not counted up lately: it may not exist, and the transaction gives it a floor
-    /// (snatch-protocol's recent.rs and direct/clock.rs).
-    pub fn maybe_new(&mut self) {
-        self.way = Way::WithFloor;
-    }
-
     /// The command that takes the lock.
     pub fn command(&self) -> DirectCommand<'_> {
         let values = acquisition::Values {
@@ -107,7 +94,6 @@ impl DirectAcquire {
         };
         match self.way {
             Way::Transaction => DirectCommand::Acquire(values),
-            Way::WithFloor => DirectCommand::AcquireNew(values),
             Way::Script => DirectCommand::AcquireByScript(values),
         }
     }

@@ -5,18 +5,16 @@
 use crate::direct::stream::DirectStream;
 use crate::lock::locker::Locker;
 use redis::ConnectionAddr;
-use snatch_protocol::direct::clock::ServerClock;
-use snatch_protocol::direct::handshake::{Greeted, Greeting, Handshake};
+use snatch_protocol::direct::handshake::{Greeting, Handshake};
 use snatch_protocol::direct::target::{ClusterMap, DirectTarget, SlotRange};
 use snatch_protocol::resp::{self, Reply};
 use snatch_protocol::SnatchError;
-use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Opens a socket for direct calls of `locker` to `target`: connected, authenticated, on the URL's database, named
-/// [`snatch_protocol::direct::handshake::DIRECT_CLIENT_NAME`], with the release and acquire scripts loaded and the
-/// server's clock read, in non-blocking mode.
+/// [`snatch_protocol::direct::handshake::DIRECT_CLIENT_NAME`], with the release and acquire scripts loaded, in
+/// non-blocking mode.
 /// `None` when direct calls do not apply to the locker ([`Locker::direct_node`]), to `target` (not of the locker's
 /// kind, or a Unix socket URL), or the server refuses the commands of direct acquisitions (the handshake's probe).
 /// Bounded by the command timeout.
@@ -61,11 +59,8 @@ pub async fn open(locker: &Locker, target: &DirectTarget) -> Result<Option<Direc
         };
         match accepted {
             Err(refusal) => Err(node.failure(refusal)),
-            Ok((Greeted { accepted: false, .. }, _)) => Ok(None),
-            Ok((Greeted { accepted: true, clock }, (sent, read))) => {
-                let clock = clock.map(|micros| ServerClock::new(micros, sent, read));
-                Ok(Some(DirectStream::new(tcp.map_err(|e| node.failure(e))?, session, clock)))
-            }
+            Ok(false) => Ok(None),
+            Ok(true) => Ok(Some(DirectStream::new(tcp.map_err(|e| node.failure(e))?, session))),
         }
     };
     tokio::time::timeout(node.timeout(), open).await.unwrap_or_else(|_| Err(node.timed_out()))
@@ -105,21 +100,19 @@ pub(crate) fn slot_ranges(reply: &redis::Value) -> Vec<SlotRange> {
         .collect()
 }
 
-/// Sends `hello` (the handshake's bytes) and reads replies until `handshake` has them all: what the handshake tells,
-/// with when it was sent and when its replies were in (the server's clock was read in between), or the refusal of a
-/// handshake command (say, AUTH's).
+/// Sends `hello` (the handshake's bytes) and reads replies until `handshake` has them all: whether the server runs
+/// direct acquisitions, or the refusal of a handshake command (say, AUTH's).
 async fn greet<S: AsyncRead + AsyncWrite + Unpin>(
     socket: &mut S,
     mut handshake: Handshake,
     hello: &[u8],
-) -> std::io::Result<Result<(Greeted, (Instant, Instant)), String>> {
-    let sent = Instant::now();
+) -> std::io::Result<Result<bool, String>> {
     socket.write_all(hello).await?;
     socket.flush().await?;
     let mut buf = Vec::new();
     loop {
         if let Some(done) = handshake.take(read_reply(socket, &mut buf).await?) {
-            return Ok(done.map(|greeted| (greeted, (sent, Instant::now()))));
+            return Ok(done);
         }
     }
 }

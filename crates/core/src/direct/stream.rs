@@ -2,7 +2,6 @@
 //! drives without blocking (the Node binding, from node's event loop). It reads and writes what the socket takes
 //! now and tells when more must wait for the socket to become writable.
 
-use snatch_protocol::direct::clock::ServerClock;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::TcpStream;
 
@@ -11,8 +10,6 @@ pub struct DirectStream {
     tcp: TcpStream,
     /// The TLS session over `tcp`, when the server is reached by `rediss://`.
     tls: Option<Box<rustls::ClientConnection>>,
-    /// The server's clock, as read when the socket opened (`None` if the server refused to tell).
-    clock: Option<ServerClock>,
 }
 
 impl std::fmt::Debug for DirectStream {
@@ -22,15 +19,9 @@ impl std::fmt::Debug for DirectStream {
 }
 
 impl DirectStream {
-    /// `tcp` (non-blocking), with `tls` the session whose handshake is done, and the server's `clock` as it read it.
-    pub(crate) fn new(tcp: TcpStream, tls: Option<rustls::ClientConnection>, clock: Option<ServerClock>) -> Self {
-        Self { tcp, tls: tls.map(Box::new), clock }
-    }
-
-    /// The server's clock, as read when the socket opened: what the floors of new fence counters start from
-    /// (snatch-protocol's direct/clock.rs).
-    pub fn server_clock(&self) -> Option<ServerClock> {
-        self.clock
+    /// `tcp` (non-blocking), with `tls` the session whose handshake is done.
+    pub(crate) fn new(tcp: TcpStream, tls: Option<rustls::ClientConnection>) -> Self {
+        Self { tcp, tls: tls.map(Box::new) }
     }
 
     /// Reads what has arrived into `buf`: as much as there is, up to its size (decrypted under TLS). `Ok(0)` at the

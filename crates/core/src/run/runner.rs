@@ -14,7 +14,6 @@ use crate::run::call::Call;
 use crate::run::hold::{Hold, OccurrenceHold};
 use crate::run::input::{post_or_undo, Input, Post};
 use rustc_hash::FxHashMap;
-use snatch_protocol::direct::recent::RecentCounters;
 use snatch_protocol::direct::session::{CallReply, NoReply};
 use snatch_protocol::run::{Outcome, Purpose, Runs};
 use snatch_protocol::schedule::Attempt;
@@ -44,8 +43,6 @@ pub struct Runner {
     runs: Runs<Hold>,
     /// The runs of schedules' attempts, by schedule and attempt (for their aborts).
     attempts: FxHashMap<(u32, Attempt), u32>,
-    /// The fence counters counted up lately by direct calls: whether a lock's counter may not exist.
-    recent: RecentCounters,
     post: Arc<dyn Post>,
     runtime: Handle,
     /// Set when a direct call had to go over the locker's own connection: on a cluster, the slot map may be out of
@@ -56,15 +53,7 @@ pub struct Runner {
 impl Runner {
     /// The runner of `locker`, whose work on the runtime (`runtime`) comes back through `post`.
     pub fn new(locker: Locker, post: Arc<dyn Post>, runtime: Handle) -> Self {
-        Self {
-            locker,
-            runs: Runs::default(),
-            attempts: FxHashMap::default(),
-            recent: RecentCounters::default(),
-            post,
-            runtime,
-            stale: Arc::default(),
-        }
+        Self { locker, runs: Runs::default(), attempts: FxHashMap::default(), post, runtime, stale: Arc::default() }
     }
 
     /// The locker.
@@ -318,10 +307,7 @@ impl Runner {
         required: bool,
         out: &mut Output,
     ) -> Result<(), SnatchError> {
-        if let Some(mut attempt) = DirectAcquire::new(&self.locker, key, options)? {
-            if !self.recent.note(attempt.counter(), attempt.slot()) {
-                attempt.maybe_new();
-            }
+        if let Some(attempt) = DirectAcquire::new(&self.locker, key, options)? {
             let busy = self.locker.enter()?;
             self.runs.start(id, purpose);
             out.calls.push(Call::Acquire { id, purpose, required, attempt, busy });

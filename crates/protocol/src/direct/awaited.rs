@@ -12,9 +12,8 @@ use std::collections::VecDeque;
 enum Written {
     /// A script call for this many calls: one reply, split among them with [`Reply::into_parts`].
     Script(usize),
-    /// `MULTI`, [`acquisition::COMMANDS`] for each of this many acquisitions (with a floor's `SET` each when
-    /// `floored`), `EXEC`.
-    Acquisitions { calls: usize, floored: bool },
+    /// `MULTI`, [`acquisition::COMMANDS`] for each of this many acquisitions, `EXEC`.
+    Acquisitions(usize),
 }
 
 /// The commands written on a socket of direct calls whose replies have not all been read.
@@ -33,9 +32,9 @@ impl AwaitedReplies {
         self.written.push_back(Written::Script(calls));
     }
 
-    /// Awaits the replies of a transaction of `calls` acquisitions, each with a floor when `floored`.
-    pub fn acquisitions(&mut self, calls: usize, floored: bool) {
-        self.written.push_back(Written::Acquisitions { calls, floored });
+    /// Awaits the replies of a transaction of `calls` acquisitions.
+    pub fn acquisitions(&mut self, calls: usize) {
+        self.written.push_back(Written::Acquisitions(calls));
     }
 
     /// Takes the next reply read. Returns the replies of the calls it completes, in order: none while a
@@ -49,45 +48,33 @@ impl AwaitedReplies {
                 self.written.pop_front();
                 Ok(reply.into_parts(calls))
             }
-            Written::Acquisitions { calls, floored } if self.read < 1 + commands_per_acquisition(floored) * calls => {
+            Written::Acquisitions(calls) if self.read < 1 + acquisition::COMMANDS.len() * calls => {
                 self.read += 1;
                 if matches!(reply, Reply::Error(_)) && self.refused.is_none() {
                     self.refused = Some(reply);
                 }
                 Ok(Vec::new())
             }
-            Written::Acquisitions { calls, floored } => {
+            Written::Acquisitions(calls) => {
                 self.written.pop_front();
                 self.read = 0;
-                Ok(acquisitions(reply, self.refused.take(), calls, floored))
+                Ok(acquisitions(reply, self.refused.take(), calls))
             }
         }
     }
 }
 
-/// Each acquisition's reply from `EXEC`'s: see [`acquisition::outcome`] (a floor's reply says nothing the count
-/// does not). When the transaction was discarded (a command was refused when queued, say for want of memory), each
-/// gets the refusal, which says more than `EXECABORT`.
-fn acquisitions(exec: Reply, refused: Option<Reply>, calls: usize, floored: bool) -> Vec<Reply> {
+/// Each acquisition's reply from `EXEC`'s: see [`acquisition::outcome`]. When the transaction was discarded (a command
+/// was refused when queued, say for want of memory), each gets the refusal, which says more than `EXECABORT`.
+fn acquisitions(exec: Reply, refused: Option<Reply>, calls: usize) -> Vec<Reply> {
     match exec {
-        Reply::Array(replies) if replies.len() == commands_per_acquisition(floored) * calls => {
+        Reply::Array(replies) if replies.len() == acquisition::COMMANDS.len() * calls => {
             let mut replies = replies.into_iter();
-            std::iter::from_fn(|| {
-                let set = replies.next()?;
-                if floored {
-                    replies.next()?;
-                }
-                Some(acquisition::outcome(set, replies.next()?, replies.next()?))
-            })
-            .collect()
+            std::iter::from_fn(|| Some(acquisition::outcome(replies.next()?, replies.next()?, replies.next()?)))
+                .collect()
         }
         exec => vec![refused.unwrap_or(exec); calls],
     }
-}
-
-/// The commands of one acquisition in a transaction: [`acquisition::COMMANDS`], and the floor's `SET` when `floored`.
-fn commands_per_acquisition(floored: bool) -> usize {
-    acquisition::COMMANDS.len() + usize::from(floored)
 }
 
 #[cfg(test)]
@@ -104,7 +91,7 @@ mod tests {
     #[test]
     fn a_transaction_of_acquisitions_answers_each_once_exec_has_answered() {
         let mut awaited = AwaitedReplies::default();
-        awaited.acquisitions(3, false);
+        awaited.acquisitions(3);
         awaited.script(2);
         queued(&mut awaited, 9);
         let wrongtype = Reply::Error("WRONGTYPE".into());
@@ -128,8 +115,7 @@ mod tests {
     #[test]
     fn a_discarded_transaction_gives_each_acquisition_the_refusal() {
         let mut awaited = AwaitedReplies::default();
-        awaited.acquisitions(2, false);
-        awaited.acquisitions(1, true);
+        awaited.acquisitions(2);
         let oom = Reply::Error("OOM command not allowed".into());
         assert_eq!(awaited.take(Reply::Status("OK".into())), Ok(vec![]));
         let queued_ = || Reply::Status("QUEUED".into());
@@ -138,9 +124,5 @@ mod tests {
         }
         let abort = Reply::Error("EXECABORT Transaction discarded".into());
         assert_eq!(awaited.take(abort), Ok(vec![oom.clone(), oom]));
-        // A floored one: the floor's reply is passed over.
-        queued(&mut awaited, 4);
-        let exec = Reply::Array(vec![Reply::Nil, Reply::Status("OK".into()), Reply::Int(7), Reply::Int(1)]);
-        assert_eq!(awaited.take(exec), Ok(vec![Reply::Int(7)]));
     }
 }

@@ -1,12 +1,9 @@
 //! The commands of direct calls, written: an acquisition is [`acquisition::COMMANDS`] in a `MULTI`/`EXEC`
-//! transaction, with a floor for a new fence counter when the counter was not counted up lately (recent.rs, clock.rs), or
-//! the acquire script when a counter is new and no floor can be given; a release is the release script. Consecutive
-//! transactions of one kind, and consecutive releases, share one command on a single server.
+//! transaction, or the acquire script when a transaction found the fence counter new; a release is the release
+//! script. Consecutive transactions, and consecutive releases, share one command on a single server.
 
 use crate::acquisition;
-use crate::acquisition::Floor;
 use crate::direct::awaited::AwaitedReplies;
-use crate::direct::clock::ServerClock;
 use crate::resp;
 use crate::scripts;
 use std::time::Instant;
@@ -14,12 +11,8 @@ use std::time::Instant;
 /// A direct call's command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DirectCommand<'a> {
-    /// Take a lock whose fence counter was counted up lately (it most likely exists): the commands of
-    /// [`acquisition::COMMANDS`] with these values.
+    /// Take a lock: the commands of [`acquisition::COMMANDS`] with these values, in a transaction.
     Acquire(acquisition::Values<'a>),
-    /// Take a lock whose counter was not counted up lately (it may not exist): the same commands with a floor for a
-    /// new counter, or the acquire script when the socket cannot give one (see [`ServerClock::floor`]).
-    AcquireNew(acquisition::Values<'a>),
     /// Take a lock by the acquire script, which raises a new counter to the server clock: a lock's acquisition asked
     /// again, with its token, after a transaction took it with a new counter (the script keeps the key ours).
     AcquireByScript(acquisition::Values<'a>),
@@ -40,8 +33,8 @@ pub trait DirectCall {
 /// How a call is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Written<'a> {
-    /// In a transaction, with this floor for a new counter or none.
-    Transaction(acquisition::Values<'a>, Option<Floor>),
+    /// In a transaction.
+    Transaction(acquisition::Values<'a>),
     /// The acquire script.
     Script(acquisition::Values<'a>),
     /// In a release script call.
@@ -49,36 +42,27 @@ enum Written<'a> {
 }
 
 impl Written<'_> {
-    /// Whether `next` goes in the same command: transactions with the same kind of transaction (the replies of one
-    /// are split by the number of commands of each acquisition), releases with releases.
+    /// Whether `next` goes in the same command: transactions with transactions, releases with releases.
     fn shares_a_command_with(&self, next: &Self) -> bool {
-        match (self, next) {
-            (Self::Transaction(_, a), Self::Transaction(_, b)) => a.is_some() == b.is_some(),
-            (Self::Release { .. }, Self::Release { .. }) => true,
-            _ => false,
-        }
+        matches!(
+            (self, next),
+            (Self::Transaction(_), Self::Transaction(_)) | (Self::Release { .. }, Self::Release { .. })
+        )
     }
 }
 
-/// Appends the commands of `calls`, encoded at `now`, in order, and awaits their replies in `awaited`: with `group`,
-/// the transactions of each run of consecutive ones of one kind, and the releases of each run of consecutive ones,
-/// share one command, which costs Redis less per lock than a command each (bench/README.md, profile steps 19 and 22);
+/// Appends the commands of `calls`, in order, and awaits their replies in `awaited`: with `group`, the transactions of
+/// each run of consecutive ones, and the releases of each run of consecutive ones, share one command, which costs Redis less per lock than a command each (bench/README.md, profile steps 19 and 22);
 /// without (a cluster master, which refuses a command whose keys are in different slots), each call has its own. An
-/// acquire script is one call's. `clock` is the server's clock as the socket read it, for the floors of new counters.
+/// acquire script is one call's.
 pub fn write_commands<'a, C: DirectCall + 'a>(
     calls: impl IntoIterator<Item = &'a C>,
     buf: &mut Vec<u8>,
     awaited: &mut AwaitedReplies,
     group: bool,
-    clock: Option<&ServerClock>,
-    now: Instant,
 ) {
     let written = |command: DirectCommand<'a>| match command {
-        DirectCommand::Acquire(values) => Written::Transaction(values, None),
-        DirectCommand::AcquireNew(values) => match clock.and_then(|clock| clock.floor(now, values.fence_ttl_ms)) {
-            Some(floor) => Written::Transaction(values, Some(floor)),
-            None => Written::Script(values),
-        },
+        DirectCommand::Acquire(values) => Written::Transaction(values),
         DirectCommand::AcquireByScript(values) => Written::Script(values),
         DirectCommand::Release { lock, token, cluster } => Written::Release { lock, token, cluster },
     };
@@ -89,9 +73,9 @@ pub fn write_commands<'a, C: DirectCall + 'a>(
             run.push(next);
         }
         match first {
-            Written::Transaction(_, floor) => {
+            Written::Transaction(_) => {
                 write_acquisitions(&run, buf);
-                awaited.acquisitions(run.len(), floor.is_some());
+                awaited.acquisitions(run.len());
             }
             Written::Script(values) => {
                 write_acquire_script(&values, buf);
@@ -106,15 +90,14 @@ pub fn write_commands<'a, C: DirectCall + 'a>(
 }
 
 /// `MULTI`, then the commands that take a lock ([`acquisition::COMMANDS`]: `SET … NX PX … GET`, `INCR` and `PEXPIRE` of
-/// the fence counter, and the floor of a new counter before the `INCR` when given) for each, then `EXEC`: as atomic as
-/// the acquire script, which starts with the same commands, for a fraction of Redis's work (no Lua; bench/README.md,
-/// profile step 22). A counter found new (below [`crate::keys::CLOCK_FLOOR`]: no floor, or Redis refused it) needs
-/// the acquire script to raise it ([`acquisition::Acquired::NewCounter`]).
+/// the fence counter) for each, then `EXEC`: as atomic as the acquire script, which starts with the same commands, for
+/// a fraction of Redis's work (no Lua; bench/README.md, profile step 22). A counter found new (below
+/// [`crate::keys::CLOCK_FLOOR`]) needs the acquire script to raise it ([`acquisition::Acquired::NewCounter`]).
 fn write_acquisitions(run: &[Written<'_>], buf: &mut Vec<u8>) {
     resp::encode(buf, &["MULTI"]);
     for written in run {
-        if let Written::Transaction(values, floor) = written {
-            acquisition::write(buf, values, floor.as_ref());
+        if let Written::Transaction(values) = written {
+            acquisition::write(buf, values);
         }
     }
     resp::encode(buf, &["EXEC"]);

@@ -1,6 +1,6 @@
 //! What a socket of direct calls says first, and what its replies come to: the credentials, the database, the
-//! client name, the release and acquire scripts loaded, the server's clock read, and a probe of whether the server
-//! runs the acquisitions' transaction.
+//! client name, the release and acquire scripts loaded, and a probe of whether the server runs the acquisitions'
+//! transaction.
 
 use crate::acquisition;
 use crate::direct::target::DirectTarget;
@@ -25,24 +25,11 @@ pub struct Greeting<'a> {
     pub target: &'a DirectTarget,
 }
 
-/// What a handshake that went through tells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Greeted {
-    /// Whether the server runs direct acquisitions (the probe's answer).
-    pub accepted: bool,
-    /// The server clock's µs, as [`scripts::CLOCK`] read it; `None` when the server refused it.
-    pub clock: Option<i64>,
-}
-
 /// The replies of a handshake, read one at a time.
 #[derive(Debug)]
 pub struct Handshake {
     /// Replies of the handshake's own commands still to come; an error among them fails the socket.
     commands: usize,
-    /// The clock's reply is still to come.
-    clock_due: bool,
-    /// What the clock's reply said.
-    clock: Option<i64>,
     /// Replies of the probe still to come.
     probe: usize,
     /// No reply of the probe was (or held) an error so far.
@@ -67,14 +54,13 @@ impl Handshake {
         for command in &commands {
             resp::encode(&mut bytes, command);
         }
-        resp::encode(&mut bytes, &["EVAL", scripts::CLOCK.source(), "0"]);
         let probe = write_probe(&mut bytes, &probe_key(greeting.prefix, greeting.target));
-        (Self { commands: commands.len(), clock_due: true, clock: None, probe, accepted: true }, bytes)
+        (Self { commands: commands.len(), probe, accepted: true }, bytes)
     }
 
-    /// Takes the next reply: `None` while more are to come; then what the handshake tells, or the refusal of a
-    /// handshake command (say, AUTH's), which fails the socket. A refused clock only leaves the clock unknown.
-    pub fn take(&mut self, reply: Reply) -> Option<Result<Greeted, String>> {
+    /// Takes the next reply: `None` while more are to come; then whether the server runs direct acquisitions (the
+    /// probe's answer), or the refusal of a handshake command (say, AUTH's), which fails the socket.
+    pub fn take(&mut self, reply: Reply) -> Option<Result<bool, String>> {
         if self.commands > 0 {
             self.commands -= 1;
             return match reply {
@@ -82,17 +68,9 @@ impl Handshake {
                 _ => None,
             };
         }
-        if self.clock_due {
-            self.clock_due = false;
-            self.clock = match reply {
-                Reply::Int(micros) => Some(micros),
-                _ => None,
-            };
-            return None;
-        }
         self.accepted &= !holds_error(&reply);
         self.probe = self.probe.saturating_sub(1);
-        (self.probe == 0).then_some(Ok(Greeted { accepted: self.accepted, clock: self.clock }))
+        (self.probe == 0).then_some(Ok(self.accepted))
     }
 }
 
@@ -109,19 +87,18 @@ fn probe_key(prefix: &str, target: &DirectTarget) -> String {
 }
 
 /// Appends the commands with which the handshake asks whether the server runs direct acquisitions, and returns how
-/// many replies they get: a transaction as direct calls send it, with a floor (Redis accepts `SET` with both `NX` and
-/// `GET` from 7.0 on, `PXAT` from 6.2, and finds an option it refuses only when the transaction runs) on `key` and a
-/// fence counter beside it, which it then deletes. A server that answers any of them with an error gets no direct
+/// many replies they get: a transaction as direct calls send it (Redis accepts `SET` with both `NX` and `GET` from 7.0
+/// on, and finds an option it refuses only when the transaction runs) on `key` and a fence counter beside it, which it
+/// then deletes. A server that answers any of them with an error gets no direct
 /// calls: its one-attempt calls go over the locker's own connection, by the acquire script.
 fn write_probe(bytes: &mut Vec<u8>, key: &str) -> usize {
     let fence = [key, ":fence"].concat();
     resp::encode(bytes, &["MULTI"]);
     let values = acquisition::Values { lock: key, fence: &fence, token: "", ttl_ms: 1, fence_ttl_ms: 1 };
-    // Its expiry has passed: the counter is not kept.
-    acquisition::write(bytes, &values, Some(&acquisition::Floor { fence: keys::CLOCK_FLOOR, until_ms: 1 }));
+    acquisition::write(bytes, &values);
     resp::encode(bytes, &["DEL", key, &fence]);
     resp::encode(bytes, &["EXEC"]);
-    acquisition::COMMANDS.len() + 4
+    acquisition::COMMANDS.len() + 3
 }
 
 /// Whether `reply` is an error or, for a transaction's, holds one.
@@ -151,22 +128,20 @@ mod tests {
     }
 
     #[test]
-    fn the_probe_is_accepted_unless_a_reply_holds_an_error_and_the_clock_is_read() {
-        for (refused, clock) in [(false, Reply::Int(1_800_000_000_000_000)), (true, Reply::Error("NOPERM".into()))] {
+    fn the_probe_is_accepted_unless_a_reply_holds_an_error() {
+        for refused in [false, true] {
             let (mut handshake, _) = greeting(None, 0);
-            // CLIENT SETNAME, two SCRIPT LOADs, the clock.
+            // CLIENT SETNAME, two SCRIPT LOADs.
             assert_eq!(handshake.take(Reply::Status("OK".into())), None);
             assert_eq!(handshake.take(Reply::Other), None);
             assert_eq!(handshake.take(Reply::Other), None);
-            assert_eq!(handshake.take(clock.clone()), None, "a refused clock does not fail the socket");
-            // MULTI, four QUEUED, DEL's QUEUED: then EXEC's.
-            for _ in 0..6 {
+            // MULTI, three QUEUED, DEL's QUEUED: then EXEC's.
+            for _ in 0..5 {
                 assert_eq!(handshake.take(Reply::Status("QUEUED".into())), None);
             }
             let set = if refused { Reply::Error("ERR syntax error".into()) } else { Reply::Nil };
-            let exec = Reply::Array(vec![set, Reply::Status("OK".into()), Reply::Int(1), Reply::Int(1), Reply::Int(2)]);
-            let clock = (!refused).then_some(1_800_000_000_000_000);
-            assert_eq!(handshake.take(exec), Some(Ok(Greeted { accepted: !refused, clock })));
+            let exec = Reply::Array(vec![set, Reply::Int(1), Reply::Int(1), Reply::Int(2)]);
+            assert_eq!(handshake.take(exec), Some(Ok(!refused)));
         }
     }
 

@@ -4,7 +4,6 @@
 //! time; the Node binding does it from node's event loop (its src/loop_socket.rs).
 
 use crate::direct::awaited::AwaitedReplies;
-use crate::direct::clock::ServerClock;
 use crate::direct::commands::{write_commands, DirectCall};
 use crate::resp::{parse, ProtocolError, Reply};
 use std::collections::VecDeque;
@@ -60,16 +59,13 @@ pub struct DirectSession<C> {
     timeout: Duration,
     /// Whether consecutive calls of one kind share a command (not on a cluster master: see [`write_commands`]).
     group: bool,
-    /// The server's clock as read when the socket opened, for the floors of new fence counters.
-    clock: Option<ServerClock>,
     /// Replies are being handed out: calls made meanwhile are encoded [`WRITE_EVERY`] at a time.
     dispatching: bool,
 }
 
 impl<C: DirectCall> DirectSession<C> {
-    /// A session whose calls have `timeout` each, from when they are encoded; `group` and `clock` (the server's,
-    /// read when the socket opened) as for [`write_commands`].
-    pub fn new(timeout: Duration, group: bool, clock: Option<ServerClock>) -> Self {
+    /// A session whose calls have `timeout` each, from when they are encoded; `group` as for [`write_commands`].
+    pub fn new(timeout: Duration, group: bool) -> Self {
         Self {
             pending: VecDeque::new(),
             unwritten: 0,
@@ -78,7 +74,6 @@ impl<C: DirectCall> DirectSession<C> {
             received: Received::new(),
             timeout,
             group,
-            clock,
             dispatching: false,
         }
     }
@@ -128,8 +123,6 @@ impl<C: DirectCall> DirectSession<C> {
             &mut self.unsent,
             &mut self.awaited,
             self.group,
-            self.clock.as_ref(),
-            at,
         );
         self.unwritten = 0;
     }
@@ -265,7 +258,7 @@ mod tests {
     #[test]
     fn a_deadline_counts_from_when_the_calls_are_encoded_and_failing_hands_back_every_call() {
         let timeout = Duration::from_millis(1000);
-        let mut session = DirectSession::new(timeout, true, None);
+        let mut session = DirectSession::new(timeout, true);
         let start = Instant::now();
         assert_eq!(session.deadline(start), Deadline::Idle);
         assert!(session.push(Call::default()));
@@ -287,7 +280,7 @@ mod tests {
 
     #[test]
     fn while_replies_are_handed_out_calls_are_written_twelve_at_a_time() {
-        let mut session = DirectSession::new(Duration::from_secs(1), true, None);
+        let mut session = DirectSession::new(Duration::from_secs(1), true);
         session.set_dispatching(true);
         let writes: Vec<bool> = (0..13).map(|_| session.push(Call::default())).collect();
         assert_eq!(writes.iter().filter(|w| **w).count(), 2, "{writes:?}");
@@ -300,7 +293,7 @@ mod tests {
 
     #[test]
     fn consecutive_releases_share_one_script_call_and_each_gets_its_part_of_the_reply() {
-        let mut session = DirectSession::new(Duration::from_secs(1), true, None);
+        let mut session = DirectSession::new(Duration::from_secs(1), true);
         for _ in 0..3 {
             session.push(Call::default());
         }
@@ -321,7 +314,7 @@ mod tests {
 
     #[test]
     fn a_reply_no_call_awaits_fails_the_session() {
-        let mut session = DirectSession::<Call>::new(Duration::from_secs(1), true, None);
+        let mut session = DirectSession::<Call>::new(Duration::from_secs(1), true);
         let reply = b"+OK\r\n";
         session.read_room()[..reply.len()].copy_from_slice(reply);
         session.received(reply.len());

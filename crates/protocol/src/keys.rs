@@ -394,4 +394,40 @@ mod tests {
         let err = LockKeys::new("p", &"x".repeat(MAX_KEY_BYTES + 1), false).unwrap_err();
         assert!(matches!(err, SnatchError::InvalidArg { kind: crate::ArgKind::Range, .. }));
     }
+
+    /// A model of a prefix's fence counter shared by lockers that keep it for different times (`fenceTtl`):
+    /// acquisitions at random times, each by a locker with its own ttl, count the counter up (from 0 when it does not
+    /// exist) and keep it that ttl from then; one found below [`CLOCK_FLOOR`] is raised to the server clock's µs, as
+    /// scripts/fence.lua does. Every fence must be above every fence before it, whatever the ttls and the gaps. (A
+    /// start that may lag the clock by up to the starting locker's ttl, as the direct connection's floor did until
+    /// 0.3, fails it.)
+    #[test]
+    fn fences_only_rise_across_expiries_whatever_ttl_each_locker_keeps_the_counter() {
+        use proptest::prelude::*;
+        let ttl_ms = prop_oneof![1i64..50, 1i64..10_000, Just(7 * 24 * 3_600_000)];
+        // Gaps of any size, and ones right at a ttl, where a counter just expired or just did not.
+        let gap_us = prop_oneof![0i64..20_000_000, 0i64..3_000];
+        let steps = prop::collection::vec((gap_us, ttl_ms, any::<bool>()), 1..80);
+        proptest!(|(steps in steps)| {
+            let mut now_us: i64 = 1_800_000_000_000_000;
+            // The counter: its value and when it expires (server ms); the last fence given.
+            let mut counter: Option<(i64, i64)> = None;
+            let mut last = i64::MIN;
+            for (gap_us, ttl_ms, at_expiry) in steps {
+                now_us += 1 + match (at_expiry, counter) {
+                    // Right at the counter's expiry, give or take a few µs.
+                    (true, Some((_, expires_ms))) => (expires_ms * 1000 - now_us).max(0) + gap_us % 3 - 1,
+                    _ => gap_us,
+                }
+                .max(0);
+                let now_ms = now_us / 1000;
+                counter = counter.filter(|&(_, expires_ms)| now_ms <= expires_ms);
+                let counted = counter.map_or(0, |(value, _)| value) + 1;
+                let fence = if counted < CLOCK_FLOOR { counted.max(now_us) } else { counted };
+                counter = Some((fence, now_ms + ttl_ms));
+                prop_assert!(fence > last, "fence {} after {}", fence, last);
+                last = fence;
+            }
+        });
+    }
 }

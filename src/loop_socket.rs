@@ -123,7 +123,8 @@ struct State<C: DirectCall + 'static> {
     phase: Phase<C>,
     /// What the socket connects to.
     target: DirectTarget,
-    /// Whether consecutive calls of one kind share a command (not on a cluster master: see `write_commands`).
+    /// A single server's socket, not a cluster master's: consecutive calls of one kind share a command, and calls made
+    /// while replies are handed out are written a few at a time (snatch-protocol's `DirectSession::push`).
     group: bool,
     timeout: Duration,
     handler: Rc<Handler<C>>,

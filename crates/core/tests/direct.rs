@@ -259,7 +259,9 @@ async fn fences_rise_across_a_counter_that_a_locker_with_a_shorter_fence_ttl_let
         last = lease.fence();
         assert!(lease.release().await.unwrap());
         // The short locker kept the counter 20 ms from its fence: wait until it is gone.
+        let given_up = Instant::now() + Duration::from_secs(10);
         while inspect(&url).exists::<_, bool>(counter_key(&short)).unwrap() {
+            assert!(Instant::now() < given_up, "round {round}: the counter did not expire");
             std::thread::sleep(Duration::from_millis(1));
         }
         let settled = acquire(&mut socket, attempt_on(&long, &key, &LockOptions::default()));

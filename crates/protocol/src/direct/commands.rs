@@ -52,9 +52,9 @@ impl Written<'_> {
 }
 
 /// Appends the commands of `calls`, in order, and awaits their replies in `awaited`: with `group`, the transactions of
-/// each run of consecutive ones, and the releases of each run of consecutive ones, share one command, which costs Redis less per lock than a command each (bench/README.md, profile steps 19 and 22);
-/// without (a cluster master, which refuses a command whose keys are in different slots), each call has its own. An
-/// acquire script is one call's.
+/// each run of consecutive ones, and the releases of each run of consecutive ones, share one command, which costs Redis
+/// less per lock than a command each (bench/README.md, profile steps 19 and 22); without (a cluster master, which
+/// refuses a command whose keys are in different slots), each call has its own. An acquire script is one call's.
 pub fn write_commands<'a, C: DirectCall + 'a>(
     calls: impl IntoIterator<Item = &'a C>,
     buf: &mut Vec<u8>,

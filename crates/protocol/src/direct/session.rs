@@ -67,8 +67,8 @@ pub struct DirectSession<C> {
 }
 
 impl<C: DirectCall> DirectSession<C> {
-    /// A session whose calls have `timeout` each, from when they are encoded; `group` for a single server's socket, not a
-    /// cluster master's (see [`write_commands`] and [`push`](Self::push)).
+    /// A session whose calls have `timeout` each, from when they are encoded; `group` for a single server's socket, not
+    /// a cluster master's (see [`write_commands`] and [`push`](Self::push)).
     pub fn new(timeout: Duration, group: bool) -> Self {
         Self {
             pending: VecDeque::new(),

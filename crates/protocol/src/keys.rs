@@ -130,12 +130,6 @@ impl LockKeys {
         self.slot.unwrap_or_else(|| slot(&self.lock))
     }
 
-    /// The lock's cluster slot when its names were made for a cluster; `None` on a single server, where nothing goes
-    /// by slot (and none is computed).
-    pub fn cluster_slot(&self) -> Option<u16> {
-        self.slot
-    }
-
     /// The pub/sub channel on which a release wakes waiters, `{prefix + key}:released` (see [`LockKeys::companion`]: on a
     /// cluster it hashes to the lock key's slot, as a sharded channel must; the scripts derive it the same way:
     /// wake.lua). Made when needed: only waiting acquisitions listen.
@@ -303,7 +297,7 @@ mod tests {
             for (keys, lock) in
                 [(&run, &run.lock), (&semaphore, &semaphore.lock), (&claim, &claim.lock), (&write, &write.lock)]
             {
-                assert_eq!(keys.cluster_slot(), Some(slot(lock)), "{prefix}{key}: {lock}");
+                assert_eq!(keys.slot, Some(slot(lock)), "{prefix}{key}: {lock}");
             }
             assert_ne!(claim.lock, run.lock);
             assert_eq!(claim.fence, run.fence);

@@ -149,10 +149,9 @@ impl DirectAcquire {
         &self.keys.key
     }
 
-    /// The cluster slot of the lock on a cluster, which master the call goes to and the slot of its fence counter (0 on
-    /// a single server).
+    /// The cluster slot of the lock (which master of a cluster the call goes to).
     pub fn slot(&self) -> u16 {
-        self.keys.cluster_slot().unwrap_or(0)
+        self.keys.slot()
     }
 
     /// Makes the attempt on the locker's own connection, with the same token.

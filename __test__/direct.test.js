@@ -215,12 +215,14 @@ test('replies longer than the socket reads at a time are read whole, in any numb
   }
   const idOf = (client) => /(?:^| )id=(\d+) /.exec(client)[1]
   const [before] = (await directClients(server.url)).map(idOf)
-  const transactions = await commandCalls(server.url, 'exec')
+  const [counted, scripts] = await Promise.all(['incr', 'evalsha'].map((c) => commandCalls(server.url, c)))
   for (let round = 0; round < 3; round++) {
     const outcomes = await Promise.all(keys.map((key) => locker.tryLock(key)))
     expect(outcomes).toEqual(keys.map(() => null))
   }
-  expect(await commandCalls(server.url, 'exec')).toBeGreaterThan(transactions)
+  // Each attempt counted the fence up with its own commands, not by the acquire script.
+  expect(await commandCalls(server.url, 'incr')).toBe(counted + 3 * keys.length)
+  expect(await commandCalls(server.url, 'evalsha')).toBe(scripts)
   // On the same socket all along: it did not fail and fall back to the locker's connection.
   expect((await directClients(server.url)).map(idOf)).toEqual([before])
   const lock = await locker.tryLock(uniqueKey('direct-after-long-replies'))
@@ -231,21 +233,20 @@ test('replies longer than the socket reads at a time are read whole, in any numb
   }
 })
 
-test('tryLocks made in one turn share one transaction; a key holding another type fails only its own', async () => {
+test('tryLocks made in one turn go out together; a key holding another type fails only its own', async () => {
   const [first, wrongType, second, before] = ['first', 'wrong-type', 'second', 'before'].map((name) =>
     uniqueKey(`direct-batch-${name}`),
   )
   await redisCommand(server.url, 'HSET', `snatch:${wrongType}`, 'field', 'value')
-  // The prefix's counter exists (a transaction that found it new would go again by the acquire script).
+  // The prefix's counter exists (commands that found it new would go again by the acquire script).
   for (const key of [first, second, before]) await (await locker.tryLock(key)).release()
   await settle(locker.tryLock(wrongType))
-  const [transactions, scripts] = await Promise.all(['exec', 'evalsha'].map((c) => commandCalls(server.url, c)))
+  const counted = await commandCalls(server.url, 'incr')
   // Calls made while a reply is handed out (here: in the reaction to the first tryLock) are written together.
   const [, ...outcomes] = await locker
     .tryLock(before)
     .then((lock) => Promise.all([lock, ...[first, wrongType, second].map((key) => settle(locker.tryLock(key)))]))
-  expect(await commandCalls(server.url, 'exec')).toBe(transactions + 2)
-  expect(await commandCalls(server.url, 'evalsha')).toBe(scripts)
+  expect(await commandCalls(server.url, 'incr')).toBe(counted + 4)
   const [firstLock, failed, secondLock] = outcomes
   expect(failed.error).toMatchObject({ code: 'ERR_SNATCH_REDIS', message: expect.stringContaining('WRONGTYPE') })
   for (const { value: lock } of [firstLock, secondLock]) {
@@ -260,19 +261,23 @@ async function serverMicros(url) {
   return BigInt(seconds) * 1_000_000n + BigInt(micros)
 }
 
-test('keys locked for the first time take one transaction each, no script; the counter started from the server clock', async () => {
+test('keys locked for the first time take a SET and an INCR each, no script; the counter started from the server clock', async () => {
   const keys = Array.from({ length: 20 }, (_, i) => uniqueKey(`direct-new-${i}`))
-  const [transactions, scripts] = await Promise.all(['exec', 'evalsha'].map((c) => commandCalls(server.url, c)))
-  const before = await serverMicros(server.url)
+  const commands = ['set', 'incr', 'pexpire', 'evalsha']
+  // The locker's first direct acquisition keeps the counter (PEXPIRE by fenceTtl); the next ones, for a tenth of
+  // fenceTtl, do not.
+  await (await locker.tryLock(uniqueKey('direct-new-first'))).release()
+  const before = await Promise.all(commands.map((c) => commandCalls(server.url, c)))
+  const clock = await serverMicros(server.url)
   const locks = []
   for (const key of keys) locks.push(await locker.tryLock(key))
-  expect(await commandCalls(server.url, 'exec')).toBe(transactions + keys.length)
-  expect(await commandCalls(server.url, 'evalsha')).toBe(scripts)
-  const after = await serverMicros(server.url)
-  // The prefix's counter (new on this server a moment ago, at the warm-up's task, whose transaction found it new and
+  const after = await Promise.all(commands.map((c) => commandCalls(server.url, c)))
+  expect(after.map((n, i) => n - before[i])).toEqual([keys.length, keys.length, 0, 0])
+  const clockAfter = await serverMicros(server.url)
+  // The prefix's counter (new on this server a moment ago, at the warm-up's task, whose commands found it new and
   // went again by the acquire script) started from the server's clock; each key counts it up by one.
-  expect(locks[0].fence).toBeGreaterThan(before - 5_000_000n)
-  expect(locks.at(-1).fence).toBeLessThanOrEqual(after)
+  expect(locks[0].fence).toBeGreaterThan(clock - 5_000_000n)
+  expect(locks.at(-1).fence).toBeLessThanOrEqual(clockAfter)
   for (const [i, lock] of locks.entries()) {
     if (i > 0) expect(lock.fence).toBe(locks[i - 1].fence + 1n)
     expect(await lock.release()).toBe(true)
@@ -288,7 +293,7 @@ test("fences rise across a counter's expiry, for a new locker and for one that c
   }
   const fences = []
   // Each round a new locker (one at a time, each on its direct socket), twice once the counter expired: each time its
-  // transaction finds the counter new and goes again by the acquire script, which starts it from the server's clock.
+  // commands find the counter new and go again by the acquire script, which starts it from the server's clock.
   for (let round = 0; round < 3; round++) {
     await locker.close()
     locker = createLocker({ url: server.url, fenceTtl: 30, prefix })

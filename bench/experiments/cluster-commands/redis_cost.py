@@ -99,7 +99,11 @@ def cycles(variant, round_, n):
     for first in range(0, n, group):
         locks = [('lock:%d:%d' % (round_, i), 'token%d' % i) for i in range(first, first + group)]
         lock, token = locks[0]
-        if variant in ('tx', 'txnopx'):
+        if variant in ('pipe', 'pipenopx'):
+            expire = [command('PEXPIRE', counter(lock), 60000)] if variant == 'pipe' else []
+            out += [command('SET', lock, token, 'NX', 'PX', 30000, 'GET'), command('INCR', counter(lock)), *expire,
+                    command('EVALSHA', sha(RELEASE), 1, lock, token, 1)]
+        elif variant in ('tx', 'txnopx'):
             expire = [command('PEXPIRE', counter(lock), 60000)] if variant == 'tx' else []
             out += [command('MULTI'), command('SET', lock, token, 'NX', 'PX', 30000, 'GET'),
                     command('INCR', counter(lock)), *expire, command('EXEC'),

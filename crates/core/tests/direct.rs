@@ -107,10 +107,10 @@ fn exchange_in(socket: &mut DirectStream, calls: Vec<Call>, chunk: usize) -> (Ve
     (replies.into_iter().map(|(call, reply)| (call, reply.expect("a reply"))).collect(), written)
 }
 
-/// The commands in `written` that carry calls, in order: `EXEC` for a transaction of acquisitions, `EVALSHA` for a
-/// script call.
+/// The commands in `written` that tell calls apart, in order: `SET` for an acquisition, `PEXPIRE` after it when it
+/// keeps the fence counter, `EVALSHA` for a script call.
 fn commands(written: &[u8]) -> Vec<&'static str> {
-    let names = ["EXEC", "EVALSHA"].map(|name| (name, format!("\r\n${}\r\n{name}\r\n", name.len())));
+    let names = ["SET", "PEXPIRE", "EVALSHA"].map(|name| (name, format!("\r\n${}\r\n{name}\r\n", name.len())));
     (0..written.len())
         .filter_map(|at| names.iter().find(|(_, line)| written[at..].starts_with(line.as_bytes())).map(|(n, _)| *n))
         .collect()
@@ -143,8 +143,8 @@ fn acquire(socket: &mut DirectStream, attempt: DirectAcquire) -> Acquired {
     settle_acquire(replies.remove(0))
 }
 
-/// The lease an acquisition comes to, sending it again on `socket` when it is to go again (a transaction that took a
-/// key whose counter is new: the acquire script raises the counter) and finishing it on the locker's connection when
+/// The lease an acquisition comes to, sending it again on `socket` when it is to go again (commands that took a key
+/// whose counter is new: the acquire script raises the counter) and finishing it on the locker's connection when
 /// it falls back there, as the binding does.
 async fn lease_of(socket: &mut DirectStream, mut settled: Acquired) -> Option<Arc<Lease>> {
     loop {
@@ -194,7 +194,7 @@ fn server_micros(url: &str) -> i64 {
 }
 
 #[tokio::test]
-async fn a_transaction_that_finds_a_new_counter_goes_again_by_the_acquire_script() {
+async fn commands_that_find_a_new_counter_go_again_by_the_acquire_script() {
     let (_server, url) = redis_url();
     let locker = locker(&[&url]);
     let mut socket = socket(&locker).await;
@@ -215,6 +215,40 @@ async fn a_transaction_that_finds_a_new_counter_goes_again_by_the_acquire_script
     let second = acquire(&mut socket, attempt_on(&locker, &key, &options));
     let Settled::Done(Ok(Some(second))) = second else { panic!("acquired directly: {second:?}") };
     assert!(second.fence() > first.fence());
+    locker.close().await;
+}
+
+/// Direct acquisitions keep their fence counter (`PEXPIRE` by fenceTtl) only when their locker did not keep it within
+/// the last tenth of fenceTtl (snatch-core's direct/kept.rs), so it lives 0.9 to 1 fenceTtl after the last
+/// acquisition. A counter gone meanwhile (here deleted) is counted up from nothing without a TTL: that is a new
+/// counter, which the acquire script raises to the server's clock and keeps, so fences rise across it.
+#[tokio::test]
+async fn a_counter_kept_lately_is_not_kept_again_and_one_gone_meanwhile_starts_again_from_the_clock() {
+    let (_server, url) = redis_url();
+    let locker = locker(&[&url]);
+    let mut socket = socket(&locker).await;
+    let key = unique_key("kept");
+    let cycle = async |socket: &mut DirectStream| {
+        let attempt = attempt_on(&locker, &key, &LockOptions::default());
+        let (mut replies, commands) = exchange(socket, vec![Call::Acquire(Box::new(attempt))]);
+        let lease = lease_of(socket, settle_acquire(replies.remove(0))).await.expect("free");
+        assert!(lease.release().await.unwrap());
+        (commands, lease.fence())
+    };
+    let (commands, first) = cycle(&mut socket).await;
+    assert_eq!(commands, ["SET", "PEXPIRE"], "never kept");
+    let (commands, second) = cycle(&mut socket).await;
+    assert_eq!(commands, ["SET"], "kept lately");
+    assert!(second > first);
+    let pttl: i64 = inspect(&url).pttl(counter_key(&locker)).unwrap();
+    assert!(pttl > 0, "kept by the first: {pttl}");
+
+    let () = inspect(&url).del(counter_key(&locker)).unwrap();
+    let (commands, third) = cycle(&mut socket).await;
+    assert_eq!(commands, ["SET"], "kept lately, as far as the locker knows");
+    assert!(third > second, "{third} after {second}");
+    let pttl: i64 = inspect(&url).pttl(counter_key(&locker)).unwrap();
+    assert!(pttl > 0, "kept by the acquire script, which the new counter took the acquisition to: {pttl}");
     locker.close().await;
 }
 
@@ -275,7 +309,7 @@ async fn fences_rise_across_a_counter_that_a_locker_with_a_shorter_fence_ttl_let
 }
 
 #[tokio::test]
-async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_outcome() {
+async fn consecutive_releases_share_one_command_and_each_call_gets_its_own_outcome() {
     let (_server, url) = redis_url();
     let locker = locker(&[&url]);
     let mut socket = socket(&locker).await;
@@ -285,7 +319,7 @@ async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_o
     let attempt = |key: &str| Call::Acquire(Box::new(attempt_on(&locker, key, &options)));
 
     let (replies, commands) = exchange(&mut socket, vec![attempt(&first), attempt(&wrong_type), attempt(&third)]);
-    assert_eq!(commands, ["EXEC"], "one transaction for the three acquisitions");
+    assert_eq!(commands, ["SET", "PEXPIRE"].repeat(3), "the counter kept by each: none answered yet");
     let [first_lease, wrong, third_lease] = <[_; 3]>::try_from(replies).ok().unwrap().map(settle_acquire);
     let (first_lease, third_lease) =
         (lease_of(&mut socket, first_lease).await, lease_of(&mut socket, third_lease).await);
@@ -298,15 +332,15 @@ async fn consecutive_calls_of_one_kind_share_one_command_and_each_gets_its_own_o
     let held: String = inspect(&url).get(lock_key(&locker, &third)).unwrap();
     assert_eq!(held, held_by(third_lease.token()), "the lock after the failed one is taken all the same");
 
-    // Two releases, then the first key again: a script call and a transaction, in order, so the key is free when it
-    // is asked for.
+    // Two releases, then the first key again: a script call and the acquisition's commands, in order, so the key is
+    // free when it is asked for; the counter was kept lately, so not again.
     let calls = vec![
         Call::Release(release_of(&locker, &first_lease)),
         Call::Release(release_of(&locker, &third_lease)),
         attempt(&first),
     ];
     let (mut replies, commands) = exchange(&mut socket, calls);
-    assert_eq!(commands, ["EVALSHA", "EXEC"]);
+    assert_eq!(commands, ["EVALSHA", "SET"]);
     let again = settle_acquire(replies.pop().unwrap());
     let Settled::Done(Ok(Some(again))) = again else { panic!("acquired after its release: {again:?}") };
     assert!(again.fence() > first_lease.fence());
@@ -364,7 +398,7 @@ async fn a_group_the_server_cannot_run_sends_each_of_its_calls_back_to_the_locke
 }
 
 #[tokio::test]
-async fn a_transaction_the_server_refuses_fails_each_acquisition_with_the_reason() {
+async fn acquisitions_the_server_refuses_fail_each_with_the_reason() {
     let server = RedisServer::start();
     let url = server.url();
     let locker = locker(&[&url]);
@@ -374,11 +408,11 @@ async fn a_transaction_the_server_refuses_fails_each_acquisition_with_the_reason
         ["full0", "full1"].map(|key| Call::Acquire(Box::new(attempt_on(&locker, key, &LockOptions::default()))));
 
     let (replies, commands) = exchange(&mut socket, calls.into());
-    assert_eq!(commands, ["EXEC"]);
+    assert_eq!(commands, ["SET", "PEXPIRE"].repeat(2));
     for reply in replies {
         let Settled::Done(Err(e)) = settle_acquire(reply) else { panic!("expected an error") };
         assert_eq!(e.code(), "ERR_SNATCH_REDIS");
-        assert!(e.to_string().contains("OOM"), "the refusal, not EXECABORT: {e}");
+        assert!(e.to_string().contains("OOM"), "the refusal: {e}");
     }
     locker.close().await;
 }
@@ -406,7 +440,7 @@ async fn the_socket_is_authenticated_and_on_the_urls_database() {
 }
 
 #[tokio::test]
-async fn a_server_that_refuses_the_acquisitions_transaction_gets_no_direct_calls() {
+async fn a_server_that_refuses_the_probe_gets_no_direct_calls() {
     // Redis before 7.0 refuses `SET ... NX ... GET`; a server without MULTI refuses the probe the same way.
     let server = RedisServer::start_with(&["--rename-command", "MULTI", "multi-renamed-away"]);
     let locker = locker(&[&server.url()]);
@@ -476,13 +510,13 @@ async fn replies_read_a_byte_at_a_time_are_paired_with_their_calls() {
     let [free, wrong_type] = [0, 1].map(|n| unique_key(&format!("split{n}")));
     let () = inspect(&url).hset(lock_key(&locker, &wrong_type), "field", "value").unwrap();
     let attempt = |key: &str| Call::Acquire(Box::new(attempt_on(&locker, key, &options)));
-    // The first acquisition of a key goes again by the script (a new counter): after it, the key's are transactions.
+    // The first acquisition goes again by the script (a new counter), and keeps the counter: the next ones do not.
     let acquired = acquire(&mut socket, attempt_on(&locker, &free, &options));
     let first = lease_of(&mut socket, acquired).await.expect("acquired");
 
     let calls = vec![Call::Release(release_of(&locker, &first)), attempt(&free), attempt(&wrong_type), attempt(&free)];
     let (replies, commands) = exchange_in(&mut socket, calls, 1);
-    assert_eq!(commands, ["EVALSHA", "EXEC"]);
+    assert_eq!(commands, ["EVALSHA", "SET", "SET", "SET"]);
     let [released, again, wrong, held] = <[_; 4]>::try_from(replies).ok().unwrap();
     assert!(matches!(settle_release(released), Settled::Done(Ok(true))));
     let Settled::Done(Ok(Some(again))) = settle_acquire(again) else { panic!("acquired after its release") };
@@ -506,7 +540,7 @@ fn prepare(url: &str, locker: &Locker, key: &str, state: &str) -> i64 {
     let (lock, fence) = (lock_key(locker, key), counter_key(locker));
     let mut redis = inspect(url);
     let counter = CLOCK_FLOOR + 1_000;
-    let () = redis.set(&fence, counter).unwrap();
+    let () = redis.pset_ex(&fence, counter, 60_000).unwrap();
     match state {
         "free" => {}
         "expired" => {
@@ -551,11 +585,11 @@ fn outcome(
 }
 
 /// Taking a lock is defined once (protocol/acquisition.rs): the acquire script (the locker's connection) starts with
-/// the commands the direct transaction sends. For every state a key can be in, both come to the same outcome, and
-/// both count the fence counter up, whether they got the key or not; a key of another type stops the script at its
-/// first command, while a transaction runs the rest.
+/// the commands direct acquisitions send. For every state a key can be in, both come to the same outcome, and both
+/// count the fence counter up, whether they got the key or not; a key of another type stops the script at its first
+/// command, while the direct commands run on.
 #[tokio::test]
-async fn the_direct_transaction_and_the_acquire_script_agree_on_every_state_of_a_key() {
+async fn direct_acquisitions_and_the_acquire_script_agree_on_every_state_of_a_key() {
     let (_server, url) = redis_url();
     let locker = locker(&[&url]);
     let mut socket = socket(&locker).await;
@@ -572,10 +606,10 @@ async fn the_direct_transaction_and_the_acquire_script_agree_on_every_state_of_a
             Settled::Done(result) => result,
             other => panic!("{state}: an existing counter needs no script ({other:?})"),
         };
-        let by_transaction = outcome(&url, &locker, &direct, before, settled);
-        assert_eq!(by_transaction, by_script, "{state}");
+        let by_commands = outcome(&url, &locker, &direct, before, settled);
+        assert_eq!(by_commands, by_script, "{state}");
         let counter: i64 = inspect(&url).get(counter_key(&locker)).unwrap();
-        assert_eq!(counter, before + 1, "{state}: the transaction counts the fence up whatever its SET did");
+        assert_eq!(counter, before + 1, "{state}: the direct commands count the fence up whatever their SET did");
     }
     locker.close().await;
 }

@@ -171,6 +171,12 @@ fn companion(lock: &str, one_slot: bool, suffix: &str) -> String {
     }
 }
 
+/// Whether the locks under `prefix` count up its counters ([`prefix_counter`]: one on a single Redis, one per slot on a
+/// cluster with `one_slot`) rather than counters of their own.
+pub fn prefix_has_counters(prefix: &str, one_slot: bool) -> bool {
+    prefix_counter(prefix, one_slot.then_some(0)).is_some()
+}
+
 /// The fence counter of every lock under `prefix` that hashes to the lock's slot: `{prefix}:fence` on a single Redis
 /// (`slot` is `None`); on a cluster `prefix:fence` when the prefix has a hash tag of its own (every lock under it
 /// hashes to that tag's slot), else `{prefix<tag>}:fence`, where `<tag>` makes it hash to `slot` ([`slot_suffix`]).

@@ -40,8 +40,9 @@ impl Script {
 /// holder (< 0; pttl is -1 for a key without expiry), or when named `{-2 - pttl, holder's token}`. One integer unless
 /// the holder is named (a table reply costs Redis about a tenth more per call, and only Redlock needs the name). Either way the counter is kept for its ttl from now; one
 /// below [`crate::keys::CLOCK_FLOOR`] (new, or from before counters expired) is first raised to the server clock's
-/// microseconds, so fences keep rising across its expiry. Direct acquisitions send only [`acquisition::COMMANDS`],
-/// as a transaction, and have this script raise a counter they find below the floor.
+/// microseconds, so fences keep rising across its expiry. Direct acquisitions send only [`acquisition::COMMANDS`]
+/// (without the counter's `PEXPIRE` while their locker kept it lately), and have this script raise a counter they
+/// find below the floor.
 ///
 /// A waited-for lock holds its token followed by `*`, which has [`RELEASE`] wake the waiters: a release that no one
 /// waits for publishes nothing (bench/README.md, profile step 24).

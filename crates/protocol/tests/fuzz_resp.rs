@@ -175,11 +175,11 @@ fn sent() -> impl Strategy<Value = Sent> {
 }
 
 /// A reply as `parse` gives it, of the kinds direct calls get: one, or an array of up to 9 (as many as the replies
-/// of a script call for up to 9 calls, or of the commands of a transaction of up to 3 acquisitions).
+/// of a script call for up to 9 calls).
 fn reply() -> impl Strategy<Value = Reply> {
     let leaf = (0..6u8, any::<i64>()).prop_map(|(kind, n)| match kind {
         0 => Reply::Int(n),
-        1 => Reply::Status("QUEUED".to_owned()),
+        1 => Reply::Status("OK".to_owned()),
         2 => Reply::Error(format!("ERR {n}")),
         3 => Reply::Nil,
         4 => Reply::Other,
@@ -274,8 +274,8 @@ impl Arg {
 enum Event {
     /// A script call for this many calls is written.
     Script(usize),
-    /// A transaction of this many acquisitions is written.
-    Acquisitions(usize),
+    /// An acquisition of this many commands is written.
+    Acquisition(usize),
     /// A reply is read.
     Read(Reply),
 }
@@ -328,16 +328,16 @@ proptest! {
     }
 
     /// Whatever is written and read, in any order, each reply completes the first command awaiting it when it is its
-    /// last (a script call's one; a transaction's `EXEC`, after `MULTI`'s and three per acquisition), and then gives
-    /// exactly one reply for each of its calls, none otherwise; a reply no command awaits is an error that leaves the
-    /// rest as it was.
+    /// last (a script call's one; an acquisition's last command's, after two or three), and then gives exactly one
+    /// reply for each of its calls, none otherwise; a reply no command awaits is an error that leaves the rest as it
+    /// was.
     #[test]
     fn each_call_gets_one_reply(
         events in prop::collection::vec(
             prop_oneof![
                 4 => reply().prop_map(Event::Read),
                 1 => (0..4usize).prop_map(Event::Script),
-                1 => (0..4usize).prop_map(Event::Acquisitions),
+                1 => (2..=3usize).prop_map(Event::Acquisition),
             ],
             0..64,
         ),
@@ -351,10 +351,9 @@ proptest! {
                     awaited.script(calls);
                     model.push_back((1, calls));
                 }
-                Event::Acquisitions(calls) => {
-                    awaited.acquisitions(calls);
-                    let per = snatch_protocol::acquisition::COMMANDS.len();
-                    model.push_back((2 + per * calls, calls));
+                Event::Acquisition(commands) => {
+                    awaited.acquisition(commands);
+                    model.push_back((commands, 1));
                 }
                 Event::Read(reply) => {
                     let answers = awaited.take(reply).map(|answers| answers.len());

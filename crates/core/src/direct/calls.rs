@@ -13,6 +13,7 @@ use crate::server::node::Node;
 use snatch_protocol::acquisition::{self, Acquired};
 use snatch_protocol::direct::answer::Answer;
 use snatch_protocol::direct::commands::DirectCommand;
+use snatch_protocol::direct::kept::KeptCounters;
 use snatch_protocol::direct::session::{CallReply, NoReply};
 use snatch_protocol::keys::{Kind, LockKeys};
 use snatch_protocol::SnatchError;
@@ -34,9 +35,9 @@ pub enum Settled<T, C> {
 /// How a direct acquisition takes its lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Way {
-    /// A transaction, the cheapest for Redis.
-    Transaction,
-    /// The acquire script: a transaction took the key with a new fence counter, which the script raises to the
+    /// The commands of snatch-protocol's acquisition.rs, the cheapest for Redis.
+    Commands,
+    /// The acquire script: the commands took the key with a new fence counter, which the script raises to the
     /// server's clock.
     Script,
 }
@@ -54,6 +55,8 @@ pub struct DirectAcquire {
     way: Way,
     /// Whether its command was encoded once already.
     sent: bool,
+    /// Whether its commands keep the fence counter (`PEXPIRE`), decided when first encoded ([`KeptCounters`]).
+    keep_counter: bool,
 }
 
 impl std::fmt::Debug for DirectAcquire {
@@ -78,8 +81,9 @@ impl DirectAcquire {
             ttl: locker.lease_ttl(options),
             options: options.clone(),
             started: Instant::now(),
-            way: Way::Transaction,
+            way: Way::Commands,
             sent: false,
+            keep_counter: true,
         }))
     }
 
@@ -91,20 +95,29 @@ impl DirectAcquire {
             token: &self.owner,
             ttl_ms: self.ttl.as_millis(),
             fence_ttl_ms: self.locker.config().fence_ttl.as_millis(),
+            keep_counter: self.keep_counter,
         };
         match self.way {
-            Way::Transaction => DirectCommand::Acquire(values),
+            Way::Commands => DirectCommand::Acquire(values),
             Way::Script => DirectCommand::AcquireByScript(values),
         }
     }
 
     /// The command was encoded at `at`: the lease counts from then, or from the first, when the attempt was sent
-    /// again (the key may be ours since then).
+    /// again (the key may be ours since then). The first encoding decides whether the commands keep the counter.
     pub fn encoded(&mut self, at: std::time::Instant) {
         if !self.sent {
             self.started = Instant::from_std(at);
             self.sent = true;
+            self.keep_counter = self.kept_counters().is_none_or(|(kept, index)| kept.due(index, at));
         }
+    }
+
+    /// The locker's record of kept counters, and this lock's counter's place in it; `None` when the counter is kept
+    /// every time.
+    fn kept_counters(&self) -> Option<(&KeptCounters, usize)> {
+        let index = if self.locker.one_slot() { usize::from(self.keys.slot()) } else { 0 };
+        self.locker.kept_counters().map(|kept| (kept, index))
     }
 
     /// What the command's reply, or its absence, comes to: the lease (supervised like any other), `None` when the
@@ -116,13 +129,17 @@ impl DirectAcquire {
             Ok(Some(reply)) => Acquired::of(reply, None),
             Ok(None) => return Settled::Fallback(self),
             Err(e) => {
-                if timed_out {
-                    // Redis may still apply the command: undo it, whether it comes before this release or after.
-                    self.locker.nodes().release_later(&self.keys, &self.owner, Instant::now(), true);
-                }
+                // Redis may still apply the commands (they timed out: undo them, whether they come before this release
+                // or after), or took the key before a later one failed (say, `INCR` refused for want of memory).
+                self.locker.nodes().release_later(&self.keys, &self.owner, Instant::now(), timed_out);
                 return Settled::Done(Err(e));
             }
         };
+        if self.way == Way::Commands && self.keep_counter {
+            if let Some((kept, index)) = self.kept_counters() {
+                kept.kept(index, self.started.into_std());
+            }
+        }
         let fence = match acquired {
             Acquired::Won { fence } => fence,
             Acquired::Taken { .. } => return Settled::Done(Ok(None)),
@@ -135,7 +152,8 @@ impl DirectAcquire {
         };
         let valid_until = self.locker.nodes().valid_until(self.started, self.ttl);
         if Instant::now() >= valid_until {
-            // Ours, but too late to be of use: give it back.
+            // Ours, but too late to be of use: give it back. (Fences rise with the acquisitions used because of this:
+            // snatch-protocol's acquisition::COMMANDS.)
             let nodes = self.locker.nodes();
             nodes.release_later(&self.keys, &self.owner, Instant::now(), false);
             return Settled::Done(Err(single(self.locker.nodes()).failure(VALIDITY_ELAPSED_ON_ONE_NODE)));

@@ -9,7 +9,8 @@ use crate::lock::supervisor::Supervisor;
 use crate::redlock::quorum::{Acquire, Grant, Nodes};
 use crate::server::node::{Mark, Node, PLACE_LEASE};
 use crate::server::waker::Watch;
-use snatch_protocol::keys::{Kind, LockKeys};
+use snatch_protocol::direct::kept::KeptCounters;
+use snatch_protocol::keys::{self, Kind, LockKeys};
 use snatch_protocol::owner;
 use snatch_protocol::run::Inspection;
 use snatch_protocol::SnatchError;
@@ -42,6 +43,9 @@ struct Shared {
     nodes: Arc<Nodes>,
     /// Where direct calls go, if anywhere (see [`Locker::direct_route`]).
     direct: Option<DirectRoute>,
+    /// When direct acquisitions last kept the prefix's fence counters; `None` when they keep them every time (no
+    /// direct calls, or a cluster prefix whose locks keep counters of their own).
+    kept_counters: Option<KeptCounters>,
     /// Renews the leases not yet ended, or declares them lost; `close` releases those still held.
     supervisor: Supervisor,
     closed: AtomicBool,
@@ -84,11 +88,15 @@ impl Locker {
         config.validate()?;
         let nodes = Arc::new(Nodes::new(Node::all(&config)?, config.drift_factor));
         let direct = direct_route(&config, &nodes);
+        let one_slot = config.topology == Topology::Cluster;
+        let kept_counters = (direct.is_some() && keys::prefix_has_counters(&config.prefix, one_slot))
+            .then(|| KeptCounters::new(config.fence_ttl, one_slot));
         Ok(Self {
             shared: Arc::new(Shared {
                 config,
                 nodes,
                 direct,
+                kept_counters,
                 supervisor: Supervisor::new(),
                 closed: AtomicBool::new(false),
                 closing: Notify::new(),
@@ -109,6 +117,11 @@ impl Locker {
     /// connection. Decided once, here.
     pub fn direct_route(&self) -> Option<DirectRoute> {
         self.shared.direct
+    }
+
+    /// When direct acquisitions last kept the prefix's fence counters (see [`Shared::kept_counters`]).
+    pub(crate) fn kept_counters(&self) -> Option<&KeptCounters> {
+        self.shared.kept_counters.as_ref()
     }
 
     /// The node direct calls go to, when they apply (see [`Locker::direct_route`]).

@@ -1,7 +1,7 @@
 //! The pairing of replies with calls (direct/awaited.rs) on arbitrary commands written and replies read, in any
 //! order: no panic, and against a model, each reply completes the first command awaiting it when it is its last (a
-//! script call's one; a transaction's `EXEC`, after `MULTI`'s and one per queued command) and then gives exactly one
-//! reply per call of that command, none before; a reply no command awaits is an error.
+//! script call's one; an acquisition's last command's) and then gives exactly one reply per call of that command, none
+//! before; a reply no command awaits is an error.
 
 #![no_main]
 
@@ -20,7 +20,7 @@ enum Read {
     Error(bool),
     Nil,
     Other,
-    /// An array of this many integers, or of as many nils (a transaction's `EXEC` holds both).
+    /// An array of this many integers, or of as many nils (a script call's for several releases holds integers).
     Array(u8, bool),
 }
 
@@ -28,7 +28,7 @@ impl Read {
     fn reply(&self) -> Reply {
         match *self {
             Read::Int(n) => Reply::Int(n),
-            Read::Status => Reply::Status("QUEUED".into()),
+            Read::Status => Reply::Status("OK".into()),
             Read::Error(oom) => Reply::Error(if oom { "OOM command not allowed" } else { "WRONGTYPE" }.into()),
             Read::Nil => Reply::Nil,
             Read::Other => Reply::Other,
@@ -44,8 +44,8 @@ impl Read {
 enum Event {
     /// A script call for this many calls (mod 16) is written.
     Script(u8),
-    /// A transaction of this many acquisitions (mod 16) is written.
-    Acquisitions(u8),
+    /// An acquisition is written: its commands keep the fence counter (all of them) or not (all but the last).
+    Acquisition(bool),
     /// A reply is read.
     Read(Read),
 }
@@ -61,10 +61,10 @@ fuzz_target!(|events: Vec<Event>| {
                 awaited.script(calls);
                 model.push_back((1, calls));
             }
-            Event::Acquisitions(calls) => {
-                let calls = usize::from(calls % 16);
-                awaited.acquisitions(calls);
-                model.push_back((2 + acquisition::COMMANDS.len() * calls, calls));
+            Event::Acquisition(keep_counter) => {
+                let commands = acquisition::COMMANDS.len() - usize::from(!keep_counter);
+                awaited.acquisition(commands);
+                model.push_back((commands, 1));
             }
             Event::Read(read) => {
                 let answers = awaited.take(read.reply()).map(|answers| answers.len());

@@ -1,6 +1,6 @@
 //! What a socket of direct calls says first, and what its replies come to: the credentials, the database, the
 //! client name, the release and acquire scripts loaded, and a probe of whether the server runs the acquisitions'
-//! transaction.
+//! commands.
 
 use crate::acquisition;
 use crate::direct::target::DirectTarget;
@@ -87,14 +87,15 @@ fn probe_key(prefix: &str, target: &DirectTarget) -> String {
 }
 
 /// Appends the commands with which the handshake asks whether the server runs direct acquisitions, and returns how
-/// many replies they get: a transaction as direct calls send it (Redis accepts `SET` with both `NX` and `GET` from 7.0
-/// on, and finds an option it refuses only when the transaction runs) on `key` and a fence counter beside it, which it
-/// then deletes. A server that answers any of them with an error gets no direct
-/// calls: its one-attempt calls go over the locker's own connection, by the acquire script.
+/// many replies they get: the commands of an acquisition (Redis accepts `SET` with both `NX` and `GET` from 7.0 on) on
+/// `key` and a fence counter beside it, then their deletion, in a transaction so that nothing of them is left (Redis
+/// finds an option it refuses only when the transaction runs). A server that answers any of them with an error gets
+/// no direct calls: its one-attempt calls go over the locker's own connection, by the acquire script.
 fn write_probe(bytes: &mut Vec<u8>, key: &str) -> usize {
     let fence = [key, ":fence"].concat();
     resp::encode(bytes, &["MULTI"]);
-    let values = acquisition::Values { lock: key, fence: &fence, token: "", ttl_ms: 1, fence_ttl_ms: 1 };
+    let values =
+        acquisition::Values { lock: key, fence: &fence, token: "", ttl_ms: 1, fence_ttl_ms: 1, keep_counter: true };
     acquisition::write(bytes, &values);
     resp::encode(bytes, &["DEL", key, &fence]);
     resp::encode(bytes, &["EXEC"]);

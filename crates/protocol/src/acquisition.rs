@@ -42,7 +42,8 @@ use Word::{Fence, FenceTtl, Lock, Text, Token, Ttl};
 /// before its lease's validity ends (the caller gives back one that comes later), and validity ends before the key's
 /// TTL does (the drift allowance), so the `INCR`, which runs before its reply is sent, runs while the key is still
 /// ours: no one else's `SET` can take the key between the two. Whoever takes it next does so after our key is gone,
-/// that is after our `INCR`, and its own `INCR` comes after its `SET`: a higher fence.
+/// that is after our `INCR`, and its own `INCR` comes after its `SET`: a higher fence (checked against a model of any
+/// interleaving and delay: tests/acquisition_order.rs).
 pub const COMMANDS: [&[Word]; 3] = [
     &[Text("SET"), Lock, Token, Text("NX"), Text("PX"), Ttl, Text("GET")],
     &[Text("INCR"), Fence],

@@ -123,7 +123,7 @@ struct State<C: DirectCall + 'static> {
     phase: Phase<C>,
     /// What the socket connects to.
     target: DirectTarget,
-    /// A single server's socket, not a cluster master's: consecutive calls of one kind share a command, and calls made
+    /// A single server's socket, not a cluster master's: consecutive releases share a command, and calls made
     /// while replies are handed out are written a few at a time (snatch-protocol's `DirectSession::push`).
     group: bool,
     timeout: Duration,

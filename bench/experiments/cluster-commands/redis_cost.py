@@ -3,8 +3,11 @@
 Starts its own cluster-enabled redis-server (all slots), pipes N cycles of each variant with `redis-cli --pipe`,
 several rounds interleaved, and prints the server's CPU time (utime + stime) per cycle. Variants:
 
-  tx      redis-snatch on a cluster: MULTI, SET lock NX PX GET, INCR counter, PEXPIRE counter, EXEC; the release script
-  txnopx  the same without the PEXPIRE (what dropping it would save; not safe as such: see issue 39's note)
+  tx       redis-snatch on a cluster until 2026-11-27: MULTI, SET lock NX PX GET, INCR counter, PEXPIRE counter, EXEC;
+           the release script
+  txnopx   the same without the PEXPIRE
+  pipe     SET lock NX PX GET, INCR counter, PEXPIRE counter, no transaction; the release script
+  pipenopx the same without the PEXPIRE: redis-snatch since 2026-11-27, while its locker kept the counter lately
   script  the acquisition as one small Lua script; the release script
   xsN     N acquisitions of N slots in one `allow-cross-slot-keys` script (Redis 7+), N releases likewise
   raw     raw ioredis: SET lock NX PX; its compare-and-delete script
@@ -127,7 +130,7 @@ def cycles(variant, round_, n):
 def main():
     port = sys.argv[1] if len(sys.argv) > 1 else '17001'
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 200_000
-    variants = sys.argv[3].split(',') if len(sys.argv) > 3 else ['tx', 'script', 'xs4', 'xs8', 'raw']
+    variants = sys.argv[3].split(',') if len(sys.argv) > 3 else ['tx', 'pipenopx', 'script', 'xs4', 'xs8', 'raw']
     folder = tempfile.mkdtemp()
     server = subprocess.Popen(['redis-server', '--port', port, '--bind', '127.0.0.1', '--cluster-enabled', 'yes',
                                '--cluster-config-file', folder + '/nodes.conf', '--save', '', '--appendonly', 'no',

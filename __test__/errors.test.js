@@ -94,6 +94,32 @@ describe('bad input', () => {
   })
 })
 
+test('unknown options anywhere are errors naming them, with the closest known name', async () => {
+  const cases = [
+    [() => createLocker({ urll: 'redis://127.0.0.1:6379' }), "unknown option 'urll' (did you mean 'url' or 'urls'?)"],
+    [() => createLocker({ url: 'memory://', tll: 5000 }), "unknown option 'tll' (did you mean 'tls' or 'ttl'?)"],
+    [() => createLocker({ sentinel: { urls: ['redis://127.0.0.1:26379'], nmae: 'm' } }), "unknown option 'sentinel.nmae' (did you mean 'sentinel.name'?)"],
+    [() => createLocker({ url: 'rediss://127.0.0.1:1', tls: { rejectUnauthorised: false } }), "unknown option 'tls.rejectUnauthorised' (did you mean 'tls.rejectUnauthorized'?)"],
+  ]
+  for (const [call, message] of cases) {
+    expect(call).toThrow(expect.objectContaining({ name: 'TypeError', code: 'ERR_SNATCH_INVALID_ARG', message }))
+  }
+  const locker = createLocker({ url: 'memory://' })
+  const rejections = [
+    [locker.withLock('k', () => {}, { waitt: 100 }), "unknown option 'waitt' (did you mean 'wait'?)"],
+    [locker.snatchTask('k', () => {}, { minHlod: 100 }), "unknown option 'minHlod' (did you mean 'minHold'?)"],
+    [locker.lock('k', { fiar: true }), "unknown option 'fiar' (did you mean 'fair'?)"],
+    [locker.semaphore('s', 2).acquire({ ttll: 100 }), "unknown option 'ttll' (did you mean 'ttl'?)"],
+    [locker.history('n', { limt: 5 }), "unknown option 'limt' (did you mean 'limit'?)"],
+    [locker.locks({ mtach: '*' }), "unknown option 'mtach' (did you mean 'match'?)"],
+  ]
+  for (const [call, message] of rejections) await expect(call).rejects.toMatchObject({ code: 'ERR_SNATCH_INVALID_ARG', message })
+  expect(() => locker.schedule('n', '* * * * *', () => {}, { timeZone: 'UTC' })).toThrow("unknown option 'timeZone' (did you mean 'timezone'?)")
+  expect(() => locker.lead('n', () => {}, { retyr: 5 })).toThrow("unknown option 'retyr' (did you mean 'retry'?)")
+  expect(() => require('../dashboard').createDashboard(locker, { action: true })).toThrow("unknown option 'action' (did you mean 'actions'?)")
+  await locker.close()
+})
+
 describe("the binding's error contract", () => {
   const binding = require('../binding')
   const { CLASSES, fromNative } = require('../lib/errors')

@@ -29,13 +29,50 @@ function checkObject(name, value) {
 
 /**
  * The `names` options of object `value` (or none when undefined), each read once: a getter or Proxy cannot give the
- * type check one value and the native side another.
+ * type check one value and the native side another. A key of `value` that is not one of `names` is an error naming
+ * it (and the closest of `names`): a mistyped option must not quietly leave its default in place.
  */
 function snapshot(name, value, names) {
   const o = checkObject(name, value)
+  for (const key of Object.keys(o)) {
+    if (!names.includes(key)) throw unknownOption(name, key, names)
+  }
   const copy = {}
   for (const n of names) copy[n] = o[n]
   return copy
+}
+
+/** The error for option `key`, which object `name` does not take; `known` are the options it does take. */
+function unknownOption(name, key, known) {
+  const path = (option) => `'${name === 'options' ? option : `${name}.${option}`}'`
+  const closest = closestNames(key, known)
+  const hint = closest.length === 0 ? `; known options: ${known.join(', ')}` : ` (did you mean ${closest.map(path).join(' or ')}?)`
+  return invalidArg(TypeError, `unknown option ${path(key)}${hint}`)
+}
+
+/**
+ * The names of `names` closest to `key` by edit distance (letter case aside), if they are close enough to be a typo
+ * of it: at most 2 edits, and fewer than half of the key's letters. Several when they are equally close.
+ */
+function closestNames(key, names) {
+  const limit = Math.min(2, Math.ceil(key.length / 2) - 1)
+  const distances = names.map((n) => editDistance(key.toLowerCase(), n.toLowerCase()))
+  const least = Math.min(...distances)
+  return least > limit ? [] : names.filter((_, i) => distances[i] === least)
+}
+
+/** The Levenshtein distance between `a` and `b` (insertions, deletions, substitutions, transpositions). */
+function editDistance(a, b) {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)])
+  for (let j = 1; j <= b.length; j++) d[0][j] = j
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1)
+    }
+  }
+  return d[a.length][b.length]
 }
 
 /** The options of LockerOptions. */

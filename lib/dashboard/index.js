@@ -11,6 +11,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { invalidArg } = require('../errors')
 const { Locker } = require('../locker')
+const { checkType, snapshot } = require('../options')
 const { Snapshot } = require('./snapshot')
 
 /** How old the state a page gets may be, at most (the page polls at the same pace). */
@@ -46,16 +47,15 @@ const ACTIONS = {
  * A handler serving the dashboard of `locker`'s deployment (its schedules, locks and connection). `options.actions`:
  * allow trigger, suspend, resume and force release from the page (default false: read-only).
  */
-function createDashboard(locker, options = {}) {
+function createDashboard(locker, options) {
   if (!(locker instanceof Locker)) {
     throw invalidArg(TypeError, 'createDashboard needs a Locker (from createLocker)')
   }
-  if (options === null || typeof options !== 'object') {
-    throw invalidArg(TypeError, 'options must be an object')
-  }
-  const actions = options.actions === true
+  const o = snapshot('options', options, ['actions'])
+  checkType('actions', o.actions, 'boolean')
+  const actions = o.actions === true
   const csrf = crypto.randomBytes(24).toString('base64url')
-  const snapshot = new Snapshot(locker, REFRESH_MS)
+  const state = new Snapshot(locker, REFRESH_MS)
   const html = Buffer.from(
     HTML.replace('<!--csrf-->', actions ? `<meta name="csrf-token" content="${csrf}">` : ''),
     'utf8',
@@ -74,12 +74,12 @@ function createDashboard(locker, options = {}) {
     }
     if (ASSETS[route]) return send(res, 200, ...ASSETS[route])
     if (route === '/api/state' && method === 'GET') {
-      return json(res, snapshot.state().then((state) => ({ ...state, actions })))
+      return json(res, state.state().then((now) => ({ ...now, actions })))
     }
     if (route === '/api/history' && method === 'GET') {
       const name = url.searchParams.get('name')
       if (!name) return send(res, 400, 'application/json', JSON.stringify({ error: 'name is required' }))
-      return json(res, snapshot.history(name).then((records) => ({ name, records })))
+      return json(res, state.history(name).then((records) => ({ name, records })))
     }
     const action = ACTIONS[route]
     if (action) {
@@ -96,7 +96,7 @@ function createDashboard(locker, options = {}) {
           }
           return json(
             res,
-            action(locker, body).finally(() => snapshot.invalidate()),
+            action(locker, body).finally(() => state.invalidate()),
           )
         },
         (err) => send(res, 400, 'application/json', JSON.stringify({ error: err.message })),

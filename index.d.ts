@@ -29,6 +29,14 @@ export interface LockerOptions {
    * locker follows failovers. Exclusive with url, urls, cluster.
    */
   sentinel?: { urls: string[]; name: string }
+  /**
+   * A client you already configured (an ioredis `Redis` or `Cluster`, a node-redis client or cluster): the locker
+   * connects where and as it does (host and port or nodes, TLS, username and password, database, sentinels), over
+   * connections of its own; it never uses, closes or waits on your client. A setting it cannot carry over (a Unix
+   * socket, a NAT map, a TLS option other than those of `tls`, a node-redis sentinel) is ERR_SNATCH_INVALID_ARG naming
+   * it. Exclusive with url, urls, cluster, sentinel, tls, username and password.
+   */
+  client?: RedisClientLike
   /** TLS for 'rediss://' URLs (and TLS cluster / sentinel nodes). PEM text or Buffers. */
   tls?: TlsOptions
   /** ACL user when the URL names none (the URL's wins when both are given). */
@@ -46,6 +54,9 @@ export interface LockerOptions {
    */
   fenceTtl?: number
 }
+
+/** What `client` takes: an ioredis `Redis` or `Cluster` (`status`, `isCluster`), a node-redis client or cluster (`isOpen`). */
+export type RedisClientLike = { readonly status: string; readonly isCluster: boolean } | { readonly isOpen: boolean }
 
 /** TLS options of a Locker, as Node's `tls.connect` names them. */
 export interface TlsOptions {

@@ -2,6 +2,7 @@
 
 const fs = require('node:fs')
 const os = require('node:os')
+const { clientOptions } = require('./client-options')
 const { invalidArg } = require('./errors')
 
 /** The single-server default when neither `url` nor `urls` nor REDIS_URL is given. */
@@ -77,13 +78,25 @@ function editDistance(a, b) {
 
 /** The options of LockerOptions. */
 const LOCKER_OPTIONS = [
-  'url', 'urls', 'cluster', 'sentinel', 'tls', 'username', 'password', 'waitReplicas', 'fenceTtl', 'prefix', 'ttl',
-  'commandTimeout', 'driftFactor', 'instanceId',
+  'url', 'urls', 'cluster', 'sentinel', 'client', 'tls', 'username', 'password', 'waitReplicas', 'fenceTtl', 'prefix',
+  'ttl', 'commandTimeout', 'driftFactor', 'instanceId',
 ]
+/** The options `client` stands for: where and how to connect. */
+const CLIENT_GIVES = ['url', 'urls', 'cluster', 'sentinel', 'tls', 'username', 'password']
 
-/** Checks the JS types of LockerOptions and resolves the URLs (`url`, `urls`, `cluster` or `sentinel.urls`, else REDIS_URL). */
+/**
+ * Checks the JS types of LockerOptions and resolves the URLs (`url`, `urls`, `cluster` or `sentinel.urls`, the
+ * `client`'s settings, else REDIS_URL).
+ */
 function lockerInit(options) {
   const o = snapshot('options', options, LOCKER_OPTIONS)
+  if (o.client !== undefined) {
+    const given = CLIENT_GIVES.filter((name) => o[name] !== undefined)
+    if (given.length > 0) {
+      throw invalidArg(TypeError, `client gives where and how to connect: ${given.join(' and ')} cannot be given with it`)
+    }
+    Object.assign(o, clientOptions(o.client))
+  }
   checkType('url', o.url, 'string')
   for (const name of ['urls', 'cluster']) o[name] = checkStrings(name, o[name])
   const sentinel = snapshot('sentinel', o.sentinel, ['urls', 'name'])

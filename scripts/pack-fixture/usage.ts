@@ -36,6 +36,7 @@ import {
   type ErrorMessage,
   type LockerOptions,
   type LockOptions,
+  type RedisClientLike,
   type ScheduledTask,
   type ScheduleOptions,
   type SnatchResult,
@@ -59,6 +60,12 @@ export async function usage(): Promise<void> {
     { cluster: ['redis://10.0.0.1:7000', 'rediss://10.0.0.2:7000'], tls: { rejectUnauthorized: false } },
     { sentinel: { urls: ['redis://:pass@10.0.0.1:26379'], name: 'mymaster' }, password: 'secret' },
   ]
+  const ioredisLike: RedisClientLike = { status: 'ready', isCluster: false }
+  const nodeRedisLike: RedisClientLike = { isOpen: true }
+  new Locker({ client: ioredisLike, prefix: 'app:' })
+  new Locker({ client: nodeRedisLike })
+  // @ts-expect-error client gives where to connect: not a URL
+  new Locker({ client: 'redis://127.0.0.1:6379' })
   void deployments
 
   const result: SnatchResult<string> = await snatchTask('k', async ({ signal, fence, key }: TaskContext) => {

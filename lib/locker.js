@@ -168,7 +168,13 @@ class Locker {
       throw fromNative(err)
     }
     const forget = () => this.#schedules.delete(id)
-    const task = new ScheduledTask(name, fn, this, native, this.#runs, this.#taskDone, forget, init.timeout)
+    const task = new ScheduledTask(name, fn, this, native, {
+      runs: this.#runs,
+      taskDone: this.#taskDone,
+      remainingMs: this.#lockOps.remainingMs,
+      forget,
+      timeout: init.timeout,
+    })
     this.#schedules.set(id, task)
     return task
   }

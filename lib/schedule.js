@@ -18,9 +18,13 @@ class Occurrence {
   value
   error
 
-  /** Attempt `attempt` (1 for the first) of occurrence `tick`, which runs for `why`, under `fence`. */
-  constructor(schedule, key, { tick, attempt, why }, fence) {
+  /**
+   * Attempt `attempt` (1 for the first) of occurrence `tick`, which runs for `why`, under `fence`; `validUntil()` is
+   * the end of its lease's guarantee.
+   */
+  constructor(schedule, key, { tick, attempt, why }, fence, validUntil) {
     this.#schedule = schedule
+    this.validUntil = validUntil
     this.key = key
     this.tick = tick
     this.attempt = attempt
@@ -33,10 +37,21 @@ class Occurrence {
 
   /** Calls `fn` with the occurrence's context; resolves once it settled. */
   async call(fn) {
-    const { controller, fence, key, tick, attempt, why } = this
+    const { controller, fence, key, tick, attempt, why, validUntil } = this
     if (diagnostics.acquire.hasSubscribers) diagnostics.acquire.publish({ key, fence, ms: Date.now() - tick, direct: false })
+    const ctx = {
+      signal: controller.signal,
+      fence,
+      key,
+      tick: new Date(tick),
+      attempt,
+      why,
+      get validUntil() {
+        return validUntil()
+      },
+    }
     try {
-      this.value = await fn({ signal: controller.signal, fence, key, tick: new Date(tick), attempt, why })
+      this.value = await fn(ctx)
     } catch (err) {
       this.threw = true
       this.error = err
@@ -92,6 +107,8 @@ class ScheduledTask extends EventEmitter {
   #runs
   /** Tells the native side that the fn of run `id` has settled. */
   #taskDone
+  /** How long the lease of run `id` is still guaranteed. */
+  #remainingMs
   /** Takes the schedule off the locker's list. */
   #forget
   /** Keeps the process, and through this schedule its locker, alive until the schedule ends. */
@@ -101,8 +118,11 @@ class ScheduledTask extends EventEmitter {
   /** The attempts' `timeout` (ms), for their errors. */
   #timeout
 
-  /** @internal Built by `locker` around its native schedule. */
-  constructor(name, fn, locker, nativeSchedule, runs, taskDone, forget, timeout) {
+  /**
+   * @internal Built by `locker` around its native schedule: `runs`, `taskDone(id)` and `remainingMs(id)` are the
+   * locker's, `forget()` takes the schedule off its list, `timeout` is the attempts' (for their errors).
+   */
+  constructor(name, fn, locker, nativeSchedule, { runs, taskDone, remainingMs, forget, timeout }) {
     super()
     this.name = name
     this.#timeout = timeout
@@ -111,6 +131,7 @@ class ScheduledTask extends EventEmitter {
     this.#native = nativeSchedule
     this.#runs = runs
     this.#taskDone = taskDone
+    this.#remainingMs = remainingMs
     this.#forget = forget
     this.#alive = setInterval(() => this, 2 ** 31 - 1)
   }
@@ -129,7 +150,8 @@ class ScheduledTask extends EventEmitter {
 
   /** @internal The native side calls the fn of an attempt (`{ tick, attempt, why }`) as run `id`, under `fence`. */
   _occurrence(id, attempt, fence) {
-    const occurrence = new Occurrence(this, `${this.name}:${attempt.tick}`, attempt, fence)
+    const validUntil = () => Date.now() + this.#remainingMs(id)
+    const occurrence = new Occurrence(this, `${this.name}:${attempt.tick}`, attempt, fence, validUntil)
     this.#runs.set(id, occurrence)
     occurrence.call(this.#fn).then(() => this.#taskDone(id, occurrence.failure()))
   }

@@ -3,10 +3,10 @@
 // dead runner's attempt taken over, retries, suspend and trigger from another process, concurrency policies,
 // timeouts, and records bounded and expiring.
 
-const { fork } = require('node:child_process')
 const path = require('node:path')
 const { createLocker, RunReplacedError, RunTimeoutError } = require('..')
 const { redisCommand } = require('./support/redis-server')
+const { Replicas } = require('./support/replicas')
 const { uniqueKey, sleep } = require('./support/util')
 
 jest.setTimeout(60_000)
@@ -17,74 +17,11 @@ beforeAll(() => {
 })
 afterAll(() => locker.close())
 
-/** The replica processes of one test, and every event they reported (schedule-replica.js). */
-class Replicas {
-  children = new Map()
-  events = []
-  #waiters = []
-
-  /** Starts `count` replicas of `job`; resolves their pids once each registered its schedule. */
-  async start(job, count = 1) {
-    const started = []
-    for (let i = 0; i < count; i++) {
-      const child = fork(path.join(__dirname, 'support', 'schedule-replica.js'), { env: process.env })
-      child.on('message', (event) => this.#heard(event))
-      this.children.set(child.pid, child)
-      child.send(job)
-      started.push(this.next((e) => e.event === 'ready' && e.pid === child.pid, 'a replica to start'))
-    }
-    return (await Promise.all(started)).map((e) => e.pid)
-  }
-
-  /** Resolves the first event, already heard or to come, for which `match` holds. */
-  next(match, what) {
-    const seen = this.events.find(match)
-    if (seen) return Promise.resolve(seen)
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), 50_000)
-      this.#waiters.push({ match, resolve: (e) => (clearTimeout(timer), resolve(e)) })
-    })
-  }
-
-  /** The events heard for which `match` holds. */
-  all(match) {
-    return this.events.filter(match)
-  }
-
-  /** SIGKILLs replica `pid` and waits for it to exit. */
-  async kill(pid) {
-    const child = this.children.get(pid)
-    this.children.delete(pid)
-    const exited = new Promise((resolve) => child.once('exit', resolve))
-    child.kill('SIGKILL')
-    await exited
-  }
-
-  /** Stops every replica still running (each closes its locker). */
-  async stop() {
-    await Promise.all(
-      [...this.children.values()].map((child) => {
-        const exited = new Promise((resolve) => child.once('exit', resolve))
-        child.send({ stop: true })
-        return exited
-      }),
-    )
-    this.children.clear()
-  }
-
-  #heard(event) {
-    this.events.push(event)
-    this.#waiters = this.#waiters.filter((w) => !(w.match(event) && (w.resolve(event), true)))
-  }
-}
-
 let replicas
 beforeEach(() => {
-  replicas = new Replicas()
+  replicas = new Replicas(path.join(__dirname, 'support', 'schedule-replica.js'))
 })
-afterEach(async () => {
-  for (const pid of replicas.children.keys()) await replicas.kill(pid)
-})
+afterEach(() => replicas.killAll())
 
 /** A daily cron whose one occurrence today is the first whole second at least `ms` from now: `{ cron, tick }`. */
 function tickIn(ms) {
@@ -112,11 +49,11 @@ test('every replica down across a tick, one back within startingDeadline: the oc
   const { cron, tick } = tickIn(5000)
   const job = { name, cron, options: { startingDeadline: 15_000 } }
   // Registered (the schedule counts occurrences from now on), then all gone before the tick.
-  const pids = await replicas.start(job, 3)
+  const pids = await replicas.start(3, { message: job })
   for (const pid of pids) await replicas.kill(pid)
   expect(Date.now()).toBeLessThan(tick)
   await until(tick + 300)
-  await replicas.start(job)
+  await replicas.start(1, { message: job })
   const late = await replicas.next((e) => e.event === 'run' && e.tick === tick, 'the late run')
   expect(late.why).toBe('late')
   const records = await recordsOf(name, tick)
@@ -130,9 +67,9 @@ test('every replica down past startingDeadline: the occurrence does not run, and
   const name = uniqueKey('missed')
   const { cron, tick } = tickIn(5000)
   const job = { name, cron, options: { startingDeadline: 1000 } }
-  for (const pid of await replicas.start(job, 3)) await replicas.kill(pid)
+  for (const pid of await replicas.start(3, { message: job })) await replicas.kill(pid)
   await until(tick + 300)
-  await replicas.start(job)
+  await replicas.start(1, { message: job })
   const [record] = await recordsOf(name, tick)
   expect(record).toMatchObject({ attempt: 1, outcome: 'missed', reason: 'deadline', instance: null, fence: null })
   expect(replicas.all((e) => e.event === 'start' && e.tick === tick)).toEqual([])
@@ -141,7 +78,7 @@ test('every replica down past startingDeadline: the occurrence does not run, and
 test("SIGKILL of the replica running an occurrence: another runs it again, with a higher fence, once", async () => {
   const name = uniqueKey('crash')
   const { cron, tick } = tickIn(3000)
-  await replicas.start({ name, cron, hangFirst: true, options: { ttl: 1500 } }, 3)
+  await replicas.start(3, { message: { name, cron, hangFirst: true, options: { ttl: 1500 } } })
   const first = await replicas.next((e) => e.event === 'start' && e.tick === tick, 'the first attempt')
   await replicas.kill(first.pid)
   const second = await replicas.next((e) => e.event === 'run' && e.tick === tick, 'the attempt that takes over')
@@ -185,7 +122,7 @@ test('fn rejects twice, then resolves, with retries: 2: three attempts, one run,
 
 test('suspend from a fourth process stops runs on all three replicas until resume; trigger runs exactly one', async () => {
   const name = uniqueKey('steer')
-  const pids = await replicas.start({ name, cron: '* * * * * *' }, 3)
+  const pids = await replicas.start(3, { message: { name, cron: '* * * * * *' } })
   await replicas.next((e) => e.event === 'run', 'a first run')
   await locker.suspend(name)
   const suspendedAt = Date.now()
@@ -211,7 +148,7 @@ test('suspend from a fourth process stops runs on all three replicas until resum
   const manualRecords = (await locker.history(name, { limit: 100 })).filter((r) => r.why === 'manual')
   expect(manualRecords).toHaveLength(1)
   expect(manualRecords[0]).toMatchObject({ outcome: 'ok', manual: true })
-  await replicas.stop()
+  await replicas.stop({ stop: true })
 })
 
 // locks() and schedules() (so the command line and the dashboard) scanned for ever, a core busy, under a prefix with a

@@ -38,13 +38,20 @@ test('three replica processes, clocks skewed by up to 500 ms: every occurrence r
   expect(all.flatMap((r) => r.skipped).filter((s) => s.reason !== 'taken')).toEqual([])
 }, 20000)
 
-test('the task gets tick, fence, key and signal; run events carry them', async () => {
+test('the task gets tick, fence, key, signal and validUntil; run events carry them', async () => {
   const name = uniqueKey('ctx')
   let ctx
-  const task = locker.schedule(name, '*/1 * * * * *', (c) => {
-    ctx = c
-    return 'value'
-  })
+  let lease
+  const task = locker.schedule(
+    name,
+    '*/1 * * * * *',
+    (c) => {
+      ctx = c
+      lease = { validUntil: c.validUntil, now: Date.now() }
+      return 'value'
+    },
+    { ttl: 5000 },
+  )
   const [run] = await once(task, 'run')
   await task.stop()
   expect(run.tick).toBeInstanceOf(Date)
@@ -55,6 +62,10 @@ test('the task gets tick, fence, key and signal; run events carry them', async (
   expect(ctx.fence).toBe(run.fence)
   expect(ctx.key).toBe(`${name}:${run.tick.getTime()}`)
   expect(ctx.signal.aborted).toBe(false)
+  // While fn runs, its lease is guaranteed for most of ttl; once the run ended, for no longer.
+  expect(lease.validUntil).toBeGreaterThan(lease.now + 4000)
+  expect(lease.validUntil).toBeLessThanOrEqual(lease.now + 5000)
+  expect(ctx.validUntil).toBeLessThanOrEqual(Date.now())
   expect(task.name).toBe(name)
   expect([ctx.attempt, ctx.why, run.attempt, run.why]).toEqual([1, 'on-time', 1, 'on-time'])
   // Redis keeps the record of the run, which a lagging replica finds (it does not run the occurrence again).

@@ -3,11 +3,14 @@
 // keys with their own hash tags, a node added and a slot migrated while locking (ASK, then MOVED), and a master
 // failover.
 
+const Redis = require('ioredis')
+const { createCluster } = require('redis')
 const { createLocker } = require('..')
 const { redisCommand, commandCalls } = require('./support/redis-server')
 const { startCluster, replicasCaughtUp, waitFor, redisServerMajor } = require('./support/deployments')
 const { createSnatchUser, aclDenials } = require('./support/acl')
 const { everyMethod } = require('./support/every-method')
+const { twoReplicas } = require('./support/nest-app')
 const { uniqueKey } = require('./support/util')
 
 const COMMAND_TIMEOUT = 1000
@@ -195,6 +198,42 @@ test('waitReplicas on a cluster: WAIT goes to the key\'s master, whose one repli
 test('a key with an unbalanced brace is refused on a cluster', async () => {
   const err = await locker().tryLock('a}b').catch((e) => e)
   expect(err).toMatchObject({ name: 'TypeError', code: 'ERR_SNATCH_INVALID_ARG' })
+})
+
+test("client: an ioredis Cluster and a node-redis cluster as the minimal ACL user, both still usable after close()", async () => {
+  await createSnatchUser(cluster.urls, USER_PASSWORD)
+  const nodes = cluster.seeds.map((seed) => new URL(seed)).map(({ hostname, port }) => ({ host: hostname, port: Number(port) }))
+  // (The user may not run INFO, ioredis' ready check.)
+  const redisOptions = { username: 'snatch', password: USER_PASSWORD, enableReadyCheck: false }
+  const ioredisCluster = new Redis.Cluster(nodes, { redisOptions, enableReadyCheck: false })
+  const nodeRedisCluster = createCluster({
+    rootNodes: cluster.seeds.map((url) => ({ url })),
+    defaults: { username: 'snatch', password: USER_PASSWORD },
+  })
+  await nodeRedisCluster.connect()
+  try {
+    for (const client of [ioredisCluster, nodeRedisCluster]) {
+      const l = createLocker({ client, commandTimeout: COMMAND_TIMEOUT })
+      const keys = Array.from({ length: 12 }, (_, i) => uniqueKey(`client-${i}`))
+      const fences = await Promise.all(keys.map((key) => l.withLock(key, ({ fence }) => fence)))
+      expect(fences.every((fence) => typeof fence === 'bigint')).toBe(true)
+      await l.close()
+      expect(await client.get(`snatch:${keys[0]}`)).toBeNull()
+    }
+  } finally {
+    await Promise.all([ioredisCluster.quit(), nodeRedisCluster.quit()])
+  }
+})
+
+test('a Nest application on the cluster, as the minimal ACL user: @Cron once across two replicas, @WithLock', async () => {
+  await createSnatchUser(cluster.urls, USER_PASSWORD)
+  await Promise.all(cluster.urls.map((node) => redisCommand(node, 'ACL', 'LOG', 'RESET')))
+  const name = uniqueKey('nest-cluster')
+  const { runs, fence } = await twoReplicas({ cluster: cluster.seeds.slice(0, 2), username: 'snatch', password: USER_PASSWORD }, name)
+  const ticks = runs.map((run) => run.tick)
+  expect(new Set(ticks).size).toBe(ticks.length)
+  expect(typeof fence).toBe('bigint')
+  expect(await aclDenials(cluster.urls)).toEqual([])
 })
 
 test('a node added and a slot migrated to it while locking: ASK and MOVED followed, fences keep rising', async () => {

@@ -6,6 +6,7 @@ const { createLocker } = require('..')
 const { createSnatchUser, aclDenials } = require('./support/acl')
 const { startRedis, redisCommand } = require('./support/redis-server')
 const { everyMethod } = require('./support/every-method')
+const { twoReplicas } = require('./support/nest-app')
 const { uniqueKey } = require('./support/util')
 
 const ADMIN_PASSWORD = 'admin-secret-51c0'
@@ -42,6 +43,16 @@ test('every method works as a user with exactly the README\'s minimal ACL, with 
   for (let i = 0; i < 20; i++) expect((await l.snatchTask(uniqueKey('acl-direct'), () => i)).ran).toBe(true)
   const clients = await redisCommand(admin, 'CLIENT', 'LIST')
   expect(clients).toMatch(/name=redis-snatch-direct .*user=snatch/)
+  expect(await aclDenials([admin])).toEqual([])
+})
+
+test('a Nest application as that user: @Cron once across two replicas, @WithLock, no command refused', async () => {
+  await redisCommand(admin, 'ACL', 'LOG', 'RESET')
+  const options = { url: server.url, username: 'snatch', password: USER_PASSWORD }
+  const { runs, fence } = await twoReplicas(options, uniqueKey('nest-acl'))
+  const ticks = runs.map((run) => run.tick)
+  expect(new Set(ticks).size).toBe(ticks.length)
+  expect(typeof fence).toBe('bigint')
   expect(await aclDenials([admin])).toEqual([])
 })
 

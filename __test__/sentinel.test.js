@@ -3,11 +3,13 @@
 // that differ from the master's. The master is discovered through the sentinels, every method works, a wrong
 // password never shows in an error, and after the master is killed the locker follows the promoted replica.
 
+const Redis = require('ioredis')
 const { createLocker } = require('..')
 const { redisCommand } = require('./support/redis-server')
 const { startSentinel, waitFor } = require('./support/deployments')
 const { createSnatchUser, aclDenials } = require('./support/acl')
 const { everyMethod } = require('./support/every-method')
+const { twoReplicas } = require('./support/nest-app')
 const { uniqueKey } = require('./support/util')
 
 const COMMAND_TIMEOUT = 1000
@@ -62,6 +64,43 @@ test('a wrong master password is a RedisError that never shows the password', as
   for (const text of [err.message, err.stack, err.cause.message, err.cause.stack, JSON.stringify(err)]) {
     for (const secret of [wrong, MASTER_PASSWORD, SENTINEL_PASSWORD]) expect(text).not.toContain(secret)
   }
+})
+
+test("client: an ioredis client of the sentinels (their password and the master's), as the minimal ACL user", async () => {
+  await createSnatchUser(dataNodes(), USER_PASSWORD)
+  const sentinels = deployment.sentinels.map((sentinel) => ({ host: '127.0.0.1', port: sentinel.port }))
+  const client = new Redis({
+    sentinels,
+    name: deployment.name,
+    sentinelPassword: SENTINEL_PASSWORD,
+    username: 'snatch',
+    password: USER_PASSWORD,
+    enableReadyCheck: false, // (the user may not run INFO, ioredis' ready check)
+  })
+  try {
+    const l = createLocker({ client, commandTimeout: COMMAND_TIMEOUT })
+    const key = uniqueKey('client')
+    expect(typeof (await l.withLock(key, ({ fence }) => fence))).toBe('bigint')
+    const lock = await l.tryLock(key)
+    expect(await client.exists(`snatch:${key}`)).toBe(1)
+    await lock.release()
+    await l.close()
+    expect(await client.ping()).toBe('PONG')
+  } finally {
+    client.disconnect()
+  }
+})
+
+test('a Nest application on the sentinels\' master, as the minimal ACL user: @Cron once across two replicas, @WithLock', async () => {
+  await createSnatchUser(dataNodes(), USER_PASSWORD)
+  await Promise.all(dataNodes().map((node) => redisCommand(node, 'ACL', 'LOG', 'RESET')))
+  const name = uniqueKey('nest-sentinel')
+  const options = { sentinel: { urls: deployment.urls, name: deployment.name }, username: 'snatch', password: USER_PASSWORD }
+  const { runs, fence } = await twoReplicas(options, name)
+  const ticks = runs.map((run) => run.tick)
+  expect(new Set(ticks).size).toBe(ticks.length)
+  expect(typeof fence).toBe('bigint')
+  expect(await aclDenials(dataNodes())).toEqual([])
 })
 
 test('an unknown master name, or no sentinel reachable: RedisError, fn not run', async () => {

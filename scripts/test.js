@@ -10,6 +10,7 @@
 // suite (with the Bun and Deno smokes) and the packaging test run again under each of those, on the same build.
 
 const { spawnSync } = require('node:child_process')
+const fs = require('node:fs')
 const path = require('node:path')
 const { requireRedisServer, requireDeploymentTools } = require('../__test__/support/redis-server')
 const { ensureBuilt } = require('./ensure-built')
@@ -36,6 +37,11 @@ function main() {
   }
 
   if (!ensureBuilt()) console.log('\n== native module is up to date; skipping the build')
+  // NestJS 12 ships ES modules only and cannot sit beside the NestJS 11 of the dev dependencies: its test has a project
+  // of its own (__test__/nest12), installed once.
+  if (!fs.existsSync(path.join(root, '__test__', 'nest12', 'node_modules', '@nestjs', 'core', 'package.json'))) {
+    run('NestJS 12 test project, once', 'npm', ['ci', '--no-audit', '--no-fund', '--prefix', path.join('__test__', 'nest12')])
+  }
   run('Rust format', 'cargo', ['fmt', '--all', '--check'])
   run('Rust lints', 'cargo', ['clippy', '--workspace', '--all-targets', '--', '-D', 'warnings'])
   // The binding of platforms without libuv socket polling (Windows), built here too so that it keeps compiling.
@@ -44,6 +50,8 @@ function main() {
   run('type test', 'npx', ['tsc', '-p', '__test__/types/tsconfig.json'])
   // The facade's calls of the binding against the types generated from the binding's Rust.
   run('facade type test', 'npx', ['tsc', '-p', '__test__/types/facade.tsconfig.json'])
+  // redis-snatch/nest with Nest's compiler settings, and `client` with ioredis' and node-redis' own types.
+  run('integrations type test', 'npx', ['tsc', '-p', '__test__/types/integrations.tsconfig.json'])
   run('Jest tests', 'npx', ['jest', ...process.argv.slice(2)])
   run('packaging test', 'node', ['scripts/pack-test.js'])
   for (const [name, node] of pairs('SNATCH_TEST_NODES')) onNode(name, node)

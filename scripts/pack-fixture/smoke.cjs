@@ -18,3 +18,10 @@ const addon = path.join(__dirname, 'node_modules', `redis-snatch-${platform}`, `
 const addons = Object.keys(require.cache).filter((file) => file.endsWith('.node'))
 assert.deepEqual(addons, [addon])
 console.log(`  require: the native module came from the redis-snatch-${platform} package`)
+
+// redis-snatch/nest ships, and without NestJS installed (this project has none) says what it needs.
+assert.throws(() => require('redis-snatch/nest'), {
+  code: 'MODULE_NOT_FOUND',
+  message: 'redis-snatch/nest needs @nestjs/common (a NestJS application has it): npm install @nestjs/common',
+})
+console.log("  require: 'redis-snatch/nest' ships, and names the NestJS package it needs when there is none")

@@ -1,0 +1,182 @@
+'use strict'
+// SnatchModule: the application's Locker as a provider (injected by its class, or @InjectLocker()), its @Cron
+// methods run once across replicas through `locker.schedule()`, its @WithLock and @Snatch methods locked by it, and
+// the Locker closed when the application shuts down.
+
+const { Logger, Module } = require('@nestjs/common')
+const { DiscoveryModule, DiscoveryService, MetadataScanner, ModuleRef } = require('@nestjs/core')
+const { invalidArg } = require('../errors')
+const { Locker } = require('../locker')
+const { checkType, snapshot } = require('../options')
+const { planOf } = require('./crons')
+const { started, stopped } = require('./lockers')
+const { withRun } = require('./run-context')
+
+/** The token of the Locker's options. */
+const OPTIONS = Symbol('redis-snatch LockerOptions')
+/** @nestjs/schedule's token of ScheduleModule's options (present where ScheduleModule is imported). */
+const SCHEDULE_MODULE_OPTIONS = 'SCHEDULE_MODULE_OPTIONS'
+
+/** The module: `SnatchModule.forRoot(options)` or `SnatchModule.forRootAsync({ imports, inject, useFactory })`. */
+class SnatchModule {
+  /** The Locker made from `options` (LockerOptions, and `global`: whether every module can inject it; default true). */
+  static forRoot(options) {
+    const { global, ...lockerOptions } = snapshotGlobal(options)
+    return dynamicModule(global, [], { provide: OPTIONS, useValue: lockerOptions })
+  }
+
+  /**
+   * The Locker made from the LockerOptions that `useFactory(...inject)` resolves, `inject` being providers of the
+   * application or of `imports` (say ConfigService of ConfigModule). `global` as for forRoot.
+   */
+  static forRootAsync(options) {
+    const o = snapshot('options', options, ['imports', 'inject', 'useFactory', 'global'])
+    if (typeof o.useFactory !== 'function') {
+      throw invalidArg(TypeError, 'forRootAsync needs useFactory: a function that returns the LockerOptions')
+    }
+    for (const name of ['imports', 'inject']) {
+      if (o[name] !== undefined && !Array.isArray(o[name])) throw invalidArg(TypeError, `${name} must be an array`)
+    }
+    checkType('global', o.global, 'boolean')
+    const factory = { provide: OPTIONS, useFactory: o.useFactory, inject: o.inject ?? [] }
+    return dynamicModule(o.global, o.imports ?? [], factory)
+  }
+}
+Module({})(SnatchModule)
+
+/** `options` split into `global` (checked) and the LockerOptions, which the Locker checks. */
+function snapshotGlobal(options) {
+  if (options === undefined) return {}
+  if (options === null || typeof options !== 'object') throw invalidArg(TypeError, 'options must be an object')
+  const { global, ...lockerOptions } = options
+  checkType('global', global, 'boolean')
+  return { global, ...lockerOptions }
+}
+
+/** The dynamic module of SnatchModule with the options' provider `options`. */
+function dynamicModule(global = true, imports, options) {
+  return {
+    module: SnatchModule,
+    global,
+    imports: [DiscoveryModule, ...imports],
+    providers: [
+      options,
+      { provide: Locker, useFactory: (lockerOptions) => new Locker(lockerOptions), inject: [OPTIONS] },
+      {
+        provide: SnatchRuntime,
+        useFactory: (...deps) => new SnatchRuntime(...deps),
+        inject: [Locker, DiscoveryService, MetadataScanner, ModuleRef],
+      },
+    ],
+    exports: [Locker],
+  }
+}
+
+/**
+ * What SnatchModule does in the application's lifecycle: finds the @Cron methods and the instances whose locked
+ * methods use its Locker (at module init, so that a refusal stops the application before anything runs), starts the
+ * schedules (at bootstrap, when @nestjs/schedule starts its jobs), and closes the Locker at shutdown.
+ */
+class SnatchRuntime {
+  #locker
+  #discovery
+  #scanner
+  #moduleRef
+  /** The @Cron methods to schedule (crons.js). */
+  #plans = []
+  #logger = new Logger('SnatchModule')
+
+  constructor(locker, discovery, scanner, moduleRef) {
+    this.#locker = locker
+    this.#discovery = discovery
+    this.#scanner = scanner
+    this.#moduleRef = moduleRef
+  }
+
+  onModuleInit() {
+    const instances = []
+    const perReplica = []
+    for (const wrapper of [...this.#discovery.getControllers(), ...this.#discovery.getProviders()]) {
+      const { instance } = wrapper
+      if (instance === null || typeof instance !== 'object' || !Object.getPrototypeOf(instance)) continue
+      instances.push(instance)
+      for (const method of this.#scanner.getAllMethodNames(Object.getPrototypeOf(instance))) {
+        const plan = planOf(instance, method)
+        if (plan === null) continue
+        if (plan.perReplica !== undefined) {
+          perReplica.push(plan)
+          continue
+        }
+        if (!wrapper.isDependencyTreeStatic()) {
+          throw invalidArg(TypeError, `${plan.where}: a @Cron method of a request-scoped provider cannot be scheduled`)
+        }
+        this.#plans.push({ ...plan, instance })
+      }
+    }
+    checkNames(this.#plans)
+    const scheduleModule = this.#scheduleModuleOptions()
+    if (this.#plans.length > 0 && scheduleModule?.cronJobs) {
+      throw invalidArg(
+        TypeError,
+        'ScheduleModule.forRoot() would run every @Cron method on every replica too: give it { cronJobs: false } beside SnatchModule',
+      )
+    }
+    if (perReplica.length > 0 && scheduleModule === undefined) {
+      const { where, perReplica: decorator } = perReplica[0]
+      throw invalidArg(
+        TypeError,
+        `${where} has ${decorator}, which runs on every replica: import ScheduleModule.forRoot({ cronJobs: false }) beside SnatchModule to run it as Nest does, or make it a @Cron`,
+      )
+    }
+    started(this.#locker, instances)
+  }
+
+  /** Starts the schedules; when one is refused (a bad cron expression), none runs and the Locker closes. */
+  async onApplicationBootstrap() {
+    try {
+      for (const plan of this.#plans) this.#schedule(plan)
+    } catch (err) {
+      await this.onApplicationShutdown()
+      throw err
+    }
+  }
+
+  /** Schedules the @Cron method of `plan` (unless disabled), logging its failures as @nestjs/schedule does. */
+  #schedule({ name, cron, options, disabled, method, instance }) {
+    if (disabled) {
+      this.#logger.log(`@Cron '${name}' is disabled: not scheduled`)
+      return
+    }
+    const task = this.#locker.schedule(name, cron, (ctx) => withRun(ctx, () => method.call(instance)), options)
+    task.on('error', (err, { tick, attempt }) => {
+      const what = `schedule '${name}' failed at ${tick.toISOString()} (attempt ${attempt})`
+      this.#logger.error(`${what}: ${err instanceof Error ? err.message : String(err)}`, err?.stack)
+    })
+  }
+
+  /** Running attempts end (they are not aborted), their locks are released, and the Locker closes. */
+  async onApplicationShutdown() {
+    stopped(this.#locker)
+    await this.#locker.close()
+  }
+
+  /** ScheduleModule's options where it is imported, else undefined. */
+  #scheduleModuleOptions() {
+    try {
+      return this.#moduleRef.get(SCHEDULE_MODULE_OPTIONS, { strict: false })
+    } catch {
+      return undefined
+    }
+  }
+}
+
+/** Two @Cron methods may not share a schedule's name. */
+function checkNames(plans) {
+  const seen = new Map()
+  for (const { name, where } of plans) {
+    if (seen.has(name)) throw invalidArg(TypeError, `${seen.get(name)} and ${where} are both schedule '${name}': give one a @Cron name`)
+    seen.set(name, where)
+  }
+}
+
+module.exports = { SnatchModule }

@@ -1,0 +1,73 @@
+import type { DynamicModule, ModuleMetadata } from '@nestjs/common'
+import type { LockerOptions, LockOptions, ScheduleOptions, TaskContext, TickContext, WaitOptions } from './index'
+
+/** SnatchModule.forRoot's options: a Locker's, and whether every module can inject it (`global`, default true). */
+export interface SnatchModuleOptions extends LockerOptions {
+  global?: boolean
+}
+
+/** SnatchModule.forRootAsync's options: the LockerOptions from a factory of injected providers (ConfigService). */
+export interface SnatchModuleAsyncOptions {
+  imports?: ModuleMetadata['imports']
+  inject?: any[]
+  useFactory: (...deps: any[]) => LockerOptions | Promise<LockerOptions>
+  global?: boolean
+}
+
+/**
+ * The application's Locker as a provider (inject the `Locker` class, or `@InjectLocker()`), closed at application
+ * shutdown (running work ends first). Every `@Cron` method of @nestjs/schedule runs each occurrence on exactly one
+ * replica through `locker.schedule()`; keep `ScheduleModule.forRoot({ cronJobs: false })` beside it for `@Interval`,
+ * `@Timeout` and `SchedulerRegistry`, which stay per replica.
+ */
+export declare class SnatchModule {
+  static forRoot(options?: SnatchModuleOptions): DynamicModule
+  static forRootAsync(options: SnatchModuleAsyncOptions): DynamicModule
+}
+
+/** Injects the application's Locker; the same as a constructor parameter of type `Locker`. */
+export declare function InjectLocker(): ParameterDecorator
+
+/**
+ * `locker.schedule()`'s options for the @Cron method it decorates. The time zone comes from @Cron's `timeZone`
+ * (else `timezone` here, else the process's own zone, as @nestjs/schedule does); the schedule's name is @Cron's
+ * `name`, else `ClassName.methodName`.
+ */
+export declare function SnatchSchedule(options: ScheduleOptions): MethodDecorator
+
+/** A lock's name: a string, or a function of the decorated method's arguments (called with the instance as `this`). */
+export type LockKey = string | ((...args: any[]) => string)
+
+/** A method that a lock decorator can wrap: one that returns a Promise, as the locked method does. */
+type AsyncMethod = (...args: any[]) => Promise<unknown>
+
+/**
+ * The method runs under lock `key`, waiting for it as `locker.withLock()` does (`options.wait`; LockTimeoutError
+ * when it did not come), and resolves the method's value. Inside it, `currentRun()` gives the run's signal, fence and
+ * validUntil.
+ */
+export declare function WithLock(
+  key: LockKey,
+  options?: WaitOptions,
+): <M extends AsyncMethod>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<M>) => void
+
+/**
+ * The method runs only where lock `key` is won, as `locker.snatchTask()` does: it resolves the method's value, or
+ * `undefined` where another process holds the key. So its return type must admit `undefined`
+ * (`Promise<T | undefined>`).
+ */
+export declare function Snatch(
+  key: LockKey,
+  options?: LockOptions,
+): <M extends AsyncMethod>(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<M> &
+    (undefined extends Awaited<ReturnType<M>> ? unknown : { '@Snatch resolves undefined where it loses': undefined }),
+) => void
+
+/**
+ * The run that the calling code executes in: a @Cron method's (a TickContext: `tick`, `attempt`, `why` too) or a
+ * @WithLock or @Snatch method's, through every `await` of it. Throws `ERR_SNATCH_NO_RUN` outside one.
+ */
+export declare function currentRun(): TaskContext | TickContext

@@ -60,7 +60,7 @@ describe('refused at bootstrap, with ERR_SNATCH_INVALID_ARG', () => {
     ['a time zone given twice', () => [[snatchModule()], [jobWith(Cron('* * * * *', { timeZone: 'UTC' }), SnatchSchedule({ timezone: 'UTC' }))]], /time zone once/],
     ['two @Cron methods of one name', () => [[snatchModule()], [jobWith(Cron('* * * * *', { name: 'same' })), jobWith(Cron('0 * * * *', { name: 'same' }))]], /are both schedule 'same'/],
     ['a bad cron expression', () => [[snatchModule()], [jobWith(Cron('61 * * * *'))]], /cron/],
-    ['a typo in SnatchModule.forRoot', () => [[SnatchModule.forRoot({ url: process.env.REDIS_URL, prefx: 'x:' })], []], /unknown option 'prefx' \(did you mean 'prefix'\?\)/],
+    ['a bad option value in SnatchModule.forRoot', () => [[SnatchModule.forRoot({ url: process.env.REDIS_URL, ttl: -1 })], []], /ttl/],
   ])('%s', async (_, setup, message) => {
     const err = await bootstrapError(...setup())
     expect(err).toMatchObject({ code: 'ERR_SNATCH_INVALID_ARG', message: expect.stringMatching(message) })
@@ -126,10 +126,12 @@ test('forRootAsync takes LockerOptions from an injected provider of an imported 
   await expect(consumer.byClass.withLock('k', () => {})).rejects.toMatchObject({ code: 'ERR_SNATCH_CLOSED' })
 })
 
-test('forRootAsync without useFactory, and options of the wrong type, are errors at once', () => {
+test('unknown options, forRootAsync without useFactory, and options of the wrong type are errors at once', () => {
   expect(() => SnatchModule.forRootAsync({ useClass: Object })).toThrow(expect.objectContaining({ code: 'ERR_SNATCH_INVALID_ARG', message: expect.stringMatching(/useClass/) }))
   expect(() => SnatchModule.forRootAsync({ inject: [] })).toThrow(/needs useFactory/)
   expect(() => SnatchModule.forRoot({ global: 'yes' })).toThrow(/global must be a boolean/)
+  expect(() => SnatchModule.forRoot({ isGlobal: true })).toThrow("unknown option 'isGlobal' (did you mean 'global'?)")
+  expect(() => SnatchModule.forRoot({ prefx: 'x:' })).toThrow("unknown option 'prefx' (did you mean 'prefix'?)")
 })
 
 describe('decorators', () => {

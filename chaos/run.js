@@ -406,13 +406,17 @@ const SCENARIOS = {
       await sleep(1300)
       await redis.restart()
       await sleep(seconds(5) * 1000)
-      const counts = new Map()
-      for (const { name, tick, end } of workers.attempts.values()) {
-        if (end === 'ok') counts.set(`${name}/${tick}`, (counts.get(`${name}/${tick}`) ?? 0) + 1)
-      }
-      const twice = [...counts.values()].filter((n) => n > 1).length
-      const scheduleFailures = twice ? [`${twice} occurrences ran more than once`] : []
-      return { scheduleFailures, notes: `${counts.size} occurrences ran, ${twice} of them more than once` }
+      return occurrencesRun(workers)
+    },
+  },
+  nest: {
+    title:
+      'a NestJS application (redis-snatch/nest) on 4 processes: @WithLock and @Snatch methods on 2 keys and a @Cron ' +
+      'every second (ttl 1 s), a holder SIGKILLed or SIGSTOPped for ttl + 0.7 s every 1.5 s, in turn',
+    async run(context) {
+      const { notes } = await holdersKilledOrStopped(context, 'nest', ['nest', 'nest', 'nest', 'nest'])
+      const occurrences = occurrencesRun(context.workers)
+      return { ...occurrences, notes: `${notes}; ${occurrences.notes}` }
     },
   },
   'schedule-faults': {
@@ -467,6 +471,17 @@ const SCENARIOS = {
       }
     },
   },
+}
+
+/** How many scheduled occurrences the workers completed, and a failure for those completed more than once. */
+function occurrencesRun(workers) {
+  const counts = new Map()
+  for (const { name, tick, end } of workers.attempts.values()) {
+    if (end === 'ok') counts.set(`${name}/${tick}`, (counts.get(`${name}/${tick}`) ?? 0) + 1)
+  }
+  const twice = [...counts.values()].filter((n) => n > 1).length
+  const scheduleFailures = twice ? [`${twice} occurrences ran more than once`] : []
+  return { scheduleFailures, notes: `${counts.size} occurrences ran, ${twice} of them more than once` }
 }
 
 /** A worker config for a schedule (worker.js `schedule` mode) on `locker`. */

@@ -4,7 +4,8 @@
 // lock's read() or write() + Lock.release, sections marked `shared` for reads) and reports each to the parent
 // over IPC, on process.hrtime.bigint() (CLOCK_MONOTONIC: one clock for every process of the host); or (`schedule`)
 // runs a schedule's job every second, each attempt a section (and reported as { type: 'attempt', … }, see schedule());
-// or (`lead`) campaigns for leadership, each term a section (see lead()):
+// or (`lead`) campaigns for leadership, each term a section (see lead()); or (`nest`) is a NestJS application whose
+// @WithLock and @Snatch methods are the sections, and whose @Cron runs each attempt as a section (see nestSections()):
 //   { type: 'enter', key, fence, t, shared }  the section started (sent at once, so a SIGKILL cannot lose it)
 //   { type: 'exit', key, fence, t, last, cut }
 //      `last`: the time of its last act; `cut`: it stopped acting because its lease could no longer be guaranteed
@@ -97,6 +98,16 @@ async function once(key) {
         })
       return true
     }
+    case 'nest': {
+      // A @WithLock or a @Snatch method, at random; its fn's end is reported from inside, as for withLock.
+      const [method, settled] = pick([['withLock', true], ['snatch', undefined]])
+      let ended = false
+      const ran = await nestApp[method](key, () => (ended = true)).catch((err) => {
+        if (err.code !== 'ERR_SNATCH_LOCK_LOST' || !ended) throw err
+        return true
+      })
+      return settled ?? ran === true
+    }
     default: {
       let ended = false
       return lockerOf(key)
@@ -174,9 +185,62 @@ function lead() {
   })
 }
 
+/**
+ * Nest mode: a NestJS application (redis-snatch/nest) on `config.locker`, whose sections are its methods: `withLock`
+ * (@WithLock) and `snatch` (@Snatch) on the key they are called with, each act checked against `currentRun()`'s
+ * signal and validUntil; and whose @Cron 'chaos-nest-job' runs every second, each attempt a section reported as in
+ * schedule mode. Resolves the application's methods and `close()`.
+ */
+async function nestSections() {
+  require('reflect-metadata')
+  const { Injectable, Module } = require('@nestjs/common')
+  const { NestFactory } = require('@nestjs/core')
+  const { Cron } = require('@nestjs/schedule')
+  const { currentRun, Snatch, SnatchModule, SnatchSchedule, WithLock } = require('../nest')
+  const name = 'chaos-nest-job'
+  class Sections {
+    async withLock(key, ended) {
+      await run(key, currentRun())
+      ended()
+    }
+
+    async snatch(key, ended) {
+      await run(key, currentRun())
+      ended()
+      return true
+    }
+
+    async job() {
+      const ctx = currentRun()
+      const { tick, attempt, why, fence } = ctx
+      send({ type: 'attempt', name, tick: tick.getTime(), manual: why === 'manual', attempt, why, fence: String(fence) })
+      const { enter, ...ended } = await section(name, fence, () => !ctx.signal.aborted && ctx.validUntil > Date.now())
+      send({ type: 'exit', ...ended, t: now() })
+      if (ended.cut) throw new Error('cut short')
+    }
+  }
+  const decorate = (method, ...decorators) => {
+    const descriptor = Object.getOwnPropertyDescriptor(Sections.prototype, method)
+    Object.defineProperty(Sections.prototype, method, Reflect.decorate(decorators, Sections.prototype, method, descriptor))
+  }
+  decorate('withLock', WithLock((key) => key, { ttl: config.ttl, wait: config.wait }))
+  decorate('snatch', Snatch((key) => key, { ttl: config.ttl }))
+  decorate('job', Cron('* * * * * *', { name, timeZone: 'UTC' }), SnatchSchedule({ ttl: config.ttl }))
+  Injectable()(Sections)
+  class AppModule {}
+  Module({ imports: [SnatchModule.forRoot(config.locker)], providers: [Sections] })(AppModule)
+  const app = await NestFactory.createApplicationContext(AppModule, { logger: false })
+  const sections = app.get(Sections)
+  return { withLock: (key, ended) => sections.withLock(key, ended), snatch: (key, ended) => sections.snatch(key, ended), close: () => app.close() }
+}
+
+/** The Nest application of nest mode. */
+let nestApp
+
 async function main() {
   if (config.mode === 'schedule') return schedule()
   if (config.mode === 'lead') return lead()
+  if (config.mode === 'nest') nestApp = await nestSections()
   while (!stopping) {
     try {
       const ran = await once(pick(config.keys))
@@ -189,7 +253,7 @@ async function main() {
       await sleep(20)
     }
   }
-  await Promise.all(lockers.map((l) => l.close()))
+  await Promise.all([...lockers.map((l) => l.close()), nestApp?.close()])
   process.disconnect()
 }
 

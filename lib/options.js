@@ -260,4 +260,4 @@ function checkFn(fn) {
   if (typeof fn !== 'function') throw invalidArg(TypeError, `fn must be a function, got ${describe(fn)}`)
 }
 
-module.exports = { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkString, checkType, snapshot }
+module.exports = { LOCKER_OPTIONS, lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkString, checkType, snapshot }

@@ -7,7 +7,7 @@ const { Logger, Module } = require('@nestjs/common')
 const { DiscoveryModule, DiscoveryService, MetadataScanner, ModuleRef } = require('@nestjs/core')
 const { invalidArg } = require('../errors')
 const { Locker } = require('../locker')
-const { checkType, snapshot } = require('../options')
+const { LOCKER_OPTIONS, checkType, snapshot } = require('../options')
 const { planOf } = require('./crons')
 const { started, stopped } = require('./lockers')
 const { withRun } = require('./run-context')
@@ -44,13 +44,11 @@ class SnatchModule {
 }
 Module({})(SnatchModule)
 
-/** `options` split into `global` (checked) and the LockerOptions, which the Locker checks. */
+/** `options` (LockerOptions and `global`), with `global` checked; the Locker checks the rest. */
 function snapshotGlobal(options) {
-  if (options === undefined) return {}
-  if (options === null || typeof options !== 'object') throw invalidArg(TypeError, 'options must be an object')
-  const { global, ...lockerOptions } = options
-  checkType('global', global, 'boolean')
-  return { global, ...lockerOptions }
+  const o = snapshot('options', options, [...LOCKER_OPTIONS, 'global'])
+  checkType('global', o.global, 'boolean')
+  return o
 }
 
 /** The dynamic module of SnatchModule with the options' provider `options`. */

@@ -4,10 +4,26 @@
 
 pub mod caller;
 
+use std::collections::HashSet;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// The ports of this process's servers, alive or restarting: a test starting a server never takes one, so that a
+/// server killed to be restarted on its port finds it free.
+static PORTS: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+
+/// A port free now and of no server of this process (held by it until the server drops).
+fn free_port() -> u16 {
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        if PORTS.lock().unwrap().get_or_insert_with(HashSet::new).insert(port) {
+            return port;
+        }
+    }
+}
 
 /// One `redis-server` process.
 pub struct RedisServer {
@@ -29,8 +45,8 @@ impl RedisServer {
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         let mut attempt = 1;
         loop {
-            // Free now; another test's server may still take it before this one binds it (then: another port).
-            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            // Free now; another process's server may still take it before this one binds it (then: another port).
+            let port = free_port();
             let dir = std::env::temp_dir().join(format!("snatch-core-test-{}-{port}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
             let mut server = Self { port, child: None, dir, args: args.clone() };
@@ -56,10 +72,16 @@ impl RedisServer {
         }
     }
 
-    /// Kills the server and starts an empty one on the same port.
+    /// Kills the server and starts an empty one on the same port (no server of this process takes it meanwhile;
+    /// a moment's wait for one of another process, or a client's socket, to let go of it).
     pub fn restart(&mut self) {
         self.kill();
-        self.spawn().unwrap_or_else(|e| panic!("{e}"));
+        let mut attempt = 1;
+        while let Err(e) = self.spawn() {
+            assert!(attempt < 20, "{e}");
+            std::thread::sleep(Duration::from_millis(100));
+            attempt += 1;
+        }
     }
 
     /// SIGSTOPs the server: it keeps its connections but answers nothing.
@@ -121,6 +143,7 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
+        PORTS.lock().unwrap().get_or_insert_with(HashSet::new).remove(&self.port);
     }
 }
 

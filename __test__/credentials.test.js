@@ -86,6 +86,7 @@ test.each([
     })
     .catch((e) => e)
   expect(err).toMatchObject({ name: 'RedisError', code: 'ERR_SNATCH_REDIS' })
+  expect(err.message).toMatch(/: the server refused the credentials \(a wrong password, or a user that does not exist or is disabled\)$/)
   expect(ran).toBe(false)
   for (const text of [err.message, err.stack, err.cause.message, err.cause.stack, JSON.stringify(err)]) {
     expect(text).not.toContain(secret)

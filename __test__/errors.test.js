@@ -163,6 +163,8 @@ describe('Redis outages', () => {
     expect(err).toBeInstanceOf(SnatchError)
     expect(err.code).toBe('ERR_SNATCH_REDIS')
     expect(err.cause).toBeInstanceOf(Error)
+    // Said as what it is: the server could not be reached (not "a command failed").
+    expect(err.message).toBe(`${server.url}: cannot connect: Connection refused (os error 111)`)
     expect(ran).toBe(false)
     // Bounded by the command timeout, not by a hidden multi-second reconnect loop.
     expect(elapsed).toBeLessThan(3000)

@@ -16,7 +16,8 @@ pub enum ArgKind {
 pub enum SnatchError {
     /// Bad input from the caller.
     InvalidArg { kind: ArgKind, message: String },
-    /// A Redis server could not be reached or a command failed; `cause` is the underlying failure.
+    /// A Redis server could not be reached or a command failed; `cause` says which server, and what happened (the
+    /// whole message).
     Redis { cause: String },
     /// Redlock could not get a majority of the nodes within the validity window; one line per failed node, or the
     /// reason when none failed.
@@ -57,7 +58,7 @@ impl fmt::Display for SnatchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::InvalidArg { message, .. } => f.write_str(message),
-            Self::Redis { cause } => write!(f, "Redis command failed: {cause}"),
+            Self::Redis { cause } => f.write_str(cause),
             Self::Quorum { failures } => write!(
                 f,
                 "could not lock a majority of the Redis nodes within the validity window ({})",

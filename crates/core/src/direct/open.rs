@@ -41,7 +41,7 @@ pub async fn open(locker: &Locker, target: &DirectTarget) -> Result<Option<Direc
         Greeting { username: settings.username(), password: settings.password(), db: settings.db(), prefix, target };
     let (handshake, hello) = Handshake::new(&greeting);
     let open = async {
-        let tcp = TcpStream::connect((host, *port)).await.map_err(|e| node.failure(e))?;
+        let tcp = TcpStream::connect((host, *port)).await.map_err(|e| node.failure(format!("cannot connect: {e}")))?;
         tcp.set_nodelay(true).map_err(|e| node.failure(e))?;
         let (accepted, tcp, session) = match &endpoint.tls {
             None => {

@@ -104,7 +104,7 @@ async fn send(connection: Arc<Connection>, calls: Vec<(ScriptCall, Reply)>) {
     match results {
         Ok(values) => {
             for (reply, value) in replies.into_iter().zip(values) {
-                let _ = reply.send(value.map_err(|e| connection.failure(e)));
+                let _ = reply.send(value.map_err(|e| connection.failed(&e)));
             }
         }
         Err(e) => {
@@ -138,7 +138,7 @@ async fn exchange(
         if is_dropped(&e) {
             connection.reset();
         }
-        connection.failure(e)
+        connection.failed(&e)
     })?;
     if results.iter().any(is_read_only) {
         connection.reset();
@@ -163,7 +163,7 @@ async fn exchange(
                 _ => resend.add_command(cmds[i].clone()),
             };
         }
-        let replies = link.send_each(&resend).await.map_err(|e| connection.failure(e))?;
+        let replies = link.send_each(&resend).await.map_err(|e| connection.failed(&e))?;
         for (i, reply) in again.into_iter().zip(replies) {
             results[i] = reply;
         }
@@ -203,5 +203,5 @@ pub(crate) async fn call_alone(connection: &Connection, call: ScriptCall) -> Res
         .await
         .unwrap_or_else(|_| Err(connection.timed_out()))?;
     let reply = results.pop().unwrap_or_else(|| Err((redis::ErrorKind::Client, "no reply").into()));
-    Ok((reply.map_err(|e| connection.failure(e))?, link))
+    Ok((reply.map_err(|e| connection.failed(&e))?, link))
 }

@@ -5,6 +5,7 @@
 
 use crate::server::dial::{ClusterTlsKey, NodeConnection};
 use crate::server::endpoint::{Access, Endpoint};
+use crate::server::failure::describe;
 use crate::server::memory::Memory;
 use crate::server::sentinel::Sentinels;
 use futures_util::future::join_all;
@@ -68,11 +69,11 @@ impl Target {
     /// Opens a command connection, the attempt bounded by `timeout` (the caller bounds it as a whole).
     async fn open(&self, timeout: Duration) -> Result<Link, String> {
         match self {
-            Self::Server(endpoint) => endpoint.connect(timeout).await.map(Link::Server).map_err(|e| e.to_string()),
+            Self::Server(endpoint) => endpoint.connect(timeout).await.map(Link::Server).map_err(|e| describe(&e)),
             Self::Sentinel(sentinels) => sentinels.connect_master(timeout).await.map(Link::Server),
             Self::Cluster(cluster) => {
                 let connection = cluster.client.get_async_generic_connection::<NodeConnection>().await;
-                connection.map(Link::Cluster).map_err(|e| e.to_string())
+                connection.map(Link::Cluster).map_err(|e| describe(&e))
             }
             Self::Memory(_) => Err(NO_CONNECTION.to_owned()),
         }
@@ -82,11 +83,11 @@ impl Target {
     pub(crate) async fn subscriber(&self, timeout: Duration, push: impl AsyncPushSender) -> Result<Link, String> {
         match self {
             Self::Server(endpoint) => {
-                endpoint.subscriber(timeout, push).await.map(Link::Server).map_err(|e| e.to_string())
+                endpoint.subscriber(timeout, push).await.map(Link::Server).map_err(|e| describe(&e))
             }
             Self::Sentinel(sentinels) => {
                 let master = sentinels.master(timeout).await?;
-                master.subscriber(timeout, push).await.map(Link::Server).map_err(|e| e.to_string())
+                master.subscriber(timeout, push).await.map(Link::Server).map_err(|e| describe(&e))
             }
             Self::Cluster(cluster) => {
                 let client = cluster
@@ -328,6 +329,11 @@ impl Connection {
     /// A Redis error on this deployment.
     pub(crate) fn failure(&self, cause: impl std::fmt::Display) -> SnatchError {
         SnatchError::Redis { cause: format!("{}: {cause}", self.label) }
+    }
+
+    /// The error of a command or connection attempt on this deployment that failed with `e`, worded by [`describe`].
+    pub(crate) fn failed(&self, e: &RedisError) -> SnatchError {
+        self.failure(describe(e))
     }
 }
 

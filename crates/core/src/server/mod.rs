@@ -7,6 +7,7 @@ mod certificate_check;
 pub(crate) mod connection;
 pub(crate) mod dial;
 pub(crate) mod endpoint;
+pub(crate) mod failure;
 pub(crate) mod keyspace;
 pub(crate) mod memory;
 pub(crate) mod node;

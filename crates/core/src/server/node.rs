@@ -318,14 +318,14 @@ impl Node {
         let (latency_ms, info) = tokio::time::timeout(self.connection.timeout(), command(link))
             .await
             .map_err(|_| self.connection.timed_out())?
-            .map_err(|e| self.failure(e))?;
+            .map_err(|e| self.connection.failed(&e))?;
         Ok(Server { name: self.connection.label().to_owned(), version: server_version(&info), latency_ms })
     }
 
     /// `CLUSTER SLOTS`, asked of any node of the cluster.
     pub(crate) async fn cluster_slots(&self) -> Result<Value, SnatchError> {
         let mut link = self.connection.get().await?;
-        link.cluster_slots().await.map_err(|e| self.failure(e))
+        link.cluster_slots().await.map_err(|e| self.connection.failed(&e))
     }
 
     /// The server, when the node is one server (not a cluster or a Sentinel master).

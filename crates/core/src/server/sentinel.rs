@@ -3,9 +3,10 @@
 //! locker follows failovers without a restart.
 
 use crate::server::endpoint::{Access, Endpoint};
+use crate::server::failure::describe;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use redis::aio::MultiplexedConnection;
-use redis::Value;
+use redis::{RedisError, Value};
 use std::time::Duration;
 
 /// The sentinels of one monitored master.
@@ -43,9 +44,9 @@ impl Sentinels {
     /// not yet promoted, is not).
     pub(crate) async fn connect_master(&self, timeout: Duration) -> Result<MultiplexedConnection, String> {
         let master = self.master(timeout).await?;
-        let mut conn = master.connect(timeout).await.map_err(|e| format!("{}: {e}", master.label))?;
-        let role: Value =
-            redis::cmd("ROLE").query_async(&mut conn).await.map_err(|e| format!("{}: {e}", master.label))?;
+        let fail = |e: RedisError| format!("{}: {}", master.label, describe(&e));
+        let mut conn = master.connect(timeout).await.map_err(fail)?;
+        let role: Value = redis::cmd("ROLE").query_async(&mut conn).await.map_err(fail)?;
         match role {
             Value::Array(fields)
                 if fields.first().is_some_and(|f| matches!(f, Value::BulkString(b) if b == b"master")) =>
@@ -59,10 +60,10 @@ impl Sentinels {
     /// What `sentinel` answers to `SENTINEL get-master-addr-by-name`.
     async fn ask(&self, sentinel: &Endpoint, timeout: Duration) -> Result<(String, u16), String> {
         let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", sentinel.label);
-        let mut conn = sentinel.connect(timeout).await.map_err(|e| fail(&e))?;
+        let mut conn = sentinel.connect(timeout).await.map_err(|e| fail(&describe(&e)))?;
         let mut ask = redis::cmd("SENTINEL");
         ask.arg("get-master-addr-by-name").arg(&self.name);
-        let address: Option<(String, u16)> = ask.query_async(&mut conn).await.map_err(|e| fail(&e))?;
+        let address: Option<(String, u16)> = ask.query_async(&mut conn).await.map_err(|e| fail(&describe(&e)))?;
         address.ok_or_else(|| fail(&format!("does not monitor a master named '{}'", self.name)))
     }
 }

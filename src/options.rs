@@ -2,7 +2,9 @@
 //! numbers are checked here.
 
 use napi_derive::napi;
-use snatch_core::{Concurrency, FleetRequest, LockOptions, LockerConfig, SnatchError, TlsOptions, Topology};
+use snatch_core::{
+    duration_error, Concurrency, FleetRequest, LockOptions, LockerConfig, SnatchError, TlsOptions, Topology,
+};
 use std::time::Duration;
 
 /// Options of a locker (`url`, `cluster` or `sentinel.urls` folded into `urls`, with `sentinel.name` as
@@ -111,12 +113,15 @@ pub(crate) fn lock_options(init: Option<LockInit>, auto_extend: bool) -> Result<
     })
 }
 
-/// `value` milliseconds, which must be a non-negative integer (the core checks the bounds).
+/// `value` milliseconds, which must be a non-negative integer (the core checks the bounds, with the same message).
 pub(crate) fn millis(name: &str, value: f64) -> Result<Duration, SnatchError> {
     if !value.is_finite() || value.fract() != 0.0 || value < 0.0 {
-        return Err(SnatchError::range_arg(format!(
-            "{name} must be a non-negative integer number of milliseconds, got {value}"
-        )));
+        let shown = if value.is_infinite() {
+            format!("{}Infinity", if value < 0.0 { "-" } else { "" })
+        } else {
+            value.to_string()
+        };
+        return Err(duration_error(name, shown));
     }
     Ok(Duration::from_millis(value as u64))
 }

@@ -176,13 +176,8 @@ impl LockerConfig {
         }
 
         validate_ttl(self.ttl)?;
-        validate_duration("commandTimeout", self.command_timeout, false)?;
-        let fence_ttl = self.fence_ttl.as_millis();
-        if fence_ttl == 0 || fence_ttl > u128::from(MAX_FENCE_TTL_MS) {
-            return Err(SnatchError::range_arg(format!(
-                "fenceTtl must be an integer number of milliseconds in [1, {MAX_FENCE_TTL_MS}], got {fence_ttl}"
-            )));
-        }
+        validate_duration("commandTimeout", self.command_timeout)?;
+        validate_duration("fenceTtl", self.fence_ttl)?;
         snatch_protocol::owner::check_instance(&self.instance_id).map_err(SnatchError::type_arg)?;
         if !(0.0..0.5).contains(&self.drift_factor) {
             return Err(SnatchError::range_arg(format!("driftFactor must be in [0, 0.5), got {}", self.drift_factor)));
@@ -212,8 +207,8 @@ impl LockOptions {
         if let Some(ttl) = self.ttl {
             validate_ttl(ttl)?;
         }
-        validate_duration("minHold", self.min_hold, true)?;
-        validate_duration("wait", self.wait, true)?;
+        validate_duration("minHold", self.min_hold)?;
+        validate_duration("wait", self.wait)?;
         Ok(())
     }
 }
@@ -223,25 +218,35 @@ pub fn is_memory(url: &str) -> bool {
     url.starts_with("memory://")
 }
 
-/// Rejects a lease ttl outside [[`MIN_TTL_MS`], [`MAX_DURATION_MS`]].
-pub fn validate_ttl(ttl: Duration) -> Result<(), SnatchError> {
-    let ms = ttl.as_millis();
-    if ms < u128::from(MIN_TTL_MS) || ms > u128::from(MAX_DURATION_MS) {
-        return Err(SnatchError::range_arg(format!(
-            "ttl must be an integer number of milliseconds in [{MIN_TTL_MS}, {MAX_DURATION_MS}], got {ms}"
-        )));
+/// The range, in ms, of duration option `name`: a lease at least [`MIN_TTL_MS`], `fenceTtl` up to
+/// [`MAX_FENCE_TTL_MS`], the timeouts and the retry delay at least 1, every other from 0; up to [`MAX_DURATION_MS`].
+fn duration_range(name: &str) -> (u64, u64) {
+    match name {
+        "ttl" => (MIN_TTL_MS, MAX_DURATION_MS),
+        "fenceTtl" => (1, MAX_FENCE_TTL_MS),
+        "commandTimeout" | "timeout" | "retryDelay" => (1, MAX_DURATION_MS),
+        _ => (0, MAX_DURATION_MS),
     }
-    Ok(())
 }
 
-/// Rejects a duration over [`MAX_DURATION_MS`], or a zero one unless `zero_ok`.
-pub(crate) fn validate_duration(name: &str, d: Duration, zero_ok: bool) -> Result<(), SnatchError> {
+/// The error of duration option `name` given `value`, which is not an integer number of milliseconds in its range:
+/// one message whatever is wrong with it.
+pub fn duration_error(name: &str, value: impl std::fmt::Display) -> SnatchError {
+    let (low, high) = duration_range(name);
+    SnatchError::range_arg(format!("{name} must be an integer number of milliseconds in [{low}, {high}], got {value}"))
+}
+
+/// Rejects a lease ttl outside [[`MIN_TTL_MS`], [`MAX_DURATION_MS`]].
+pub fn validate_ttl(ttl: Duration) -> Result<(), SnatchError> {
+    validate_duration("ttl", ttl)
+}
+
+/// Rejects duration `d` of option `name` outside its range ([`duration_range`]).
+pub(crate) fn validate_duration(name: &str, d: Duration) -> Result<(), SnatchError> {
+    let (low, high) = duration_range(name);
     let ms = d.as_millis();
-    if (ms == 0 && !zero_ok) || ms > u128::from(MAX_DURATION_MS) {
-        let low = if zero_ok { 0 } else { 1 };
-        return Err(SnatchError::range_arg(format!(
-            "{name} must be an integer number of milliseconds in [{low}, {MAX_DURATION_MS}], got {ms}"
-        )));
+    if ms < u128::from(low) || ms > u128::from(high) {
+        return Err(duration_error(name, ms));
     }
     Ok(())
 }

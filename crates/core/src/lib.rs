@@ -15,7 +15,7 @@ mod schedule;
 mod server;
 
 pub use chrono;
-pub use config::{validate_ttl, LockOptions, LockerConfig, TlsOptions, Topology, MAX_DURATION_MS};
+pub use config::{duration_error, validate_ttl, LockOptions, LockerConfig, TlsOptions, Topology, MAX_DURATION_MS};
 pub use direct::calls::{DirectAcquire, DirectRelease, Settled};
 pub use direct::open::open as open_direct_socket;
 pub use direct::routes::{RouteSocket, Routes};

@@ -12,7 +12,7 @@
 //! and looks back at the occurrences since the last look: those nobody recorded are recorded missed, but the latest
 //! runs late if no later one ran and it is still within `startingDeadline`.
 
-use crate::config::LockOptions;
+use crate::config::{validate_duration, LockOptions};
 use crate::lock::job::Job;
 use crate::lock::lease::Lease;
 use crate::lock::locker::Locker;
@@ -107,10 +107,11 @@ impl ScheduleOptions {
         if self.retries > 100 {
             return Err(SnatchError::range_arg("retries must be from 0 to 100"));
         }
-        if self.timeout.is_some_and(|t| t.is_zero()) || self.retry_delay.is_zero() {
-            return Err(SnatchError::range_arg("timeout and retryDelay must be positive"));
+        if let Some(timeout) = self.timeout {
+            validate_duration("timeout", timeout)?;
         }
-        Ok(())
+        validate_duration("retryDelay", self.retry_delay)?;
+        validate_duration("startingDeadline", self.starting_deadline)
     }
 }
 

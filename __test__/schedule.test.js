@@ -144,14 +144,19 @@ test('close() stops every schedule', async () => {
 })
 
 test.each([
-  ['a bad expression', (l) => l.schedule('n', 'every minute', () => {}), TypeError],
-  ['too many fields', (l) => l.schedule('n', '* * * * * * * *', () => {}), TypeError],
-  ['an unknown time zone', (l) => l.schedule('n', '* * * * *', () => {}, { timezone: 'Mars/Base' }), TypeError],
-  ['a cron that is not a string', (l) => l.schedule('n', 5, () => {}), TypeError],
-  ['a missing fn', (l) => l.schedule('n', '* * * * *'), TypeError],
-  ['an empty name', (l) => l.schedule('', '* * * * *', () => {}), TypeError],
-  ['a zero ttl', (l) => l.schedule('n', '* * * * *', () => {}, { ttl: 0 }), RangeError],
-])('schedule() with %s throws synchronously with ERR_SNATCH_INVALID_ARG', (_name, call, Class) => {
+  ['a bad expression', (l) => l.schedule('n', 'every minute', () => {}), TypeError, /invalid cron expression/],
+  ['too many fields', (l) => l.schedule('n', '* * * * * * * *', () => {}), TypeError, /got 8/],
+  ['a year field', (l) => l.schedule('n', '0 0 8 * * MON-FRI 2027', () => {}), TypeError, /6 \(seconds first\), got 7 \(a year field is not taken\)/],
+  ['a past year', (l) => l.schedule('n', '0 0 8 * * * 1999', () => {}), TypeError, /got 7/],
+  ['no occurrence ever (February 30)', (l) => l.schedule('n', '0 0 30 2 *', () => {}), TypeError, /has no occurrence after now: it would never run/],
+  ['an unknown time zone', (l) => l.schedule('n', '* * * * *', () => {}, { timezone: 'Mars/Base' }), TypeError, /unknown time zone 'Mars\/Base'/],
+  ['a cron that is not a string', (l) => l.schedule('n', 5, () => {}), TypeError, /cron must be a string/],
+  ['a missing fn', (l) => l.schedule('n', '* * * * *'), TypeError, /fn must be a function/],
+  ['an empty name', (l) => l.schedule('', '* * * * *', () => {}), TypeError, /non-empty/],
+  ['a zero ttl', (l) => l.schedule('n', '* * * * *', () => {}, { ttl: 0 }), RangeError, /ttl must be an integer number of milliseconds in \[5, 2147483647\], got 0/],
+  ['a negative ttl', (l) => l.schedule('n', '* * * * *', () => {}, { ttl: -1 }), RangeError, /ttl must be an integer number of milliseconds in \[5, 2147483647\], got -1/],
+  ['a zero timeout', (l) => l.schedule('n', '* * * * *', () => {}, { timeout: 0 }), RangeError, /timeout must be an integer number of milliseconds in \[1, /],
+])('schedule() with %s throws synchronously with ERR_SNATCH_INVALID_ARG', (_name, call, Class, message) => {
   let err
   try {
     call(locker)
@@ -160,6 +165,7 @@ test.each([
   }
   expect(err).toBeInstanceOf(Class)
   expect(err.code).toBe('ERR_SNATCH_INVALID_ARG')
+  expect(err.message).toMatch(message)
 })
 
 test('accepted expressions: 5 and 6 fields, names, lists, steps, macros, time zones', () => {
@@ -189,3 +195,37 @@ test('without an error listener, a failing schedule logs once to stderr and the 
   expect(stderr.match(/unheard/g)).toHaveLength(1)
   expect(stderr).toContain("no 'error' listener")
 })
+
+test('without an error listener, Redis going down and coming back is logged once each, for a schedule', async () => {
+  const server = await startRedis()
+  const code = `
+    const locker = require('.').createLocker({ url: '${server.url}', commandTimeout: 200 })
+    locker.schedule('outage', '*/1 * * * * *', () => {})
+    process.on('message', () => locker.close().then(() => process.exit(0)))
+  `
+  const child = fork('-e', [code], { cwd: path.join(__dirname, '..'), env: process.env, stdio: ['pipe', 'pipe', 'pipe', 'ipc'] })
+  let stderr = ''
+  child.stderr.on('data', (d) => (stderr += d))
+  /** Resolves once stderr matches `pattern`. */
+  const logged = (pattern) =>
+    new Promise((resolve) => {
+      const check = () => pattern.test(stderr) && (child.stderr.off('data', check), resolve())
+      child.stderr.on('data', check)
+      check()
+    })
+  try {
+    await server.kill()
+    await logged(/cannot claim its occurrences/)
+    await server.restart()
+    await logged(/claims its occurrences again/)
+    child.send('close')
+    const [status] = await once(child, 'exit')
+    expect(status).toBe(0)
+  } finally {
+    child.kill()
+    await server.stop()
+  }
+  expect(stderr.match(/cannot claim its occurrences/g)).toHaveLength(1)
+  expect(stderr.match(/claims its occurrences again/g)).toHaveLength(1)
+  expect(stderr).toMatch(/schedule 'outage' cannot claim its occurrences, from \S+ on \(no 'error' listener; said again when it can\): redis:\/\/127\.0\.0\.1:\d+: (cannot connect|connection failed|timed out)/)
+}, 30_000)

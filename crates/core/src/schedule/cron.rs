@@ -19,16 +19,32 @@ pub struct CronSchedule {
 }
 
 impl CronSchedule {
-    /// Parses `expression` for the zone named `timezone` (for example `Europe/Paris`, or `UTC`).
-    pub fn new(expression: &str, timezone: &str) -> Result<Self, SnatchError> {
+    /// Parses `expression` for the zone named `timezone` (for example `Europe/Paris`, or `UTC`). An expression with
+    /// a year field (croner reads a seventh one) is refused, as is one with no occurrence after `now`: it would
+    /// never run.
+    pub fn new(expression: &str, timezone: &str, now: DateTime<Utc>) -> Result<Self, SnatchError> {
+        let trimmed = expression.trim();
+        let fields = trimmed.split_whitespace().count();
+        if !trimmed.starts_with('@') && fields > 6 {
+            return Err(SnatchError::type_arg(format!(
+                "invalid cron expression '{expression}': 5 fields (minute precision) or 6 (seconds first), got \
+                 {fields} (a year field is not taken)"
+            )));
+        }
         let cron = CronParser::builder()
             .build()
-            .parse(expression.trim())
+            .parse(trimmed)
             .map_err(|e| SnatchError::type_arg(format!("invalid cron expression '{expression}': {e}")))?;
         let zone: Tz = timezone
             .parse()
             .map_err(|_| SnatchError::type_arg(format!("unknown time zone '{timezone}' (expected an IANA name)")))?;
-        Ok(Self { cron, zone })
+        let schedule = Self { cron, zone };
+        if schedule.next_after(now).is_none() {
+            return Err(SnatchError::type_arg(format!(
+                "cron expression '{expression}' has no occurrence after now: it would never run"
+            )));
+        }
+        Ok(schedule)
     }
 
     /// The first occurrence strictly after `after`, if any.
@@ -66,21 +82,21 @@ mod tests {
             ("@daily", "2026-01-06T00:00:00Z"),
         ];
         for (expr, want) in cases {
-            let s = CronSchedule::new(expr, "UTC").unwrap();
+            let s = CronSchedule::new(expr, "UTC", start).unwrap();
             assert_eq!(s.next_after(start), Some(at(want)), "{expr}");
         }
     }
 
     #[test]
     fn the_previous_occurrence_is_strictly_before() {
-        let s = CronSchedule::new("*/15 * * * *", "UTC").unwrap();
+        let s = CronSchedule::new("*/15 * * * *", "UTC", Utc::now()).unwrap();
         assert_eq!(s.previous_before(at("2026-01-05T10:15:00Z")), Some(at("2026-01-05T10:00:00Z")));
         assert_eq!(s.previous_before(at("2026-01-05T10:15:01Z")), Some(at("2026-01-05T10:15:00Z")));
     }
 
     #[test]
     fn time_zones_shift_occurrences() {
-        let s = CronSchedule::new("0 9 * * *", "America/New_York").unwrap();
+        let s = CronSchedule::new("0 9 * * *", "America/New_York", Utc::now()).unwrap();
         assert_eq!(s.next_after(at("2026-01-05T00:00:00Z")), Some(at("2026-01-05T14:00:00Z")));
         assert_eq!(s.next_after(at("2026-07-05T00:00:00Z")), Some(at("2026-07-05T13:00:00Z")));
     }
@@ -88,7 +104,7 @@ mod tests {
     #[test]
     fn spring_forward_gap_runs_fixed_jobs_after_the_gap() {
         // Europe/Paris skips 02:00-03:00 on 2026-03-29.
-        let s = CronSchedule::new("30 2 * * *", "Europe/Paris").unwrap();
+        let s = CronSchedule::new("30 2 * * *", "Europe/Paris", Utc::now()).unwrap();
         let next = s.next_after(Utc.with_ymd_and_hms(2026, 3, 28, 23, 0, 0).unwrap()).unwrap();
         assert_eq!(next, at("2026-03-29T01:00:00Z"), "03:00 local, right after the gap");
     }
@@ -96,8 +112,21 @@ mod tests {
     #[test]
     fn bad_expressions_and_zones_are_rejected() {
         for expr in ["", "* * *", "61 * * * *", "* * * * * * * *", "@sometimes"] {
-            assert_eq!(CronSchedule::new(expr, "UTC").unwrap_err().code(), "ERR_SNATCH_INVALID_ARG", "{expr}");
+            let err = CronSchedule::new(expr, "UTC", Utc::now()).unwrap_err();
+            assert_eq!(err.code(), "ERR_SNATCH_INVALID_ARG", "{expr}");
         }
-        assert_eq!(CronSchedule::new("* * * * *", "Mars/Olympus").unwrap_err().code(), "ERR_SNATCH_INVALID_ARG");
+        let err = CronSchedule::new("* * * * *", "Mars/Olympus", Utc::now()).unwrap_err();
+        assert_eq!(err.code(), "ERR_SNATCH_INVALID_ARG");
+    }
+
+    #[test]
+    fn a_year_field_and_an_expression_that_never_runs_are_refused() {
+        let now = at("2026-11-27T00:00:00Z");
+        let year = CronSchedule::new("0 0 8 * * MON-FRI 2027", "UTC", now).unwrap_err().to_string();
+        assert!(year.contains("got 7 (a year field is not taken)"), "{year}");
+        for never in ["0 0 30 2 *", "0 0 31 4 *"] {
+            let err = CronSchedule::new(never, "UTC", now).unwrap_err().to_string();
+            assert!(err.contains("has no occurrence after now"), "{never}: {err}");
+        }
     }
 }

@@ -106,7 +106,7 @@ async fn schedule(locker: &Locker, name: &str) -> Result<Option<ScheduleInfo>, S
     }
     let field = |name: &str| read.state.get(name).cloned().unwrap_or_default();
     let (cron, timezone) = (field("cron"), field("timezone"));
-    let upcoming: Vec<i64> = match CronSchedule::new(&cron, &timezone) {
+    let upcoming: Vec<i64> = match CronSchedule::new(&cron, &timezone, Utc::now()) {
         Ok(schedule) => std::iter::successors(schedule.next_after(Utc::now()), |after| schedule.next_after(*after))
             .take(UPCOMING)
             .map(|next| next.timestamp_millis())

@@ -126,7 +126,7 @@ pub struct Cron {
 impl Cron {
     /// Parses `expression` for the IANA zone `timezone`.
     pub fn new(expression: &str, timezone: &str) -> Result<Self, SnatchError> {
-        let schedule = CronSchedule::new(expression, timezone)?;
+        let schedule = CronSchedule::new(expression, timezone, chrono::Utc::now())?;
         Ok(Self { schedule, expression: expression.to_owned(), timezone: timezone.to_owned() })
     }
 }

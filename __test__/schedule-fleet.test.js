@@ -269,3 +269,18 @@ test('history stays bounded after 1,000 occurrences, and every key of a schedule
   const ttls = await Promise.all(keys.map((key) => redisCommand(url, 'PTTL', key)))
   expect(ttls.filter((ttl) => ttl < 0)).toEqual([])
 })
+
+test("a replica's close() takes its registration away before it resolves: schedules() from another process no longer lists it", async () => {
+  const name = uniqueKey('leaves')
+  const [first] = await replicas.start(2, { message: { name, cron: '0 0 1 1 *' } })
+  const listed = async () => (await locker.schedules()).find((s) => s.name === name)
+  // Registered by both (each registers at once when it starts; 'ready' comes just before).
+  while ((await listed())?.replicas.length !== 2) await sleep(20)
+  // One closes (its locker's close() resolves before it reports leaving): the other is still registered.
+  const exited = new Promise((resolve) => replicas.children.get(first).once('exit', resolve))
+  replicas.send(first, { stop: true })
+  await exited
+  expect((await listed()).replicas).toHaveLength(1)
+  await replicas.stop({ stop: true })
+  expect(await listed()).toBeUndefined()
+})

@@ -1,5 +1,6 @@
 'use strict'
 // Replica processes of one test, forked from a script, and every event they report over IPC (`{ event, pid, ... }`).
+// `children` holds those that have not exited.
 
 const { fork } = require('node:child_process')
 
@@ -28,6 +29,7 @@ class Replicas {
     for (let i = 0; i < count; i++) {
       const child = fork(this.#script, { env: { ...process.env, ...env }, execArgv: this.#execArgv })
       child.on('message', (event) => this.#heard(event))
+      child.once('exit', () => this.children.delete(child.pid))
       this.children.set(child.pid, child)
       if (message !== undefined) child.send(message)
       started.push(this.next((e) => e.event === 'ready' && e.pid === child.pid, 'a replica to start'))
@@ -60,9 +62,7 @@ class Replicas {
     const child = this.children.get(pid)
     const exited = new Promise((resolve) => child.once('exit', (code, by) => resolve({ code, signal: by })))
     child.kill(signal)
-    const exit = await exited
-    this.children.delete(pid)
-    return exit
+    return exited
   }
 
   /** Asks every replica still running to stop with `message` and waits for them to exit. */
@@ -75,7 +75,6 @@ class Replicas {
         return exited
       }),
     )
-    this.children.clear()
   }
 
   /** SIGKILLs every replica still running. */

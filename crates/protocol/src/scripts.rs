@@ -221,6 +221,10 @@ pub static SCAN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("s
 pub static SCHEDULE_TAKE_TRIGGER: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/schedule_take_trigger.lua").to_owned()));
 
+/// A replica's registration of a schedule taken away, when it stops: see scripts/schedule_leave.lua.
+pub static SCHEDULE_LEAVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/schedule_leave.lua").to_owned()));
+
 #[cfg(test)]
 mod tests {
     use super::*;

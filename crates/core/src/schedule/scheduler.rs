@@ -248,7 +248,7 @@ impl Driver {
         Utc::now() + chrono::Duration::milliseconds(self.options.clock_offset_ms)
     }
 
-    /// Runs the schedule until stopped, then waits for the attempts under way.
+    /// Runs the schedule until stopped, then waits for the attempts under way and takes its registration away.
     async fn drive(self: Arc<Self>, mut stop: watch::Receiver<bool>, mut todo: mpsc::UnboundedReceiver<Work>) {
         let mut attempts = JoinSet::new();
         let control = Arc::new(Notify::new());
@@ -288,6 +288,9 @@ impl Driver {
         }
         drop(watches);
         while attempts.join_next().await.is_some() {}
+        // The fleet sees this replica gone at once (a replica that dies leaves it to lapse); Redis unreachable, it
+        // lapses too.
+        let _ = store::leave(&self.locker, &self.keys, &self.registration.instance).await;
     }
 
     /// Renews the registration and acts on what it read: suspension, a replace asked for, manual runs waiting, open

@@ -8,7 +8,8 @@ use crate::server::script_call::ScriptCall;
 use futures_util::future::join_all;
 use snatch_protocol::schedule::{Attempt, Record, ScheduleKeys};
 use snatch_protocol::scripts::{
-    CLUSTER, SCHEDULE_CONTROL, SCHEDULE_READ, SCHEDULE_RECORD, SCHEDULE_REGISTER, SCHEDULE_SWEEP, SCHEDULE_TAKE_TRIGGER,
+    CLUSTER, SCHEDULE_CONTROL, SCHEDULE_LEAVE, SCHEDULE_READ, SCHEDULE_RECORD, SCHEDULE_REGISTER, SCHEDULE_SWEEP,
+    SCHEDULE_TAKE_TRIGGER,
 };
 use snatch_protocol::SnatchError;
 use std::collections::HashMap;
@@ -273,6 +274,13 @@ pub(crate) async fn take_trigger(locker: &Locker, keys: &ScheduleKeys) -> Result
     call.arg(&keys.triggers);
     let taken: Option<String> = first(locker, call).await?;
     Ok(taken.and_then(|tick| tick.parse().ok()))
+}
+
+/// Takes `instance`'s registration of the schedule of `keys` away (the replica stopped running it).
+pub(crate) async fn leave(locker: &Locker, keys: &ScheduleKeys, instance: &str) -> Result<(), SnatchError> {
+    let mut call = ScriptCall::new(&SCHEDULE_LEAVE, 1);
+    call.arg(&keys.replicas).arg(instance);
+    every::<i64>(locker, call).await.map(drop)
 }
 
 /// `duration` in whole milliseconds.

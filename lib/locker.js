@@ -1,6 +1,6 @@
 'use strict'
 
-const { NativeLocker, OutcomeKind } = require('../binding')
+const { NativeLocker, OutcomeKind } = require('./native')
 const diagnostics = require('./diagnostics')
 const { fromNative, fromNativeError, invalidArg } = require('./errors')
 const { KeepAlive } = require('./keep-alive')

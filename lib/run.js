@@ -1,6 +1,6 @@
 'use strict'
 
-const { OutcomeKind } = require('../binding')
+const { OutcomeKind } = require('./native')
 const diagnostics = require('./diagnostics')
 const { LockLostError } = require('./errors')
 

@@ -2,12 +2,14 @@
 
 const { EventEmitter } = require('node:events')
 const { performance } = require('node:perf_hooks')
-const { OutcomeKind } = require('../binding')
+const { OutcomeKind } = require('./native')
 const diagnostics = require('./diagnostics')
 const { LockLostError, RunReplacedError, RunTimeoutError, emitError, fromNativeError, native } = require('./errors')
 
 const RAN = OutcomeKind.Ran
 const SKIPPED = OutcomeKind.Skipped
+/** Without an 'error' listener, an outage of Redis is logged at most this often. */
+const OUTAGE_LOG_INTERVAL_MS = 60_000
 
 /** One attempt of a schedule's occurrence, run in this process: its context, and what fn came to. */
 class Occurrence {
@@ -113,7 +115,12 @@ class ScheduledTask extends EventEmitter {
   #forget
   /** Keeps the process, and through this schedule its locker, alive until the schedule ends. */
   #alive
+  /** Whether the failure of an attempt was logged (without an 'error' listener, the first one is). */
   #warned = false
+  /** Without an 'error' listener: Redis could not be reached for the last claim, and that was logged. */
+  #down = false
+  /** When an outage was last logged (performance.now()), to log at most one a minute. */
+  #downLoggedAt = -Infinity
 
   /** The attempts' `timeout` (ms), for their errors. */
   #timeout
@@ -150,6 +157,7 @@ class ScheduledTask extends EventEmitter {
 
   /** @internal The native side calls the fn of an attempt (`{ tick, attempt, why }`) as run `id`, under `fence`. */
   _occurrence(id, attempt, fence) {
+    this.#reached()
     const validUntil = () => Date.now() + this.#remainingMs(id)
     const occurrence = new Occurrence(this, `${this.name}:${attempt.tick}`, attempt, fence, validUntil)
     this.#runs.set(id, occurrence)
@@ -183,6 +191,7 @@ class ScheduledTask extends EventEmitter {
   /** @internal An occurrence did not run here (`kind` Skipped or Unclaimed, with its `{ tick, reason | error }`). */
   _told(kind, { tick, reason, error }) {
     if (kind === SKIPPED) {
+      this.#reached()
       this.emit('skip', { tick: new Date(tick), reason })
       return
     }
@@ -190,7 +199,28 @@ class ScheduledTask extends EventEmitter {
     if (diagnostics.error.hasSubscribers) {
       diagnostics.error.publish({ key: `${this.name}:${tick}`, ms: Date.now() - tick, error: err })
     }
-    this.#error(err, { tick: new Date(tick), attempt: 1, why: 'on-time' })
+    const about = { tick: new Date(tick), attempt: 1, why: 'on-time' }
+    if (this.listenerCount('error') > 0) {
+      this.emit('error', err, about)
+    } else if (!this.#down) {
+      // Claiming failed on Redis: logged once when it starts (at most once a minute), and once when it is over.
+      this.#down = true
+      if (performance.now() - this.#downLoggedAt >= OUTAGE_LOG_INTERVAL_MS) {
+        this.#downLoggedAt = performance.now()
+        console.error(
+          `redis-snatch: schedule '${this.name}' cannot claim its occurrences, from ${about.tick.toISOString()} on ` +
+            `(no 'error' listener; said again when it can): ${err.message}`,
+        )
+      } else {
+        this.#down = 'unlogged'
+      }
+    }
+  }
+
+  /** Redis answered a claim: the end of an outage logged without an 'error' listener is logged. */
+  #reached() {
+    if (this.#down === true) console.error(`redis-snatch: schedule '${this.name}' claims its occurrences again`)
+    this.#down = false
   }
 
   /** Emits 'error'; without a listener, logs the first one to stderr instead of crashing the process. */

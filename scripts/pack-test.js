@@ -14,6 +14,7 @@ const path = require('node:path')
 const { parseTriple } = require('@napi-rs/cli')
 const ts = require('typescript')
 const { redisFromEnv } = require('../__test__/support/redis-server')
+const { hostPlatform, platformOf } = require('../lib/platform')
 
 const root = path.join(__dirname, '..')
 const fixtures = path.join(__dirname, 'pack-fixture')
@@ -46,19 +47,11 @@ function run(command, args, options) {
   return result.stdout
 }
 
-/** The napi-rs name of this host's platform, e.g. linux-x64-gnu, linux-arm64-musl, darwin-arm64, win32-x64-msvc. */
-function hostPlatform() {
-  const { platform, arch } = process
-  if (platform === 'win32') return `win32-${arch}-msvc`
-  if (platform !== 'linux') return `${platform}-${arch}`
-  const glibc = process.report.getReport().header.glibcVersionRuntime
-  return `linux-${arch}-${glibc ? 'gnu' : 'musl'}`
-}
-
 /** npm/<platform>/ has one package per napi target, at the root's version, named as binding.js requires it. */
 function checkPlatformPackages() {
   const binding = fs.readFileSync(path.join(root, 'binding.js'), 'utf8')
   const platforms = pkg.napi.targets.map((triple) => parseTriple(triple).platformArchABI).sort()
+  assert.deepEqual(pkg.napi.targets.map(platformOf).sort(), platforms, "lib/platform.js names the platforms as napi-rs does")
   assert.deepEqual(fs.readdirSync(path.join(root, 'npm')).sort(), platforms, 'npm/ (napi create-npm-dirs)')
   for (const platform of platforms) {
     const manifest = JSON.parse(fs.readFileSync(path.join(root, 'npm', platform, 'package.json'), 'utf8'))
@@ -143,9 +136,50 @@ function packTarballs(platform, addon, dest, env) {
     const native = pack(platformDir, dest, env)
     assert.ok(native.files.some((file) => file.path === path.basename(addon)), `${native.filename} lacks the .node`)
     ok(`${native.filename}: ${formatSize(native.size)} (the .node unpacked: ${formatSize(native.unpackedSize)})`)
+    checkReadmeSizes(native)
     return [main, native].map((report) => path.join(dest, report.filename))
   } finally {
     if (!existed) fs.rmSync(copy, { force: true })
+  }
+}
+
+/** The README's sizes of the platform package ("about X MB packed, Y MB installed") are within 10% of `native`'s. */
+function checkReadmeSizes(native) {
+  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8')
+  const stated = /about ([\d.]+) MB packed, ([\d.]+) MB installed/.exec(readme)
+  assert.ok(stated, "README.md states the platform package's sizes as 'about X MB packed, Y MB installed'")
+  for (const [label, mb, bytes] of [['packed', stated[1], native.size], ['installed', stated[2], native.unpackedSize]]) {
+    const measured = bytes / 1e6
+    assert.ok(Math.abs(Number(mb) - measured) <= measured * 0.1, `README.md says ${mb} MB ${label}; measured ${measured.toFixed(2)} MB`)
+  }
+  ok(`README.md's sizes of the platform package (${stated[1]} MB packed, ${stated[2]} MB installed) are within 10%`)
+}
+
+/** One version everywhere: package.json's is the CHANGELOG's newest (npm/*: checkPlatformPackages). */
+function checkVersions() {
+  const newest = /^## (\d+\.\d+\.\d+\S*)/m.exec(fs.readFileSync(path.join(root, 'CHANGELOG.md'), 'utf8'))
+  assert.equal(newest?.[1], pkg.version, "CHANGELOG.md's newest version is package.json's")
+  ok(`package.json, CHANGELOG.md and npm/*/package.json are at ${pkg.version}`)
+}
+
+/**
+ * Without the platform package, loading the package fails with ERR_SNATCH_NATIVE whose first line names that package
+ * and the command that installs it.
+ */
+function checkMissingPlatformPackage(project, platform, env) {
+  const installed = path.join(project, 'node_modules', `${pkg.name}-${platform}`)
+  const aside = `${installed}.aside`
+  fs.renameSync(installed, aside)
+  try {
+    const script = "try { require('redis-snatch') } catch (e) { console.log(e.code + '\\n' + e.message.split('\\n')[0]) }"
+    const [code, first] = run('node', ['-e', script], { cwd: project, env }).trim().split('\n')
+    const name = `${pkg.name}-${platform}`
+    assert.equal(code, 'ERR_SNATCH_NATIVE')
+    const expected = `redis-snatch: ${name}, the native module for this platform, is not installed: run \`npm install ${name}@${pkg.version}\``
+    assert.ok(first.startsWith(expected), `the first line says which package is missing, got: ${first}`)
+    ok(`without ${name}: ERR_SNATCH_NATIVE, naming it and \`npm install ${name}@${pkg.version}\` first`)
+  } finally {
+    fs.renameSync(aside, installed)
   }
 }
 
@@ -201,6 +235,7 @@ async function checkInstalled(temp, tarballs, platform, env) {
 
   process.stdout.write(run('node', ['smoke.cjs', platform, declared], { cwd: project, env }))
   ok('require(): CommonJS entry')
+  checkMissingPlatformPackage(project, platform, env)
   const help = run(path.join(project, 'node_modules', '.bin', 'redis-snatch'), ['--help'], { cwd: project, env })
   assert.match(help, /^usage: redis-snatch /, 'the command line answers --help')
   ok('the command line: node_modules/.bin/redis-snatch --help')
@@ -225,6 +260,7 @@ async function checkInstalled(temp, tarballs, platform, env) {
 async function main() {
   const started = Date.now()
   checkPlatformPackages()
+  checkVersions()
   const platform = hostPlatform()
   const addon = builtAddon(platform)
   const env = commandEnv(toolchainFreePath())

@@ -249,6 +249,7 @@ export interface HeldLock {
   holder: string | null
   /** The lease left, in ms. */
   ttl: number
+  /** The key's fence counter: the holder's fence, or above it once other attempts were made (each uses one up). */
   fence: bigint
 }
 

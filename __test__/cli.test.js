@@ -10,10 +10,14 @@ const { INSTANCE, next, uniqueKey } = require('./support/util')
 const BIN = path.join(__dirname, '..', 'bin', 'redis-snatch.js')
 const run = promisify(execFile)
 
-/** Runs the command line with `args`; resolves `{ code, stdout, stderr }`, whatever its exit code. */
+/**
+ * Runs the command line with `args` (and, when the last is an object, that environment added); resolves
+ * `{ code, stdout, stderr }`, whatever its exit code.
+ */
 async function cli(...args) {
+  const env = typeof args.at(-1) === 'object' ? args.pop() : {}
   try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env: { ...process.env } })
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } })
     return { code: 0, stdout, stderr }
   } catch (err) {
     if (typeof err.code !== 'number') throw err
@@ -83,7 +87,9 @@ test('locks shows a held lock, its holder and fence; MATCH filters', async () =>
     const all = await cliJson('locks', '--limit', '100000')
     const held = all.find((l) => l.key === lock.key)
     expect(held).toMatchObject({ key: lock.key, holder: INSTANCE })
-    expect(BigInt(held.fence)).toBeGreaterThanOrEqual(lock.fence) // the prefix's counter: the holder's fence or above
+    // The key's fence counter, as the column says: above the holder's own fence once `other` took one after it.
+    expect(BigInt(held.fence)).toBeGreaterThanOrEqual(other.fence)
+    expect(other.fence).toBeGreaterThan(lock.fence)
     expect(held.ttl).toBeGreaterThan(0)
     expect(held.ttl).toBeLessThanOrEqual(10000)
 
@@ -92,7 +98,7 @@ test('locks shows a held lock, its holder and fence; MATCH filters', async () =>
 
     const { code, stdout } = await cli('locks', `${base}:*`)
     expect(code).toBe(0)
-    expect(stdout).toMatch(/^KEY\s+HOLDER\s+TTL\s+FENCE/)
+    expect(stdout).toMatch(/^KEY\s+HOLDER\s+TTL\s+FENCE COUNTER$/m)
     expect(stdout).toContain(lock.key)
     const row = stdout.split('\n').find((line) => line.startsWith(lock.key))
     expect(BigInt(row.split(/\s+/)[3])).toBeGreaterThanOrEqual(lock.fence)
@@ -112,14 +118,14 @@ test('inspect shows a held key; release frees it; a second release says nothing 
   const text = await cli('inspect', key)
   expect(text.code).toBe(0)
   expect(text.stdout).toContain(INSTANCE)
-  expect(BigInt(/^fence\s+(\d+)$/m.exec(text.stdout)[1])).toBeGreaterThanOrEqual(lock.fence)
+  expect(BigInt(/^fence counter\s+(\d+)$/m.exec(text.stdout)[1])).toBeGreaterThanOrEqual(lock.fence)
 
   const released = await cli('release', key)
   expect(released.code).toBe(0)
   expect(released.stdout).toMatch(/released/)
   await expect(lock.release()).resolves.toBe(false)
   expect(await cliJson('inspect', key)).toBeNull()
-  expect((await cli('inspect', key)).stdout.trim()).toBe('free')
+  expect((await cli('inspect', key)).stdout.trim()).toBe(`free: nothing held under prefix 'snatch:' on ${process.env.REDIS_URL}`)
 
   const again = await cli('release', key)
   expect(again.code).toBe(0)
@@ -193,4 +199,40 @@ test('--help prints the usage and exits 0', async () => {
   expect(code).toBe(0)
   expect(stdout).toMatch(/^usage: redis-snatch /)
   expect(stdout).toContain('--sentinel-name')
+})
+
+test('an empty answer says where it looked: the prefix and the server, without credentials', async () => {
+  const prefix = `${uniqueKey('empty')}:`
+  const local = (await cli('schedules', '--prefix', prefix)).stdout.trim()
+  expect(local).toBe(`no schedules registered under prefix '${prefix}' on ${process.env.REDIS_URL}`)
+  expect((await cli('locks', '--prefix', prefix)).stdout.trim()).toBe(`no locks held under prefix '${prefix}' on ${process.env.REDIS_URL}`)
+  expect((await cli('history', 'none', '--prefix', prefix)).stdout.trim()).toMatch(/^no records of 'none' under prefix /)
+  const server = await startRedis({ args: ['--requirepass', 'cli-secret-8e1'], password: 'cli-secret-8e1' })
+  try {
+    const { code, stdout } = await cli('schedules', '--url', `redis://:cli-secret-8e1@127.0.0.1:${server.port}`)
+    expect({ code, stdout: stdout.trim() }).toEqual({ code: 0, stdout: `no schedules registered under prefix 'snatch:' on redis://127.0.0.1:${server.port}` })
+  } finally {
+    await server.stop()
+  }
+})
+
+test('SNATCH_PREFIX is the prefix of the command line and of the library when none is given', async () => {
+  const prefix = `${uniqueKey('env-prefix')}:`
+  const key = uniqueKey('held')
+  process.env.SNATCH_PREFIX = prefix
+  let l
+  try {
+    l = createLocker({ url: process.env.REDIS_URL })
+  } finally {
+    delete process.env.SNATCH_PREFIX
+  }
+  const lock = await l.tryLock(key)
+  try {
+    const listed = JSON.parse((await cli('locks', '--json', { SNATCH_PREFIX: prefix })).stdout)
+    expect(listed.map((held) => held.key)).toEqual([key])
+    expect(JSON.parse((await cli('locks', '--json')).stdout).map((held) => held.key)).not.toContain(key)
+  } finally {
+    await lock.release()
+    await l.close()
+  }
 })

@@ -22,7 +22,8 @@ Commands:
   schedules         every schedule a live replica registered
   history NAME      schedule NAME's newest records, newest first
   locks [MATCH]     the locks held now (MATCH: a glob over the key names, default '*')
-  inspect KEY       what Redis holds for lock KEY ("free" when nothing)
+  inspect KEY       what Redis holds for lock KEY ("free" when nothing; its fence counter is the holder's
+                    fence, or above it once other attempts used fences up)
   release KEY       delete lock KEY whoever holds it (its holder's signal aborts)
   trigger NAME      run schedule NAME once now, on one live replica that registered it
   suspend NAME      every replica skips schedule NAME's occurrences until resume
@@ -33,7 +34,7 @@ Options:
   --url URL                  one Redis (default: $REDIS_URL, else redis://127.0.0.1:6379)
   --cluster URL,URL,...      Redis Cluster seed nodes
   --sentinel URL,URL,...     sentinels, with --sentinel-name NAME (the monitored master)
-  --prefix P                 the lockers' key prefix (default 'snatch:')
+  --prefix P                 the lockers' key prefix (default: $SNATCH_PREFIX, else 'snatch:')
   --tls-ca FILE              PEM file of the certificate authorities to trust (rediss:// URLs)
   --tls-cert FILE            PEM file of the client certificate (mutual TLS)
   --tls-key FILE             PEM file of the client certificate's key
@@ -179,28 +180,48 @@ function lockerOptions(values) {
   return options
 }
 
-/** Runs `command` with `args` (and `limit`) on `locker`; resolves `{ json, text }`, what to print in either mode. */
-async function run(locker, command, args, limit) {
+/**
+ * Where the command looked, for an empty answer: "under prefix 'p' on <the server>", the servers named by their URLs
+ * without credentials.
+ */
+function place(options) {
+  const bare = (url) => url.replace(/\/\/[^@/]*@/, '//')
+  const prefix = options.prefix ?? (process.env.SNATCH_PREFIX || 'snatch:')
+  let server = bare(options.url ?? (process.env.REDIS_URL || 'redis://127.0.0.1:6379'))
+  if (options.cluster) server = `the cluster of ${options.cluster.map(bare).join(', ')}`
+  if (options.sentinel) server = `master '${options.sentinel.name}' of the sentinels ${options.sentinel.urls.map(bare).join(', ')}`
+  return `under prefix '${prefix}' on ${server}`
+}
+
+/**
+ * Runs `command` with `args` (and `limit`) on `locker`, made with `options`; resolves `{ json, text }`, what to print
+ * in either mode.
+ */
+async function run(locker, options, command, args, limit) {
   const [name] = args
   switch (command) {
     case 'schedules': {
       const schedules = await locker.schedules()
+      if (schedules.length === 0) return { json: [], text: `no schedules registered ${place(options)}` }
       return { json: schedules, text: schedulesTable(schedules) }
     }
     case 'history': {
       const records = await locker.history(name, { limit })
-      return { json: records, text: historyTable(name, records) }
+      if (records.length === 0) return { json: [], text: `no records of '${name}' ${place(options)}` }
+      return { json: records, text: historyTable(records) }
     }
     case 'locks': {
       const locks = await locker.locks({ match: name, limit })
+      if (locks.length === 0) return { json: [], text: `no locks held ${place(options)}` }
       return { json: locks, text: locksTable(locks) }
     }
     case 'inspect': {
       const held = await locker.inspect(name)
-      if (held === null) return { json: null, text: 'free' }
+      if (held === null) return { json: null, text: `free: nothing held ${place(options)}` }
       const { holder, holders, ttl, fence } = held
       const rows = [['key', name], ['holder', holder ?? '-'], ['holders', holders], ['ttl', duration(ttl)]]
-      return { json: held, text: table([...rows, ['fence', fence]]) }
+      // The key's fence counter: the holder's fence, or above it once other attempts used fences up.
+      return { json: held, text: table([...rows, ['fence counter', fence]]) }
     }
     case 'release': {
       const released = await locker.forceRelease(name)
@@ -221,7 +242,6 @@ async function run(locker, command, args, limit) {
 }
 
 function schedulesTable(schedules) {
-  if (schedules.length === 0) return 'no schedules registered'
   const rows = schedules.map((s) => [
     s.name,
     s.cron,
@@ -235,8 +255,7 @@ function schedulesTable(schedules) {
   return table([['NAME', 'CRON', 'TIMEZONE', 'STATE', 'REPLICAS', 'RUNNING', 'NEXT', 'LAST'], ...rows])
 }
 
-function historyTable(name, records) {
-  if (records.length === 0) return `no records of '${name}'`
+function historyTable(records) {
   const rows = records.map((r) => [
     when(r.tick),
     r.attempt,
@@ -261,9 +280,9 @@ function detail(r) {
 }
 
 function locksTable(locks) {
-  if (locks.length === 0) return 'no locks held'
   const rows = locks.map((l) => [l.key, l.holder ?? '-', duration(l.ttl), l.fence])
-  return table([['KEY', 'HOLDER', 'TTL', 'FENCE'], ...rows])
+  // FENCE COUNTER: the key's counter (the holder's fence, or above it once other attempts used fences up).
+  return table([['KEY', 'HOLDER', 'TTL', 'FENCE COUNTER'], ...rows])
 }
 
 /** `rows` (the first a header, if any) as aligned columns, two spaces apart; the last column is not padded. */
@@ -362,9 +381,10 @@ async function main(argv) {
   if (password) secrets = [password]
   let locker
   try {
-    locker = createLocker(lockerOptions(values))
+    const options = lockerOptions(values)
+    locker = createLocker(options)
     if (command === 'dashboard') return await serveDashboard(locker, values)
-    const { json, text } = await run(locker, command, args, limit)
+    const { json, text } = await run(locker, options, command, args, limit)
     process.stdout.write(`${values.json ? toJson(json) : text}\n`)
     return 0
   } catch (err) {

@@ -134,7 +134,7 @@ function lockerInit(options) {
     fenceTtl: o.fenceTtl,
     // Bun and Deno run N-API modules without libuv's socket polling, which the direct connection needs.
     direct: !(process.versions.bun || process.versions.deno),
-    prefix: o.prefix,
+    prefix: o.prefix ?? (process.env.SNATCH_PREFIX || undefined),
     ttl: o.ttl,
     commandTimeout: o.commandTimeout,
     driftFactor: o.driftFactor,

@@ -1,11 +1,15 @@
 //! N-API binding of the redis-snatch core: converts options, feeds a locker's runner (snatch-core's run/) the
 //! facade's calls, its direct sockets' replies and the runtime's results, delivers the runner's outcomes to the
-//! facade, and maps core errors to coded JS errors. The JS facade (`index.js`) wraps these classes.
+//! facade, and maps core errors to coded JS errors. The JS facade (`index.js`) wraps these classes. Every `unsafe`
+//! is in `ffi/` (libuv and raw N-API calls): the rest of the binding may not have any.
+
+#![deny(unsafe_code)]
 
 mod calls;
 mod delivery;
 mod direct_sockets;
 mod errors;
+#[allow(unsafe_code)]
 mod ffi;
 mod host;
 mod inbox;

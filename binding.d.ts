@@ -15,7 +15,7 @@ export declare class NativeLocker {
    * Validates the options. `deliver(kind, id, fence, extra)` hears every outcome (kinds and their arguments:
    * delivery.rs, `OutcomeKind`).
    */
-  constructor(init: LockerInit, deliver: (arg0: OutcomeKind, arg1: number, arg2?: bigint | undefined | null, arg3?: boolean | string | OccurrenceArgs | HeldArgs | NativeError | SkippedArgs | UnclaimedArgs | undefined | null) => void)
+  constructor(init: LockerInit, deliver: (arg0: OutcomeKind, arg1: number, arg2?: bigint | undefined | null, arg3?: boolean | string | OccurrenceArgs | HeldArgs | NativeError | SkippedArgs | UnclaimedArgs | AttemptedArgs | undefined | null) => void)
   /** The calls every run or one-attempt lock makes (calls.rs). */
   runCalls(): RunCalls
   /**
@@ -71,6 +71,14 @@ export declare class NativeLocker {
 export declare class NativeSchedule {
   /** No new occurrences; resolves once a running fn has settled and its locks are given back. */
   stop(): Promise<void>
+}
+
+/** `extra` of [`OutcomeKind::Attempted`]. */
+export interface AttemptedArgs {
+  /** How it ended: `ok`, `failed`, `timeout`, `replaced` or `lost` (decided once, as its record says). */
+  ending: string
+  /** From fn's call to its settling, in ms. */
+  durationMs: number
 }
 
 /** The exported JS error class the facade makes of a core error (lib/errors.js has one for each name). */
@@ -196,6 +204,11 @@ export declare const enum OutcomeKind {
   Aborted = 10,
   /** Operation `id`, a question to the fleet, answered `extra`, JSON. */
   Answered = 11,
+  /**
+   * Run `id`, a schedule's attempt, ended after its fn ran under `fence`, as `extra` ([`AttemptedArgs`]) says:
+   * recorded, its locks given back.
+   */
+  Attempted = 12,
 }
 
 /** The calls every run or one-attempt lock makes, of one locker. */

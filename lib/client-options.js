@@ -142,7 +142,14 @@ function pickTls(what, source, name, keys) {
   return tls
 }
 
-/** A URL for `host` (default localhost) and `port` (default 6379), with TLS when `tls`, `auth` and database `db`. */
+/**
+ * A URL for `host` (default localhost) and `port` (default 6379), with TLS when `tls`, `auth` and database `db`.
+ * @param {object | null} tls
+ * @param {string} [host]
+ * @param {string | number} [port]
+ * @param {number} [db]
+ * @param {string} [auth]
+ */
 function url(tls, host = 'localhost', port = 6379, db = 0, auth = '') {
   const name = host.includes(':') ? `[${host}]` : host
   return `${tls ? 'rediss' : 'redis'}://${auth}${name}:${port}${db ? `/${db}` : ''}`

@@ -3,11 +3,13 @@
 // platform package is missing (or failed to load), and the command that installs it; the loader's own error, which
 // lists every place it looked, is its `cause`.
 
-const pkg = require('../package.json')
+const fs = require('node:fs')
+const path = require('node:path')
 const { hostPlatform, platformOf } = require('./platform')
 
 /** The error for the native module that did not load (`cause`: binding.js's error). */
 function notLoaded(cause) {
+  const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8'))
   const platform = hostPlatform()
   const name = `${pkg.name}-${platform}`
   const prebuilt = pkg.napi.targets.map(platformOf)
@@ -25,9 +27,7 @@ function notLoaded(cause) {
       `${name}, the native module for this platform, is not installed: run \`npm install ${name}@${pkg.version}\` ` +
       '(npm sometimes skips optional dependencies: npm/cli#4828)'
   }
-  const err = new Error(`redis-snatch: ${message}`, { cause })
-  err.code = 'ERR_SNATCH_NATIVE'
-  return err
+  return Object.assign(new Error(`redis-snatch: ${message}`, { cause }), { code: 'ERR_SNATCH_NATIVE' })
 }
 
 try {

@@ -6,7 +6,8 @@ function hostPlatform() {
   const { platform, arch } = process
   if (platform === 'win32') return `win32-${arch}-msvc`
   if (platform !== 'linux') return `${platform}-${arch}`
-  const glibc = process.report?.getReport?.().header?.glibcVersionRuntime
+  const report = /** @type {{ header?: { glibcVersionRuntime?: string } } | undefined} */ (process.report?.getReport?.())
+  const glibc = report?.header?.glibcVersionRuntime
   return `linux-${arch}-${glibc ? 'gnu' : 'musl'}`
 }
 

@@ -2,9 +2,29 @@
 
 const { OutcomeKind } = require('./native')
 const diagnostics = require('./diagnostics')
-const { LockLostError } = require('./errors')
+const { LockLostError, RunReplacedError, RunTimeoutError } = require('./errors')
 
 const RAN = OutcomeKind.Ran
+
+/** The error class of each ending in which fn's signal aborted or its lease lapsed. */
+const ABORTED_WITH = { lost: LockLostError, timeout: RunTimeoutError, replaced: RunReplacedError }
+
+/**
+ * What a run that ended `ending` (decided natively: 'ok', 'failed', 'lost', 'timeout' or 'replaced') comes to for
+ * its caller, from what its fn did (`settled`: `{ signal, abort(err), threw, error, value }`): null for 'ok', else
+ * `{ error }`: fn's own for 'failed' (whatever it threw, `undefined` too); otherwise the error fn's signal aborted with
+ * for that reason (or `make()`, when it did not), which the signal then says, with fn's own error as `cause` and its
+ * value as `value`.
+ */
+function endError(ending, { signal, abort, threw, error, value }, make) {
+  if (ending === 'ok') return null
+  if (ending === 'failed') return { error }
+  const err = signal?.reason instanceof ABORTED_WITH[ending] ? signal.reason : make()
+  abort(err)
+  if (threw && error !== err) err.cause = error
+  err.value = value
+  return { error: err }
+}
 
 /** What a run's task receives: the key, the fence of its lease, and a signal that aborts if the lease is lost. */
 class TaskContext {
@@ -106,14 +126,15 @@ class Run {
   outcome({ kind, fence, extra: lost }) {
     if (kind !== RAN) return undefined
     if (diagnostics.release.hasSubscribers || diagnostics.lost.hasSubscribers) this.#publishEnd(lost)
-    if (lost) {
-      const err = this.#lostError()
-      this.controller().abort(err)
-      if (this.#threw && this.#error !== err) err.cause = this.#error
-      err.value = this.#value
-      throw err
+    const settled = {
+      signal: this.#controller?.signal,
+      abort: (err) => this.controller().abort(err),
+      threw: this.#threw,
+      error: this.#error,
+      value: this.#value,
     }
-    if (this.#threw) throw this.#error
+    const failed = endError(lost ? 'lost' : this.#threw ? 'failed' : 'ok', settled, () => new LockLostError(this.#key))
+    if (failed !== null) throw failed.error
     return { ran: true, value: this.#value, fence }
   }
 
@@ -135,4 +156,4 @@ class Run {
   }
 }
 
-module.exports = { Run }
+module.exports = { Run, endError }

@@ -5,13 +5,14 @@ const { performance } = require('node:perf_hooks')
 const { OutcomeKind } = require('./native')
 const diagnostics = require('./diagnostics')
 const { LockLostError, RunReplacedError, RunTimeoutError, emitError, fromNativeError, native } = require('./errors')
+const { endError } = require('./run')
 
-const RAN = OutcomeKind.Ran
+const ATTEMPTED = OutcomeKind.Attempted
 const SKIPPED = OutcomeKind.Skipped
 /** Without an 'error' listener, an outage of Redis is logged at most this often. */
 const OUTAGE_LOG_INTERVAL_MS = 60_000
 
-/** One attempt of a schedule's occurrence, run in this process: its context, and what fn came to. */
+/** One attempt of a schedule's occurrence, run in this process: its context, and what fn did. */
 class Occurrence {
   #schedule
   controller = new AbortController()
@@ -33,8 +34,6 @@ class Occurrence {
     this.why = why
     this.fence = fence
     this.acquiredAt = diagnostics.now()
-    this.startedAt = performance.now()
-    this.durationMs = 0
   }
 
   /** Calls `fn` with the occurrence's context; resolves once it settled. */
@@ -58,7 +57,6 @@ class Occurrence {
       this.threw = true
       this.error = err
     }
-    this.durationMs = performance.now() - this.startedAt
   }
 
   /** What fn failed with, as the schedule's record keeps it (its message); undefined when it did not fail. */
@@ -79,12 +77,25 @@ class Occurrence {
     this.controller.abort(this.#schedule._abortError(reason))
   }
 
-  /** The run ended (`kind` Ran, with `lost` as `extra`): the schedule hears of it. */
-  end(kind, fence, lost) {
-    if (kind !== RAN) return
+  /**
+   * The attempt ended (`kind` Attempted, `extra` its `{ ending, durationMs }`): the schedule hears of it.
+   * @param {number} kind
+   * @param {bigint} fence
+   * @param {{ ending: string, durationMs: number }} extra
+   */
+  end(kind, fence, extra) {
+    if (kind !== ATTEMPTED) return
+    const { ending, durationMs } = extra
+    const lost = ending === 'lost'
     if (lost) this.#publishLost()
     diagnostics.publishRelease(this.key, this.fence, this.acquiredAt, !lost)
-    this.#schedule._ran(this, lost)
+    this.#schedule._ended(this, ending, durationMs)
+  }
+
+  /** What fn did, for `endError`. */
+  settled() {
+    const { controller, threw, error, value } = this
+    return { signal: controller.signal, abort: (err) => controller.abort(err), threw, error, value }
   }
 
   #publishLost() {
@@ -117,7 +128,11 @@ class ScheduledTask extends EventEmitter {
   #alive
   /** Whether the failure of an attempt was logged (without an 'error' listener, the first one is). */
   #warned = false
-  /** Without an 'error' listener: Redis could not be reached for the last claim, and that was logged. */
+  /**
+   * Without an 'error' listener: Redis could not be reached for the last claim (true when that was logged,
+   * 'unlogged' within a minute of the last outage logged).
+   * @type {boolean | 'unlogged'}
+   */
   #down = false
   /** When an outage was last logged (performance.now()), to log at most one a minute. */
   #downLoggedAt = -Infinity
@@ -169,23 +184,17 @@ class ScheduledTask extends EventEmitter {
     return reason === 'timeout' ? new RunTimeoutError(this.name, this.#timeout) : new RunReplacedError(this.name)
   }
 
-  /** @internal An occurrence ran: 'run', or 'error' when fn failed or its lease lapsed (`lost`). */
-  _ran(occurrence, lost) {
-    const { attempt, why, controller } = occurrence
+  /**
+   * @internal An attempt ran here and ended `ending` (as its record says), its fn having taken `durationMs`: 'run'
+   * when it was ok, else 'error' with what it came to (`endError`).
+   */
+  _ended(occurrence, ending, durationMs) {
+    const { attempt, why, key } = occurrence
     const about = { tick: new Date(occurrence.tick), attempt, why }
-    const aborted = controller.signal.aborted && !(controller.signal.reason instanceof LockLostError)
-    if (lost || aborted) {
-      // Lost, timed out or replaced: the signal's reason (made now for a loss noticed only at the end).
-      const err = controller.signal.reason ?? new LockLostError(occurrence.key)
-      controller.abort(err)
-      if (occurrence.threw && occurrence.error !== err) err.cause = occurrence.error
-      err.value = occurrence.value
-      this.#error(err, about)
-    } else if (occurrence.threw) {
-      this.#error(occurrence.error, about)
-    } else {
-      this.emit('run', { ...about, fence: occurrence.fence, durationMs: occurrence.durationMs })
-    }
+    const make = () => (ending === 'lost' ? new LockLostError(key) : this._abortError(ending))
+    const failed = endError(ending, occurrence.settled(), make)
+    if (failed === null) this.emit('run', { ...about, fence: occurrence.fence, durationMs })
+    else this.#error(failed.error, about)
   }
 
   /** @internal An occurrence did not run here (`kind` Skipped or Unclaimed, with its `{ tick, reason | error }`). */

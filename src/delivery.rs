@@ -4,10 +4,11 @@
 
 use crate::errors::NativeError;
 use crate::ffi::napi::{Arg, Caller};
-use napi::bindgen_prelude::{BigInt, Either7, FnArgs, FunctionRef};
+use napi::bindgen_prelude::{BigInt, Either8, FnArgs, FunctionRef};
 use napi::Env;
 use napi_derive::napi;
-use snatch_core::protocol::run::{AbortReason, Outcome, SkipReason};
+use snatch_core::protocol::attempt::{AbortReason, SkipReason};
+use snatch_core::protocol::run::Outcome;
 use snatch_core::Told;
 
 /// The facade's delivery function, `(kind, id, fence?, extra?)`, typed for binding.d.ts; [`arguments`] makes its
@@ -18,7 +19,8 @@ pub(crate) type Deliver = FunctionRef<DeliverArgs, ()>;
 pub(crate) type DeliverArgs = FnArgs<(OutcomeKind, u32, Option<BigInt>, Option<Extra>)>;
 
 /// The `extra` of an outcome (see [`OutcomeKind`]).
-pub(crate) type Extra = Either7<bool, String, OccurrenceArgs, HeldArgs, NativeError, SkippedArgs, UnclaimedArgs>;
+pub(crate) type Extra =
+    Either8<bool, String, OccurrenceArgs, HeldArgs, NativeError, SkippedArgs, UnclaimedArgs, AttemptedArgs>;
 
 /// The `kind` of `deliver(kind, id, fence, extra)`, with what `fence` and `extra` then are; the facade reads the
 /// values from the binding (`OutcomeKind` of binding.js), so that both sides share one definition.
@@ -49,6 +51,18 @@ pub enum OutcomeKind {
     Aborted = 10,
     /// Operation `id`, a question to the fleet, answered `extra`, JSON.
     Answered = 11,
+    /// Run `id`, a schedule's attempt, ended after its fn ran under `fence`, as `extra` ([`AttemptedArgs`]) says:
+    /// recorded, its locks given back.
+    Attempted = 12,
+}
+
+/// `extra` of [`OutcomeKind::Attempted`].
+#[napi(object)]
+pub struct AttemptedArgs {
+    /// How it ended: `ok`, `failed`, `timeout`, `replaced` or `lost` (decided once, as its record says).
+    pub ending: String,
+    /// From fn's call to its settling, in ms.
+    pub duration_ms: f64,
 }
 
 /// `extra` of an occurrence's [`OutcomeKind::Call`].
@@ -114,6 +128,13 @@ fn arguments(id: u32, outcome: Outcome) -> [Arg; 4] {
         }
         Outcome::Json(json) => (OutcomeKind::Answered, None, Some(Arg::Text(json))),
         Outcome::Ran { fence, lost } => (OutcomeKind::Ran, Some(fence), Some(Arg::Bool(lost))),
+        Outcome::Attempted(ended) => {
+            let args = AttemptedArgs {
+                ending: ended.ending.as_str().to_owned(),
+                duration_ms: ended.duration.as_secs_f64() * 1000.0,
+            };
+            (OutcomeKind::Attempted, Some(ended.fence), Some(Arg::of(args)))
+        }
         Outcome::NotAcquired => (OutcomeKind::NotAcquired, None, None),
         Outcome::Locked { fence, token } => (OutcomeKind::Locked, Some(fence), Some(Arg::Text(token))),
         Outcome::Done(answer) => (OutcomeKind::Done, None, Some(Arg::Bool(answer))),

@@ -3,7 +3,7 @@
 //! (calls.rs).
 
 use crate::calls::RunCalls;
-use crate::delivery::{Delivery, HeldArgs, OccurrenceArgs, OutcomeKind, SkippedArgs, UnclaimedArgs};
+use crate::delivery::{AttemptedArgs, Delivery, HeldArgs, OccurrenceArgs, OutcomeKind, SkippedArgs, UnclaimedArgs};
 use crate::direct_sockets::DirectSockets;
 use crate::errors::throw;
 use crate::errors::NativeError;
@@ -11,7 +11,7 @@ use crate::host::Host;
 use crate::inbox::Inbox;
 use crate::options::{lock_options, millis, FleetQuestion, LockInit, LockerInit, ScheduleInit};
 use crate::schedule::NativeSchedule;
-use napi::bindgen_prelude::{within_runtime_if_available, BigInt, Either7, FnArgs, Function};
+use napi::bindgen_prelude::{within_runtime_if_available, BigInt, Either8, FnArgs, Function};
 use napi::Env;
 use napi_derive::napi;
 use snatch_core::protocol::run::Outcome;
@@ -40,7 +40,18 @@ impl NativeLocker {
                 OutcomeKind,
                 u32,
                 Option<BigInt>,
-                Option<Either7<bool, String, OccurrenceArgs, HeldArgs, NativeError, SkippedArgs, UnclaimedArgs>>,
+                Option<
+                    Either8<
+                        bool,
+                        String,
+                        OccurrenceArgs,
+                        HeldArgs,
+                        NativeError,
+                        SkippedArgs,
+                        UnclaimedArgs,
+                        AttemptedArgs,
+                    >,
+                >,
             )>,
             (),
         >,

@@ -27,5 +27,6 @@ pub use run::input::{Input, Post};
 pub use run::runner::{Output, Runner, Told};
 pub use schedule::cron::CronSchedule;
 pub use schedule::fleet::{answer as ask_fleet, FleetRequest};
-pub use schedule::scheduler::{schedule, Concurrency, Cron, Schedule, ScheduleOptions};
+pub use schedule::scheduler::{schedule, Cron, Schedule, ScheduleOptions};
+pub use snatch_protocol::attempt::Concurrency;
 pub use snatch_protocol::{self as protocol, ArgKind, SnatchError};

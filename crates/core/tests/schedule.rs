@@ -4,7 +4,8 @@
 
 mod support;
 
-use snatch_core::protocol::run::{Occurrence, Outcome, SkipReason};
+use snatch_core::protocol::attempt::{Ending, SkipReason};
+use snatch_core::protocol::run::{Occurrence, Outcome};
 use snatch_core::protocol::schedule::{Attempt, Record, Status, Why};
 use snatch_core::{ask_fleet, Cron, FleetRequest, Input, Locker, LockerConfig, Post, ScheduleOptions};
 use std::sync::{Arc, Mutex};
@@ -73,7 +74,9 @@ async fn skewed_replicas_run_each_occurrence_once_and_record_it() {
     for told in told {
         for (_, outcome) in told.unwrap() {
             assert!(!matches!(outcome, Outcome::Unclaimed { .. } | Outcome::Failed(_)), "{outcome:?}");
-            assert!(!matches!(outcome, Outcome::Ran { lost: true, .. }), "{outcome:?}");
+            if let Outcome::Attempted(ended) = outcome {
+                assert_eq!(ended.ending, Ending::Ok, "{ended:?}");
+            }
         }
     }
     let records = history(&locker(&url, "reader"), &name).await;
@@ -103,7 +106,7 @@ async fn a_run_still_going_at_the_next_occurrence_skips_it_as_an_overlap() {
         "no overlap skip in {told:?}"
     );
     // stop() waited for the running fn to settle and its locks to be given back.
-    assert!(told.iter().any(|(_, o)| matches!(o, Outcome::Ran { .. })), "{told:?}");
+    assert!(told.iter().any(|(_, o)| matches!(o, Outcome::Attempted(_))), "{told:?}");
     assert_eq!(runs.lock().unwrap().len(), 1);
     let records = history(&locker, &name).await;
     assert!(

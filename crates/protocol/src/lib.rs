@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod acquisition;
+pub mod attempt;
 pub mod direct;
 pub mod error;
 pub mod fleet;

@@ -12,6 +12,7 @@
 //!   next run on the key can take it; its end says whether the lease could not be guaranteed for the whole run;
 //! - a lock handed to the caller stays until the caller releases it or it is lost.
 
+use crate::attempt::{AbortReason, Ended, SkipReason};
 use crate::error::SnatchError;
 use crate::schedule::{Attempt, Why};
 use rustc_hash::FxHashMap;
@@ -36,26 +37,6 @@ pub struct Occurrence {
     pub schedule: u32,
     pub attempt: Attempt,
     pub why: Why,
-}
-
-/// Why a running fn's signal aborts before its lease is lost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AbortReason {
-    /// Its attempt's `timeout` passed.
-    Timeout,
-    /// A later occurrence replaces it (`concurrency: 'replace'`).
-    Replaced,
-}
-
-/// Why an occurrence did not run here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SkipReason {
-    /// Another replica claimed it.
-    Taken,
-    /// The fn of an earlier occurrence was still running.
-    Overlap,
-    /// The schedule is suspended (`suspend`).
-    Suspended,
 }
 
 /// What Redis holds for a key that is locked.
@@ -84,6 +65,8 @@ pub enum Outcome {
     /// Run `id` ended: fn ran under `fence` and settled, and the lock was given back; `lost` when its lease could not
     /// be guaranteed for the whole run.
     Ran { fence: i64, lost: bool },
+    /// Run `id`, a schedule's attempt, ended so: its end recorded, its locks given back.
+    Attempted(Ended),
     /// Run or acquisition `id` ended without the lock: it was held.
     NotAcquired,
     /// Acquisition `id` got the lock, which the caller holds from now on as lock `id`.

@@ -231,6 +231,65 @@ impl Record {
     }
 }
 
+/// When a record is written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Conditions {
+    /// Not while the schedule is suspended.
+    pub unless_suspended: bool,
+    /// Only if the attempt has no record yet (nobody ran it).
+    pub only_new: bool,
+    /// Only if the attempt's record says it is running (no other replica took it over).
+    pub only_running: bool,
+}
+
+/// What becomes of an attempt among the open ones when its record is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Open {
+    /// As it was.
+    Unchanged,
+    /// It is no longer open.
+    Closed,
+    /// It is open, to be looked at again after this long (when its lease would have lapsed, or its retry is due).
+    LookIn(Duration),
+}
+
+/// A record as a look at the open attempts found it: read, and its JSON exactly as stored (what a takeover compares it
+/// with, since a record written again from what was read need not be the same text: a float's last digit, a field of a
+/// later version).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub record: Record,
+    pub json: String,
+}
+
+/// A record to write, and when.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Write {
+    pub record: Record,
+    pub conditions: Conditions,
+    pub open: Open,
+    /// The attempt this one takes over: its record as it must still be (as found), and as it becomes.
+    pub takes_over: Option<(Found, Record)>,
+}
+
+impl Write {
+    /// The record of `attempt`, which did not run for `reason` (unless it has a record already).
+    pub fn missed(attempt: Attempt, why: Why, reason: &str) -> Self {
+        let conditions = Conditions { only_new: true, ..Conditions::default() };
+        Self { record: Record::missed(attempt, why, reason), conditions, open: Open::Unchanged, takes_over: None }
+    }
+}
+
+/// What came of a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    Yes,
+    /// Not written: the schedule is suspended.
+    Suspended,
+    /// Not written: another condition did not hold.
+    Refused,
+}
+
 /// `message` as a record keeps it: at most [`MAX_ERROR_CHARS`] characters.
 pub fn error_message(message: &str) -> String {
     match message.char_indices().nth(MAX_ERROR_CHARS) {

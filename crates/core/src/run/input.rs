@@ -3,8 +3,9 @@
 
 use crate::lock::lease::Lease;
 use crate::lock::locker::Busy;
-use crate::run::hold::Finished;
-use snatch_protocol::run::{AbortReason, Occurrence, Outcome, Purpose};
+use crate::run::hold::FnSettled;
+use snatch_protocol::attempt::{AbortReason, Ended};
+use snatch_protocol::run::{Occurrence, Outcome, Purpose};
 use snatch_protocol::schedule::Attempt;
 use snatch_protocol::SnatchError;
 use std::sync::Arc;
@@ -24,16 +25,17 @@ pub enum Input {
     /// The locker closed (operation `.0`), releasing every lock still held.
     Closed(u32),
     /// An attempt of a schedule's occurrence is claimed (and its run lock taken, unless occurrences may overlap):
-    /// run its fn (see `OccurrenceHold`).
+    /// run its fn (see `OccurrenceHold`), and tell `settled` once it settled.
     Occurrence {
         occurrence: Occurrence,
         run: Option<Arc<Lease>>,
         claim: Arc<Lease>,
-        ended: oneshot::Sender<Finished>,
-        busy: Busy,
+        settled: oneshot::Sender<FnSettled>,
     },
     /// The fn of `attempt` of schedule `schedule`, if it runs here, is to stop, for `reason`.
     Abort { schedule: u32, attempt: Attempt, reason: AbortReason },
+    /// Run `id`, a schedule's attempt, ended so (recorded, its locks given back).
+    Ended { id: u32, ended: Ended },
 }
 
 impl Input {
@@ -46,15 +48,14 @@ impl Input {
                     drop(busy);
                 });
             }
-            Self::Occurrence { run, claim, busy, .. } => {
+            Self::Occurrence { run, claim, .. } => {
                 // Nothing ran: the claim goes at once, and another replica takes the attempt over, as a dead runner's
-                // (the scheduler hears of no end, `ended` being dropped).
+                // (the scheduler hears of no end, `settled` being dropped).
                 tokio::spawn(async move {
                     if let Some(run) = run {
                         let _ = run.release().await;
                     }
                     let _ = claim.release().await;
-                    drop(busy);
                 });
             }
             _ => {}

@@ -11,9 +11,10 @@ use crate::direct::calls::{DirectAcquire, DirectRelease, Settled};
 use crate::lock::lease::Lease;
 use crate::lock::locker::{not_acquired, Busy, Holder, Locker};
 use crate::run::call::Call;
-use crate::run::hold::{Hold, OccurrenceHold};
+use crate::run::hold::{FnSettled, Hold, OccurrenceHold};
 use crate::run::input::{post_or_undo, Input, Post};
 use rustc_hash::FxHashMap;
+use snatch_protocol::attempt::{Ended, Ending};
 use snatch_protocol::direct::session::{CallReply, NoReply};
 use snatch_protocol::run::{Outcome, Purpose, Runs};
 use snatch_protocol::schedule::Attempt;
@@ -130,7 +131,8 @@ impl Runner {
     }
 
     /// The fn of run `id` settled (`failure`: what it threw or rejected with): its lock is given back, and the run
-    /// ends once it is. A schedule's attempt tells its scheduler how it ended.
+    /// ends once it is. A schedule's attempt tells its scheduler, which records how it ended, gives the locks back
+    /// and tells the runner that it ended ([`Input::Ended`]).
     pub fn task_done(&mut self, id: u32, failure: Option<String>, out: &mut Output) {
         let _runtime = self.runtime.enter();
         let Some(hold) = self.runs.task_done(id) else { return };
@@ -140,10 +142,25 @@ impl Runner {
                 // minHold keeps the key, or a permit: the lease's own release does it.
                 None => self.give_back(id, Hold::Lease { lease, busy, direct }),
             },
-            Hold::Occurrence(mut occurrence) => {
+            Hold::Occurrence(occurrence) => {
                 self.attempts.remove(&(occurrence.schedule, occurrence.attempt));
-                occurrence.failure = failure;
-                self.give_back(id, Hold::Occurrence(occurrence));
+                let lost = occurrence.lapsed();
+                let fence = occurrence.lease().fence();
+                let (settled, occurrence) = occurrence.into_settled();
+                if let Err(FnSettled { failure, .. }) = settled.send(FnSettled { id, failure, lost }) {
+                    // Its scheduler is gone (the locker is closing): the locks go back here, and the run ends as fn did.
+                    let ending = match (lost, failure) {
+                        (true, _) => Ending::Lost,
+                        (false, Some(failure)) => Ending::Failed(failure),
+                        (false, None) => Ending::Ok,
+                    };
+                    let ended = Ended { fence, ending, duration: Duration::ZERO };
+                    let post = self.post.clone();
+                    self.runtime.spawn(async move {
+                        occurrence.release().await;
+                        let _ = post.post(Input::Ended { id, ended });
+                    });
+                }
             }
         }
     }
@@ -243,21 +260,10 @@ impl Runner {
                 self.runs.closed();
                 told.push((id, Outcome::Done(true)));
             }
-            Input::Occurrence { occurrence, run, claim, ended, busy } => {
+            Input::Occurrence { occurrence, run, claim, settled } => {
                 let (watched, claimed) = (run.clone(), claim.clone());
                 let (schedule, attempt) = (occurrence.schedule, occurrence.attempt);
-                let started = tokio::time::Instant::now();
-                let hold = OccurrenceHold {
-                    schedule,
-                    attempt,
-                    run,
-                    claim,
-                    ended,
-                    started,
-                    aborted: None,
-                    failure: None,
-                    busy,
-                };
+                let hold = OccurrenceHold { schedule, attempt, run, claim, settled };
                 let (id, call) = self.runs.adopt(Hold::Occurrence(Box::new(hold)), occurrence);
                 self.attempts.insert((schedule, attempt), id);
                 // Either lease lost means another replica may run the occurrence: the fn's signal aborts.
@@ -269,11 +275,12 @@ impl Runner {
             }
             Input::Abort { schedule, attempt, reason } => {
                 let Some(&id) = self.attempts.get(&(schedule, attempt)) else { return };
-                let Some(outcome) = self.runs.abort(id, reason) else { return };
-                if let Some(Hold::Occurrence(occurrence)) = self.runs.running(id) {
-                    occurrence.aborted = Some(reason);
+                told.extend(self.runs.abort(id, reason).map(|outcome| (id, outcome)));
+            }
+            Input::Ended { id, ended } => {
+                if self.runs.released(id).is_some() {
+                    told.push((id, Outcome::Attempted(ended)));
                 }
-                told.push((id, outcome));
             }
         }
     }
@@ -420,9 +427,8 @@ impl Runner {
     fn give_back(&self, id: u32, hold: Hold) {
         let post = self.post.clone();
         self.runtime.spawn(async move {
-            let told = release(hold).await;
+            release(hold).await;
             let _ = post.post(Input::Released(id));
-            drop(told);
         });
     }
 
@@ -452,20 +458,18 @@ fn answered(result: Result<Outcome, SnatchError>) -> Outcome {
     result.unwrap_or_else(Outcome::Failed)
 }
 
-/// Gives `hold` back (its busy count goes with it); an occurrence's once its scheduler recorded its end. For an
-/// occurrence, what to drop once the caller is told the run ended.
-async fn release(hold: Hold) -> Option<tokio::sync::oneshot::Sender<()>> {
+/// Gives `hold` back (its busy count goes with it).
+async fn release(hold: Hold) {
     match hold {
         Hold::Lease { lease, busy, .. } => {
             let _ = lease.release().await;
             drop(busy);
-            None
         }
-        Hold::Occurrence(occurrence) => Some(occurrence.finish().await),
+        Hold::Occurrence(occurrence) => occurrence.release().await,
     }
 }
 
 /// Gives `hold` back in the background, for nobody. Within the Tokio runtime.
 fn release_in_background(hold: Hold) {
-    tokio::spawn(async move { drop(release(hold).await) });
+    tokio::spawn(release(hold));
 }

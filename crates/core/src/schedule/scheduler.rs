@@ -15,21 +15,20 @@
 use crate::config::{validate_duration, LockOptions};
 use crate::lock::job::Job;
 use crate::lock::lease::Lease;
-use crate::lock::locker::Locker;
-use crate::run::hold::{AttemptEnd, Finished};
+use crate::lock::locker::{Busy, Locker};
+use crate::run::hold::FnSettled;
 use crate::run::input::{post_or_undo, Input, Post};
 use crate::schedule::cron::CronSchedule;
-use crate::schedule::store::{
-    self, Conditions, Control, Found, LookBack, Open, Registration, State, Write, Written, HEARTBEAT, REFRESH_EVERY,
-};
+use crate::schedule::store::{self, Control, LookBack, Registration, State, HEARTBEAT, REFRESH_EVERY};
 use chrono::{DateTime, Utc};
-use snatch_protocol::run::{AbortReason, Occurrence, Outcome, SkipReason};
+use snatch_protocol::attempt::{AbortReason, AttemptRun, Concurrency, Do, Now, Policy};
+use snatch_protocol::run::{Occurrence, Outcome};
 use snatch_protocol::schedule::{
-    error_message, max_attempts, retry_delay, Attempt, CatchUp, Record, ScheduleKeys, Status, Why, DEFAULT_HISTORY,
-    MAX_HISTORY, MAX_LOOK_BACK,
+    max_attempts, Attempt, CatchUp, Conditions, Found, Open, ScheduleKeys, Status, Why, Write, Written,
+    DEFAULT_HISTORY, MAX_HISTORY, MAX_LOOK_BACK,
 };
 use snatch_protocol::SnatchError;
-use std::collections::HashSet;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -49,18 +48,6 @@ const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// The default `startingDeadline`: a deploy or a failover at a tick delays the run, and does not lose it.
 pub const DEFAULT_STARTING_DEADLINE: Duration = Duration::from_secs(15 * 60);
-
-/// While an earlier occurrence of the schedule still runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Concurrency {
-    /// The new one is skipped (recorded missed, reason `overlap`).
-    #[default]
-    Forbid,
-    /// Both run.
-    Allow,
-    /// The running attempt's signal aborts, and the new one runs once it gave the run lock back.
-    Replace,
-}
 
 /// Options of a schedule.
 #[derive(Debug, Clone)]
@@ -203,8 +190,8 @@ struct Driver {
     options: ScheduleOptions,
     registration: Registration,
     post: Arc<dyn Post>,
-    /// The attempts whose fn runs here.
-    here: Mutex<HashSet<Attempt>>,
+    /// The attempts whose fn runs here, each with the way to abort its signal.
+    here: Mutex<HashMap<Attempt, mpsc::UnboundedSender<AbortReason>>>,
     /// Whether the schedule was suspended when last heard.
     suspended: AtomicBool,
     /// A look at the open attempts is under way.
@@ -240,6 +227,42 @@ struct Start {
     why: Why,
     /// The record of the attempt it follows (crashed, or failed with a retry due), as read.
     follows: Option<Found>,
+}
+
+/// What an attempt holds while it is under way.
+#[derive(Default)]
+struct Locks {
+    claim: Option<Arc<Lease>>,
+    /// The run lock, unless occurrences may overlap.
+    run: Option<Arc<Lease>>,
+    /// The runner's id of the run of fn, once it ran.
+    run_id: Option<u32>,
+    /// Counts the run on the locker, from fn's call until the locks are given back.
+    busy: Option<Busy>,
+}
+
+impl Locks {
+    /// Keeps the lease of `acquired` in `slot`: its fence.
+    fn take(
+        slot: &mut Option<Arc<Lease>>,
+        acquired: Result<Option<Arc<Lease>>, SnatchError>,
+    ) -> Result<Option<i64>, SnatchError> {
+        let lease = acquired?;
+        let fence = lease.as_ref().map(|lease| lease.fence());
+        *slot = lease;
+        Ok(fence)
+    }
+
+    /// Gives back the run lock, then the claim.
+    async fn release(self) {
+        if let Some(run) = self.run {
+            let _ = run.release().await;
+        }
+        if let Some(claim) = self.claim {
+            let _ = claim.release().await;
+        }
+        drop(self.busy);
+    }
 }
 
 impl Driver {
@@ -381,9 +404,8 @@ impl Driver {
     /// Aborts the signal of the attempts running here of occurrences before `replace` (a later one replaces them).
     fn give_way(&self, replace: Option<i64>) {
         let Some(replace) = replace else { return };
-        for &attempt in self.here.lock().expect("attempts poisoned").iter().filter(|a| a.tick < replace) {
-            let abort = Input::Abort { schedule: self.id, attempt, reason: AbortReason::Replaced };
-            let _ = self.post.post(abort);
+        for (_, abort) in self.here.lock().expect("attempts poisoned").iter().filter(|(a, _)| a.tick < replace) {
+            let _ = abort.send(AbortReason::Replaced);
         }
     }
 
@@ -415,7 +437,7 @@ impl Driver {
                     last.error =
                         Some(format!("the runner of attempt {} died, and no attempt is left", attempt.attempt));
                     let conditions = Conditions { only_running: true, ..Conditions::default() };
-                    let write = Write { record: &last, conditions, open: Open::Closed, takes_over: None };
+                    let write = Write { record: last, conditions, open: Open::Closed, takes_over: None };
                     let _ = self.record(&write).await;
                     continue;
                 }
@@ -434,10 +456,7 @@ impl Driver {
         let ticks: Vec<(i64, bool)> = ticks.into_iter().filter(|&(tick, _)| tick > state.since).collect();
         let plan = CatchUp::plan(&ticks, self.now().timestamp_millis(), GRACE, self.options.starting_deadline);
         for (tick, reason) in plan.missed {
-            let record = Record::missed(Attempt::first(tick), Why::OnTime, reason);
-            let conditions = Conditions { only_new: true, ..Conditions::default() };
-            let write = Write { record: &record, conditions, open: Open::Unchanged, takes_over: None };
-            if self.record(&write).await.is_err() {
+            if self.record(&Write::missed(Attempt::first(tick), Why::OnTime, reason)).await.is_err() {
                 return;
             }
         }
@@ -446,198 +465,135 @@ impl Driver {
         }
     }
 
-    /// One attempt: claim it, take the run lock, record it running, have fn run, record how it ended.
+    /// One attempt, as snatch-protocol's [`AttemptRun`] says: each of its steps done here, and what came of it fed
+    /// back, until it is over.
     async fn run(self: Arc<Self>, start: Start) {
         let Start { attempt, why, follows } = start;
-        let claim = match self.locker.acquire_keys(self.keys.claim(&attempt), &self.lock).await {
-            Ok(Some(claim)) => claim,
-            Ok(None) => return self.skip(attempt, why, self.taken()),
-            Err(error) => return self.fail(attempt, why, error),
+        let policy = Policy {
+            concurrency: self.options.concurrency,
+            retries: self.options.retries,
+            retry_delay: self.options.retry_delay,
+            timeout: self.options.timeout,
+            lease: self.locker.lease_ttl(&self.lock),
         };
-        let run = match self.run_lock(attempt, why).await {
-            Ok(Some(run)) => Some(run),
-            Ok(None) if self.options.concurrency == Concurrency::Allow => None,
-            Ok(None) => {
-                let _ = claim.release().await;
-                // A retry is taken over later, once the run lock is free.
-                if why != Why::Retry {
-                    self.missed(attempt, why, "overlap").await;
-                    self.skip(attempt, why, SkipReason::Overlap);
+        let instance = self.registration.instance.clone();
+        let suspended = self.suspended.load(Ordering::SeqCst);
+        let (mut machine, first) = AttemptRun::new(attempt, why, follows, policy, instance, suspended);
+        let mut locks = Locks::default();
+        let mut todo = VecDeque::from([first]);
+        while let Some(step) = todo.pop_front() {
+            let next = match step {
+                Do::Claim => {
+                    let claimed = self.locker.acquire_keys(self.keys.claim(&attempt), &self.lock).await;
+                    machine.claimed(Locks::take(&mut locks.claim, claimed), self.clock())
                 }
-                return;
-            }
-            Err(error) => {
-                let _ = claim.release().await;
-                return self.fail(attempt, why, error);
-            }
-        };
-        let fence = run.as_ref().unwrap_or(&claim).fence();
-        let running = Record {
-            tick: attempt.tick,
-            manual: attempt.manual,
-            attempt: attempt.attempt,
-            why,
-            instance: Some(self.registration.instance.clone()),
-            fence: Some(fence.to_string()),
-            started: Some(self.now().timestamp_millis()),
-            duration_ms: None,
-            outcome: Status::Running,
-            error: None,
-            reason: None,
-            retry_at: None,
-        };
-        let crashed = follows.as_ref().map(|seen| {
-            let mut crashed = seen.record.clone();
-            if crashed.outcome == Status::Running {
-                crashed.outcome = Status::Crashed;
-            }
-            crashed
-        });
-        let conditions = Conditions { unless_suspended: why != Why::Manual, only_new: true, only_running: false };
-        let write = Write {
-            record: &running,
-            conditions,
-            open: Open::LookIn(self.locker.lease_ttl(&self.lock)),
-            takes_over: follows.as_ref().zip(crashed.as_ref()),
-        };
-        let written = self.record(&write).await;
-        if written != Ok(Written::Yes) {
-            if let Some(run) = &run {
-                let _ = run.release().await;
-            }
-            let _ = claim.release().await;
-            match written {
-                Ok(Written::Suspended) => {
-                    self.missed(attempt, why, "suspended").await;
-                    self.skip(attempt, why, SkipReason::Suspended);
+                Do::TakeRunLock => {
+                    let taken = self.locker.acquire_keys(self.keys.run.clone(), &self.lock).await;
+                    machine.run_lock(Locks::take(&mut locks.run, taken), self.clock())
                 }
-                Ok(_) => self.skip(attempt, why, SkipReason::Taken),
-                Err(error) => self.fail(attempt, why, error),
-            }
-            return;
+                Do::WaitForRunLock => {
+                    let wait = LockOptions { wait: self.locker.lease_ttl(&self.lock), ..self.lock.clone() };
+                    let taken = self.locker.acquire_keys(self.keys.run.clone(), &wait).await;
+                    machine.run_lock(Locks::take(&mut locks.run, taken), self.clock())
+                }
+                Do::AskToGiveWay => {
+                    let replace = Control::Replace(attempt.tick);
+                    machine.asked(
+                        store::control(&self.locker, &self.keys, replace, self.registration.keep).await.map(drop),
+                    )
+                }
+                Do::Record(write) => {
+                    let written = self.record(&write).await;
+                    machine.recorded(written, self.clock())
+                }
+                Do::Run { .. } => match self.run_fn(&mut machine, why, &mut locks).await {
+                    Some(next) => next,
+                    None => {
+                        // Nothing ran here (the locker is closing, or the runner is gone): the record stays 'running'
+                        // and, once the claim lapses, another replica takes the attempt over.
+                        locks.release().await;
+                        return;
+                    }
+                },
+                Do::Abort(reason) => {
+                    let _ = self.post.post(Input::Abort { schedule: self.id, attempt, reason });
+                    vec![]
+                }
+                Do::Release => {
+                    let run_id = locks.run_id;
+                    std::mem::take(&mut locks).release().await;
+                    locks.run_id = run_id;
+                    vec![]
+                }
+                Do::Skipped(reason) => {
+                    self.tell(Outcome::Skipped { tick: attempt.tick, reason });
+                    vec![]
+                }
+                Do::Unclaimed(error) => {
+                    self.tell(Outcome::Unclaimed { tick: attempt.tick, error });
+                    vec![]
+                }
+                Do::LookAgainIn(delay) => {
+                    let _ = self.work.send(Work::SweepAt(Instant::now() + delay));
+                    vec![]
+                }
+                Do::End(ended) => {
+                    if let Some(id) = locks.run_id {
+                        let _ = self.post.post(Input::Ended { id, ended });
+                    }
+                    vec![]
+                }
+            };
+            todo.extend(next);
         }
-        let Ok(busy) = self.locker.enter() else {
-            if let Some(run) = run {
-                let _ = run.release().await;
-            }
-            let _ = claim.release().await;
-            return;
-        };
-        let (ended, end) = oneshot::channel();
-        self.here.lock().expect("attempts poisoned").insert(attempt);
+    }
+
+    /// Has the runner run the attempt's fn under `locks`, aborting its signal as `machine` says (the attempt's
+    /// timeout, a later occurrence replacing it); what `machine` says once fn settled. None when fn did not run: the
+    /// locker is closing, or the runner is gone.
+    async fn run_fn(&self, machine: &mut AttemptRun, why: Why, locks: &mut Locks) -> Option<Vec<Do>> {
+        let attempt = machine.attempt();
+        let claim = locks.claim.clone()?;
+        // The run counts on the locker (`close` waits for it) until its locks are given back.
+        locks.busy = Some(self.locker.enter().ok()?);
+        let (settled, fn_settled) = oneshot::channel();
+        let (abort, mut aborts) = mpsc::unbounded_channel();
+        self.here.lock().expect("attempts poisoned").insert(attempt, abort.clone());
         let occurrence = Occurrence { schedule: self.id, attempt, why };
-        post_or_undo(&*self.post, Input::Occurrence { occurrence, run, claim, ended, busy });
-        let finished = match self.options.timeout {
-            None => end.await,
-            Some(timeout) => {
-                tokio::pin!(end);
-                tokio::select! {
-                    finished = &mut end => finished,
-                    () = tokio::time::sleep(timeout) => {
-                        let _ = self.post.post(Input::Abort { schedule: self.id, attempt, reason: AbortReason::Timeout });
-                        end.await
+        post_or_undo(&*self.post, Input::Occurrence { occurrence, run: locks.run.clone(), claim, settled });
+        if let Some(timeout) = self.options.timeout {
+            tokio::spawn(async move {
+                tokio::time::sleep(timeout).await;
+                let _ = abort.send(AbortReason::Timeout);
+            });
+        }
+        tokio::pin!(fn_settled);
+        let settled = loop {
+            tokio::select! {
+                settled = &mut fn_settled => break settled,
+                Some(reason) = aborts.recv() => {
+                    for step in machine.abort(reason) {
+                        if let Do::Abort(reason) = step {
+                            let _ = self.post.post(Input::Abort { schedule: self.id, attempt, reason });
+                        }
                     }
                 }
             }
         };
         self.here.lock().expect("attempts poisoned").remove(&attempt);
-        // Without an end, nothing ran here (the runner is gone): its record stays 'running' and, once its claim
-        // lapses, another replica takes it over.
-        if let Ok(Finished { end, recorded, released }) = finished {
-            self.ended(running, end).await;
-            drop(recorded);
-            let _ = released.await;
-        }
+        let FnSettled { id, failure, lost } = settled.ok()?;
+        locks.run_id = Some(id);
+        Some(machine.settled(failure, lost, self.clock(), rand::random_range(0.8..1.2)))
     }
 
-    /// The run lock for `attempt`, as the concurrency policy has it: none needed (`allow`), one try (`forbid`, and
-    /// retries), or, for a manual run, and with `replace` after asking the running attempt to give way, waiting up to
-    /// the lease's length.
-    async fn run_lock(&self, attempt: Attempt, why: Why) -> Result<Option<Arc<Lease>>, SnatchError> {
-        let concurrency = self.options.concurrency;
-        if concurrency == Concurrency::Allow {
-            return Ok(None);
-        }
-        let run = self.locker.acquire_keys(self.keys.run.clone(), &self.lock).await?;
-        let waits = why == Why::Manual || (concurrency == Concurrency::Replace && why != Why::Retry);
-        if run.is_some() || !waits {
-            return Ok(run);
-        }
-        if concurrency == Concurrency::Replace && !attempt.manual {
-            store::control(&self.locker, &self.keys, Control::Replace(attempt.tick), self.registration.keep).await?;
-        }
-        let wait = LockOptions { wait: self.locker.lease_ttl(&self.lock), ..self.lock.clone() };
-        self.locker.acquire_keys(self.keys.run.clone(), &wait).await
-    }
-
-    /// Records how `running`'s attempt ended (`end`), with the next attempt's time when it failed and has retries
-    /// left; unless another replica took it over meanwhile.
-    async fn ended(&self, running: Record, end: AttemptEnd) {
-        let (outcome, error) = match (end.lost, end.aborted, end.failure) {
-            (true, ..) => (Status::Lost, Some("the lease could not be guaranteed for the whole run".to_owned())),
-            (_, Some(AbortReason::Timeout), _) => {
-                let ms = self.options.timeout.unwrap_or_default().as_millis();
-                (Status::Timeout, Some(format!("the attempt timed out after {ms} ms")))
-            }
-            (_, Some(AbortReason::Replaced), _) => (Status::Failed, Some("a later occurrence replaced it".to_owned())),
-            (_, None, Some(failure)) => (Status::Failed, Some(error_message(&failure))),
-            (_, None, None) => (Status::Ok, None),
-        };
-        let attempt = running.attempt();
-        let replaced = end.aborted == Some(AbortReason::Replaced);
-        let retry = outcome != Status::Ok && !replaced && attempt.attempt <= self.options.retries;
-        let delay = retry_delay(self.options.retry_delay, attempt.attempt + 1, rand::random_range(0.8..1.2));
-        let record = Record {
-            duration_ms: Some(end.duration.as_secs_f64() * 1000.0),
-            fence: Some(end.fence.to_string()),
-            outcome,
-            error,
-            retry_at: retry.then(|| self.now().timestamp_millis() + delay.as_millis() as i64),
-            ..running
-        };
-        let conditions = Conditions { only_running: true, ..Conditions::default() };
-        let open = if retry { Open::LookIn(delay) } else { Open::Closed };
-        let write = Write { record: &record, conditions, open, takes_over: None };
-        if self.record(&write).await == Ok(Written::Yes) && retry {
-            let _ = self.work.send(Work::SweepAt(Instant::now() + delay));
-        }
-    }
-
-    /// Records that `attempt` did not run, for `reason` (unless it has a record already).
-    async fn missed(&self, attempt: Attempt, why: Why, reason: &str) {
-        let record = Record::missed(attempt, why, reason);
-        let conditions = Conditions { only_new: true, ..Conditions::default() };
-        let _ = self.record(&Write { record: &record, conditions, open: Open::Unchanged, takes_over: None }).await;
+    /// This replica's time, for an attempt.
+    fn clock(&self) -> Now {
+        Now { wall_ms: self.now().timestamp_millis(), instant: std::time::Instant::now() }
     }
 
     /// Writes a record of the schedule.
-    async fn record(&self, write: &Write<'_>) -> Result<Written, SnatchError> {
+    async fn record(&self, write: &Write) -> Result<Written, SnatchError> {
         store::record(&self.locker, &self.keys, write, self.options.history, self.registration.keep).await
-    }
-
-    /// Why another replica has an occurrence this one did not get: taken, or suspended as far as this one knows.
-    fn taken(&self) -> SkipReason {
-        if self.suspended.load(Ordering::SeqCst) {
-            SkipReason::Suspended
-        } else {
-            SkipReason::Taken
-        }
-    }
-
-    /// Tells the caller that an occurrence due now did not run here (only on-time ones: the others are the
-    /// scheduler's own business, and in the records).
-    fn skip(&self, attempt: Attempt, why: Why, reason: SkipReason) {
-        if why == Why::OnTime {
-            self.tell(Outcome::Skipped { tick: attempt.tick, reason });
-        }
-    }
-
-    /// Tells the caller that an on-time attempt could not be claimed or recorded: it did not run here (and runs late
-    /// once Redis answers again, within `startingDeadline`).
-    fn fail(&self, attempt: Attempt, why: Why, error: SnatchError) {
-        if why == Why::OnTime {
-            self.tell(Outcome::Unclaimed { tick: attempt.tick, error });
-        }
     }
 
     /// Tells the caller `outcome` of the schedule.

@@ -6,7 +6,7 @@
 use crate::lock::locker::Locker;
 use crate::server::script_call::ScriptCall;
 use futures_util::future::join_all;
-use snatch_protocol::schedule::{Attempt, Record, ScheduleKeys};
+use snatch_protocol::schedule::{Attempt, Conditions, Found, Open, Record, ScheduleKeys, Write, Written};
 use snatch_protocol::scripts::{
     CLUSTER, SCHEDULE_CONTROL, SCHEDULE_LEAVE, SCHEDULE_READ, SCHEDULE_RECORD, SCHEDULE_REGISTER, SCHEDULE_SWEEP,
     SCHEDULE_TAKE_TRIGGER,
@@ -77,56 +77,6 @@ pub(crate) struct Read {
     pub(crate) open: Vec<Record>,
 }
 
-/// When a record is written ([`record`]).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Conditions {
-    /// Not while the schedule is suspended.
-    pub(crate) unless_suspended: bool,
-    /// Only if the attempt has no record yet (nobody ran it).
-    pub(crate) only_new: bool,
-    /// Only if the attempt's record says it is running (no other replica took it over).
-    pub(crate) only_running: bool,
-}
-
-/// What becomes of an attempt among the open ones when its record is written.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Open {
-    /// As it was.
-    Unchanged,
-    /// It is no longer open.
-    Closed,
-    /// It is open, to be looked at again after this long (when its lease would have lapsed, or its retry is due).
-    LookIn(Duration),
-}
-
-/// A record to write ([`record`]).
-pub(crate) struct Write<'a> {
-    pub(crate) record: &'a Record,
-    pub(crate) conditions: Conditions,
-    pub(crate) open: Open,
-    /// The attempt this one takes over: its record as it must still be (as read), and as it becomes.
-    pub(crate) takes_over: Option<(&'a Found, &'a Record)>,
-}
-
-/// A record as [`sweep`] found it: read, and its JSON exactly as stored (what a takeover compares it with, since a
-/// record written again from what was read need not be the same text: a float's last digit, a field of a later
-/// version).
-#[derive(Debug, Clone)]
-pub(crate) struct Found {
-    pub(crate) record: Record,
-    pub(crate) json: String,
-}
-
-/// What came of a write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Written {
-    Yes,
-    /// Not written: the schedule is suspended.
-    Suspended,
-    /// Not written: another condition did not hold.
-    Refused,
-}
-
 /// Registers `registration` of the schedule of `keys` (or renews it; with `refresh`, its expression and its keys'
 /// TTLs too), has it look back at `look`'s ticks, and reads its state.
 pub(crate) async fn register(
@@ -158,7 +108,7 @@ pub(crate) async fn register(
 pub(crate) async fn record(
     locker: &Locker,
     keys: &ScheduleKeys,
-    write: &Write<'_>,
+    write: &Write,
     history: u32,
     keep: Duration,
 ) -> Result<Written, SnatchError> {
@@ -176,7 +126,7 @@ pub(crate) async fn record(
         Open::LookIn(after) => call.arg(millis(after)),
     };
     call.arg(history).arg(millis(keep));
-    if let Some((was, becomes)) = write.takes_over {
+    if let Some((was, becomes)) = &write.takes_over {
         call.arg(was.record.attempt().id()).arg(&was.json).arg(becomes.to_json());
     }
     let answers: Vec<i64> = every(locker, call).await?;

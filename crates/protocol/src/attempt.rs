@@ -6,7 +6,7 @@
 
 use crate::error::SnatchError;
 use crate::schedule::{
-    error_message, retry_delay, Attempt, Conditions, Found, Open, Record, Status, Why, Write, Written,
+    error_message, max_attempts, retry_delay, Attempt, Conditions, Found, Open, Record, Status, Why, Write, Written,
 };
 use std::time::{Duration, Instant};
 
@@ -144,6 +144,34 @@ pub enum Do {
     LookAgainIn(Duration),
     /// The run ended so: the caller hears it (after [`Do::Release`]).
     End(Ended),
+}
+
+/// What comes after an open attempt that needs another (found by a look at the open attempts: its runner died, or
+/// its retry is due).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Next {
+    /// Its next attempt, which takes it over.
+    Attempt(Attempt),
+    /// None: its runner kept dying (a poison job), and no attempt is left; its record is closed failed so.
+    GiveUp(Box<Write>),
+}
+
+impl Next {
+    /// What comes after `found`, of a schedule with `retries`.
+    pub fn after(found: &Found, retries: u32) -> Self {
+        let record = &found.record;
+        let attempt = record.attempt();
+        if record.outcome != Status::Running || attempt.attempt < max_attempts(retries) {
+            return Self::Attempt(attempt.next());
+        }
+        let failed = Record {
+            outcome: Status::Failed,
+            error: Some(format!("the runner of attempt {} died, and no attempt is left", attempt.attempt)),
+            ..record.clone()
+        };
+        let conditions = Conditions { only_running: true, ..Conditions::default() };
+        Self::GiveUp(Box::new(Write { record: failed, conditions, open: Open::Closed, takes_over: None }))
+    }
 }
 
 /// Where an attempt stands.
@@ -625,6 +653,25 @@ mod tests {
         let [Do::Record(write)] = steps.as_slice() else { panic!("{steps:?}") };
         let (was, becomes) = write.takes_over.as_ref().expect("takes over");
         assert_eq!((was, becomes.outcome), (&found, Status::Crashed));
+    }
+
+    #[test]
+    fn an_attempt_whose_runner_died_is_taken_over_until_none_is_left() {
+        let found = |outcome, attempt| {
+            let mut record = Record::missed(Attempt { attempt, ..Attempt::first(1000) }, Why::OnTime, "x");
+            record.outcome = outcome;
+            Found { json: record.to_json(), record }
+        };
+        let second = Attempt { attempt: 2, ..Attempt::first(1000) };
+        assert_eq!(Next::after(&found(Status::Running, 1), 0), Next::Attempt(second));
+        assert_eq!(
+            Next::after(&found(Status::Failed, 5), 0),
+            Next::Attempt(Attempt { attempt: 6, ..second }),
+            "a retry"
+        );
+        let Next::GiveUp(write) = Next::after(&found(Status::Running, 3), 0) else { panic!("a poison job") };
+        assert_eq!((write.record.outcome, write.open), (Status::Failed, Open::Closed));
+        assert!(write.conditions.only_running);
     }
 
     #[test]

@@ -21,11 +21,10 @@ use crate::run::input::{post_or_undo, Input, Post};
 use crate::schedule::cron::CronSchedule;
 use crate::schedule::store::{self, Control, LookBack, Registration, State, HEARTBEAT, REFRESH_EVERY};
 use chrono::{DateTime, Utc};
-use snatch_protocol::attempt::{AbortReason, AttemptRun, Concurrency, Do, Now, Policy};
+use snatch_protocol::attempt::{AbortReason, AttemptRun, Concurrency, Do, Next, Now, Policy};
 use snatch_protocol::run::{Occurrence, Outcome};
 use snatch_protocol::schedule::{
-    max_attempts, Attempt, CatchUp, Conditions, Found, Open, ScheduleKeys, Status, Why, Write, Written,
-    DEFAULT_HISTORY, MAX_HISTORY, MAX_LOOK_BACK,
+    Attempt, CatchUp, Found, ScheduleKeys, Why, Write, Written, DEFAULT_HISTORY, MAX_HISTORY, MAX_LOOK_BACK,
 };
 use snatch_protocol::SnatchError;
 use std::collections::{HashMap, VecDeque};
@@ -427,22 +426,13 @@ impl Driver {
             let found = store::sweep(&self.locker, &self.keys).await;
             self.sweeping.store(false, Ordering::SeqCst);
             for found in found.unwrap_or_default() {
-                let record = &found.record;
-                let crashed = record.outcome == Status::Running;
-                let attempt = record.attempt();
-                if crashed && attempt.attempt >= max_attempts(self.options.retries) {
-                    // A poison job: its runner keeps dying. It stops here, recorded failed.
-                    let mut last = record.clone();
-                    last.outcome = Status::Failed;
-                    last.error =
-                        Some(format!("the runner of attempt {} died, and no attempt is left", attempt.attempt));
-                    let conditions = Conditions { only_running: true, ..Conditions::default() };
-                    let write = Write { record: last, conditions, open: Open::Closed, takes_over: None };
-                    let _ = self.record(&write).await;
-                    continue;
+                match Next::after(&found, self.options.retries) {
+                    Next::Attempt(attempt) => {
+                        let start = Start { attempt, why: Why::Retry, follows: Some(found) };
+                        let _ = self.work.send(Work::Start(start));
+                    }
+                    Next::GiveUp(write) => drop(self.record(&write).await),
                 }
-                let start = Start { attempt: attempt.next(), why: Why::Retry, follows: Some(found) };
-                let _ = self.work.send(Work::Start(start));
             }
         });
     }

@@ -16,7 +16,7 @@ mod server;
 
 pub use chrono;
 pub use config::{duration_error, validate_ttl, LockOptions, LockerConfig, TlsOptions, Topology, MAX_DURATION_MS};
-pub use direct::calls::{DirectAcquire, DirectRelease, Settled};
+pub use direct::calls::{AcquireSettled, DirectAcquire, DirectRelease, ReleaseSettled};
 pub use direct::open::open as open_direct_socket;
 pub use direct::routes::{RouteSocket, Routes};
 pub use direct::stream::DirectStream;

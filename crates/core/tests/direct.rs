@@ -10,8 +10,8 @@ use snatch_core::protocol::direct::target::DirectTarget;
 use snatch_core::protocol::keys::CLOCK_FLOOR;
 use snatch_core::protocol::resp::Reply;
 use snatch_core::{
-    open_direct_socket, DirectAcquire, DirectRelease, DirectStream, Lease, LeaseState, LockOptions, Locker,
-    LockerConfig, Settled,
+    open_direct_socket, AcquireSettled, DirectAcquire, DirectRelease, DirectStream, Lease, LeaseState, LockOptions,
+    Locker, LockerConfig, ReleaseSettled,
 };
 use std::io::ErrorKind;
 use std::sync::Arc;
@@ -123,7 +123,7 @@ async fn socket(locker: &Locker) -> DirectStream {
         .expect("a direct socket (direct calls need Redis 7.0 or newer)")
 }
 
-type Acquired = Settled<Option<Arc<Lease>>, DirectAcquire>;
+type Acquired = AcquireSettled;
 
 /// Settles a call that `exchange` answered, which must be an acquisition.
 fn settle_acquire((call, reply): (Call, Reply)) -> Acquired {
@@ -133,7 +133,7 @@ fn settle_acquire((call, reply): (Call, Reply)) -> Acquired {
 }
 
 /// Settles a call that `exchange` answered, which must be a release.
-fn settle_release((call, reply): (Call, Reply)) -> Settled<bool, DirectRelease> {
+fn settle_release((call, reply): (Call, Reply)) -> ReleaseSettled {
     let Call::Release(release) = call else { panic!("not a release") };
     release.settle(Ok(reply))
 }
@@ -149,14 +149,14 @@ fn acquire(socket: &mut DirectStream, attempt: DirectAcquire) -> Acquired {
 async fn lease_of(socket: &mut DirectStream, mut settled: Acquired) -> Option<Arc<Lease>> {
     loop {
         settled = match settled {
-            Settled::Done(result) => return result.unwrap(),
-            Settled::Fallback(attempt) => return attempt.fallback().await.unwrap(),
-            Settled::Again(attempt) => acquire(socket, attempt),
+            AcquireSettled::Done(result) => return result.unwrap(),
+            AcquireSettled::Fallback(attempt) => return attempt.fallback().await.unwrap(),
+            AcquireSettled::Resend(attempt) => acquire(socket, attempt),
         }
     }
 }
 
-fn release(socket: &mut DirectStream, release: DirectRelease) -> Settled<bool, DirectRelease> {
+fn release(socket: &mut DirectStream, release: DirectRelease) -> ReleaseSettled {
     let (mut replies, _) = exchange(socket, vec![Call::Release(release)]);
     settle_release(replies.remove(0))
 }
@@ -176,12 +176,12 @@ async fn acquires_and_releases_over_the_callers_socket() {
     assert_eq!(held, held_by(lease.token()));
 
     let second = acquire(&mut socket, attempt_on(&locker, &key, &options));
-    assert!(matches!(second, Settled::Done(Ok(None))), "{second:?}");
+    assert!(matches!(second, AcquireSettled::Done(Ok(None))), "{second:?}");
 
     let release = release_of(&locker, &lease);
     assert_eq!(lease.state(), LeaseState::Released);
     assert!(DirectRelease::of(&locker, &lease).is_none(), "a second release has nothing to send");
-    assert!(matches!(self::release(&mut socket, release), Settled::Done(Ok(true))));
+    assert!(matches!(self::release(&mut socket, release), ReleaseSettled::Done(Ok(true))));
     let exists: bool = inspect(&url).exists(lock_key(&locker, &key)).unwrap();
     assert!(!exists);
     locker.close().await;
@@ -201,10 +201,12 @@ async fn commands_that_find_a_new_counter_go_again_by_the_acquire_script() {
     let key = unique_key("new-counter");
     let options = LockOptions::default();
     let first = acquire(&mut socket, attempt_on(&locker, &key, &options));
-    let Settled::Again(attempt) = first else { panic!("a new counter needs the script: {first:?}") };
+    let AcquireSettled::Resend(attempt) = first else { panic!("a new counter needs the script: {first:?}") };
     let (mut replies, commands) = exchange(&mut socket, vec![Call::Acquire(Box::new(attempt))]);
     assert_eq!(commands, ["EVALSHA"]);
-    let Settled::Done(Ok(Some(first))) = settle_acquire(replies.remove(0)) else { panic!("acquired by the script") };
+    let AcquireSettled::Done(Ok(Some(first))) = settle_acquire(replies.remove(0)) else {
+        panic!("acquired by the script")
+    };
     assert!(first.fence() >= CLOCK_FLOOR, "{}", first.fence());
     assert!(first.fence() <= server_micros(&url), "from the server's clock, not the future");
     let pttl: i64 = inspect(&url).pttl(counter_key(&locker)).unwrap();
@@ -213,7 +215,7 @@ async fn commands_that_find_a_new_counter_go_again_by_the_acquire_script() {
 
     // Raised once: the next acquisition goes through directly, above it.
     let second = acquire(&mut socket, attempt_on(&locker, &key, &options));
-    let Settled::Done(Ok(Some(second))) = second else { panic!("acquired directly: {second:?}") };
+    let AcquireSettled::Done(Ok(Some(second))) = second else { panic!("acquired directly: {second:?}") };
     assert!(second.fence() > first.fence());
     locker.close().await;
 }
@@ -258,12 +260,12 @@ async fn an_acquire_script_the_server_lost_is_finished_on_the_lockers_connection
     let locker = locker(&[&url]);
     let mut socket = socket(&locker).await;
     let first = acquire(&mut socket, attempt_on(&locker, &unique_key("unloaded"), &LockOptions::default()));
-    let Settled::Again(attempt) = first else { panic!("a new counter needs the script: {first:?}") };
+    let AcquireSettled::Resend(attempt) = first else { panic!("a new counter needs the script: {first:?}") };
     // The script unloaded (a server that restarted): NOSCRIPT, and the locker's connection loads it.
     let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
     let (mut replies, commands) = exchange(&mut socket, vec![Call::Acquire(Box::new(attempt))]);
     assert_eq!(commands, ["EVALSHA"]);
-    let Settled::Fallback(attempt) = settle_acquire(replies.remove(0)) else { panic!("NOSCRIPT falls back") };
+    let AcquireSettled::Fallback(attempt) = settle_acquire(replies.remove(0)) else { panic!("NOSCRIPT falls back") };
     let lease = attempt.fallback().await.unwrap().expect("the key is ours: asked again with its token");
     assert!(lease.fence() >= CLOCK_FLOOR);
     locker.close().await;
@@ -326,7 +328,7 @@ async fn consecutive_releases_share_one_command_and_each_call_gets_its_own_outco
     let (Some(first_lease), Some(third_lease)) = (first_lease, third_lease) else {
         panic!("the two free keys are acquired")
     };
-    let Settled::Done(Err(e)) = wrong else { panic!("a key of another type fails: {wrong:?}") };
+    let AcquireSettled::Done(Err(e)) = wrong else { panic!("a key of another type fails: {wrong:?}") };
     assert!(e.to_string().contains("WRONGTYPE"), "{e}");
     assert_eq!(e.code(), "ERR_SNATCH_REDIS");
     let held: String = inspect(&url).get(lock_key(&locker, &third)).unwrap();
@@ -342,10 +344,10 @@ async fn consecutive_releases_share_one_command_and_each_call_gets_its_own_outco
     let (mut replies, commands) = exchange(&mut socket, calls);
     assert_eq!(commands, ["EVALSHA", "SET"]);
     let again = settle_acquire(replies.pop().unwrap());
-    let Settled::Done(Ok(Some(again))) = again else { panic!("acquired after its release: {again:?}") };
+    let AcquireSettled::Done(Ok(Some(again))) = again else { panic!("acquired after its release: {again:?}") };
     assert!(again.fence() > first_lease.fence());
     for released in replies {
-        assert!(matches!(settle_release(released), Settled::Done(Ok(true))));
+        assert!(matches!(settle_release(released), ReleaseSettled::Done(Ok(true))));
     }
     let exists: bool = inspect(&url).exists(lock_key(&locker, &third)).unwrap();
     assert!(!exists);
@@ -362,7 +364,7 @@ async fn acquisitions_need_no_script_and_a_release_the_server_cannot_run_goes_to
 
     let acquired = acquire(&mut socket, attempt_on(&locker, &key, &LockOptions::default()));
     let lease = lease_of(&mut socket, acquired).await.expect("acquired without the release script");
-    let Settled::Fallback(release) = self::release(&mut socket, release_of(&locker, &lease)) else {
+    let ReleaseSettled::Fallback(release) = self::release(&mut socket, release_of(&locker, &lease)) else {
         panic!("expected a fallback")
     };
     assert!(release.fallback().await.unwrap());
@@ -389,7 +391,7 @@ async fn a_group_the_server_cannot_run_sends_each_of_its_calls_back_to_the_locke
     let (replies, commands) = exchange(&mut socket, calls);
     assert_eq!(commands, ["EVALSHA"]);
     for (key, reply) in keys.iter().zip(replies) {
-        let Settled::Fallback(release) = settle_release(reply) else { panic!("expected a fallback for {key}") };
+        let ReleaseSettled::Fallback(release) = settle_release(reply) else { panic!("expected a fallback for {key}") };
         assert!(release.fallback().await.unwrap(), "{key} released on the locker's connection");
         let exists: bool = inspect(&url).exists(lock_key(&locker, key)).unwrap();
         assert!(!exists, "{key} released");
@@ -410,7 +412,7 @@ async fn acquisitions_the_server_refuses_fail_each_with_the_reason() {
     let (replies, commands) = exchange(&mut socket, calls.into());
     assert_eq!(commands, ["SET", "PEXPIRE"].repeat(2));
     for reply in replies {
-        let Settled::Done(Err(e)) = settle_acquire(reply) else { panic!("expected an error") };
+        let AcquireSettled::Done(Err(e)) = settle_acquire(reply) else { panic!("expected an error") };
         assert_eq!(e.code(), "ERR_SNATCH_REDIS");
         assert!(e.to_string().contains("OOM"), "the refusal: {e}");
     }
@@ -495,8 +497,8 @@ async fn direct_calls_are_for_a_single_node_and_one_attempt() {
 async fn a_missing_reply_is_made_again_when_the_socket_dropped_and_fails_when_it_timed_out() {
     let locker = locker(&["redis://127.0.0.1:1"]);
     let attempt = || attempt_on(&locker, "k", &LockOptions::default());
-    assert!(matches!(attempt().settle(Err(NoReply::Dropped)), Settled::Fallback(_)));
-    let Settled::Done(Err(e)) = attempt().settle(Err(NoReply::TimedOut)) else { panic!("expected an error") };
+    assert!(matches!(attempt().settle(Err(NoReply::Dropped)), AcquireSettled::Fallback(_)));
+    let AcquireSettled::Done(Err(e)) = attempt().settle(Err(NoReply::TimedOut)) else { panic!("expected an error") };
     assert_eq!(e.code(), "ERR_SNATCH_REDIS");
     assert!(e.to_string().contains("timed out after 1000 ms"), "{e}");
 }
@@ -518,11 +520,11 @@ async fn replies_read_a_byte_at_a_time_are_paired_with_their_calls() {
     let (replies, commands) = exchange_in(&mut socket, calls, 1);
     assert_eq!(commands, ["EVALSHA", "SET", "SET", "SET"]);
     let [released, again, wrong, held] = <[_; 4]>::try_from(replies).ok().unwrap();
-    assert!(matches!(settle_release(released), Settled::Done(Ok(true))));
-    let Settled::Done(Ok(Some(again))) = settle_acquire(again) else { panic!("acquired after its release") };
+    assert!(matches!(settle_release(released), ReleaseSettled::Done(Ok(true))));
+    let AcquireSettled::Done(Ok(Some(again))) = settle_acquire(again) else { panic!("acquired after its release") };
     assert!(again.fence() > first.fence());
-    assert!(matches!(settle_acquire(wrong), Settled::Done(Err(_))), "a key of another type fails");
-    assert!(matches!(settle_acquire(held), Settled::Done(Ok(None))), "held by the call before it");
+    assert!(matches!(settle_acquire(wrong), AcquireSettled::Done(Err(_))), "a key of another type fails");
+    assert!(matches!(settle_acquire(held), AcquireSettled::Done(Ok(None))), "held by the call before it");
     locker.close().await;
 }
 
@@ -603,7 +605,7 @@ async fn direct_acquisitions_and_the_acquire_script_agree_on_every_state_of_a_ke
         assert_eq!(counter, counted, "{state}: the script counts the fence up whatever its SET did");
         let before = prepare(&url, &locker, &direct, state);
         let settled = match acquire(&mut socket, attempt_on(&locker, &direct, &options)) {
-            Settled::Done(result) => result,
+            AcquireSettled::Done(result) => result,
             other => panic!("{state}: an existing counter needs no script ({other:?})"),
         };
         let by_commands = outcome(&url, &locker, &direct, before, settled);

@@ -217,6 +217,53 @@ pub static SEMAPHORE_READ: LazyLock<Script> =
 /// One step of a scan of a server's keys (`locks()`, `schedules()`): see scripts/scan.lua.
 pub static SCAN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/scan.lua").to_owned()));
 
+/// Where the words of a script call go, each key and argument in order: the redis crate's command (snatch-core's
+/// ScriptCall) or the direct connection's buffer. The calls that both make are written once, below.
+pub trait Words {
+    /// A key or an argument.
+    fn word(&mut self, word: &str);
+    /// A number, as its decimal digits.
+    fn number(&mut self, n: u128);
+}
+
+/// How many keys a call of [`ACQUIRE`] for a lock names ([`acquire_words`]).
+pub const ACQUIRE_KEYS: usize = 2;
+
+/// The keys and arguments of a call of [`ACQUIRE`] that takes the lock of `values` (a plain lock, no fair waiter),
+/// naming the holder when `name_holder`, with the waited-for mark `mark` (`0`: none, `1`: held, `2`: always).
+pub fn acquire_words(words: &mut impl Words, values: &acquisition::Values<'_>, name_holder: bool, mark: u8) {
+    words.word(values.lock);
+    words.word(values.fence);
+    words.word(values.token);
+    words.number(values.ttl_ms);
+    words.number(values.fence_ttl_ms);
+    words.word(if name_holder { "1" } else { "0" });
+    words.number(u128::from(mark));
+}
+
+/// The keys and arguments of a call of [`RELEASE`] that gives back the locks of `released` (each a key and its
+/// owner's token; several in one call), on a Redis Cluster when `cluster`. The number of keys is `released`'s.
+pub fn release_words<'a>(
+    words: &mut impl Words,
+    released: impl Iterator<Item = (&'a str, &'a str)> + Clone,
+    cluster: bool,
+) {
+    for (lock, _) in released.clone() {
+        words.word(lock);
+    }
+    for (_, token) in released {
+        words.word(token);
+    }
+    if cluster {
+        words.word(CLUSTER);
+    }
+}
+
+/// What a call of [`RELEASE`] for one lock answers: whether the lock was still ours (and is now given back).
+pub fn released(reply: i64) -> bool {
+    reply == 1
+}
+
 /// Take the oldest manual run asked for: see scripts/schedule_take_trigger.lua.
 pub static SCHEDULE_TAKE_TRIGGER: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/schedule_take_trigger.lua").to_owned()));

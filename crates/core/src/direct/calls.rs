@@ -1,45 +1,45 @@
 //! Acquisitions and releases on a single Redis whose commands the caller carries on a socket of its own (the Node
 //! binding sends them on a socket that node's event loop polls, saving the thread hand-offs of the locker's
-//! connection), and what their replies come to. A call whose reply the caller could not get because its socket
-//! failed, or that the server could not run there (see [`Answer::Again`]), is finished on the locker's own connection
-//! by `fallback`, with the same token (an acquisition or release made again with its token is safe: the acquire script
-//! finds the key ours and keeps it); one that timed out fails, as it would on the locker's connection.
+//! connection), and doing what their replies come to (decided by snatch-protocol's direct/answer.rs). A call whose
+//! reply the caller could not get because its socket failed, or that the server could not run there (see
+//! [`Answer::Fallback`]), is finished on the locker's own connection by `fallback`, with the same token (an acquisition
+//! or release made again with its token is safe: the acquire script finds the key ours and keeps it); one that timed
+//! out fails, as it would on the locker's connection.
 
 use crate::config::LockOptions;
 use crate::lock::lease::Lease;
 use crate::lock::locker::Locker;
 use crate::redlock::quorum::{Grant, Nodes, VALIDITY_ELAPSED_ON_ONE_NODE};
 use crate::server::node::Node;
-use snatch_protocol::acquisition::{self, Acquired};
-use snatch_protocol::direct::answer::Answer;
+use snatch_protocol::acquisition;
+use snatch_protocol::direct::answer::{Acquisition, Answer, Release, Way};
 use snatch_protocol::direct::commands::DirectCommand;
 use snatch_protocol::direct::kept::KeptCounters;
-use snatch_protocol::direct::session::{CallReply, NoReply};
+use snatch_protocol::direct::session::CallReply;
 use snatch_protocol::keys::{Kind, LockKeys};
 use snatch_protocol::SnatchError;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// What a reply comes to.
+/// What an acquisition's reply comes to, done.
 #[derive(Debug)]
-pub enum Settled<T, C> {
-    /// The call's outcome.
-    Done(Result<T, SnatchError>),
-    /// The reply does not settle the call: finish it with its `fallback`.
-    Fallback(C),
-    /// Send the call again (its command changed).
-    Again(C),
+pub enum AcquireSettled {
+    /// The acquisition's outcome: the lease, `None` when the key is held by someone else, or an error.
+    Done(Result<Option<Arc<Lease>>, SnatchError>),
+    /// Finish it on the locker's own connection ([`DirectAcquire::fallback`]).
+    Fallback(DirectAcquire),
+    /// Send it again, directly: its command changed (the acquire script).
+    Resend(DirectAcquire),
 }
 
-/// How a direct acquisition takes its lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Way {
-    /// The commands of snatch-protocol's acquisition.rs, the cheapest for Redis.
-    Commands,
-    /// The acquire script: the commands took the key with a new fence counter, which the script raises to the
-    /// server's clock.
-    Script,
+/// What a release's reply comes to, done.
+#[derive(Debug)]
+pub enum ReleaseSettled {
+    /// Whether the key was still ours, or an error.
+    Done(Result<bool, SnatchError>),
+    /// Finish it on the locker's own connection ([`DirectRelease::fallback`]).
+    Fallback(DirectRelease),
 }
 
 /// One attempt to acquire a key on a single Redis, its command sent by the caller.
@@ -120,46 +120,40 @@ impl DirectAcquire {
         self.locker.kept_counters().map(|kept| (kept, index))
     }
 
-    /// What the command's reply, or its absence, comes to: the lease (supervised like any other), `None` when the
-    /// key is held by someone else, or an error; or the attempt to send again, by the acquire script, when a
-    /// transaction took the key with a new fence counter. Must be called within the Tokio runtime.
-    pub fn settle(self, reply: CallReply) -> Settled<Option<Arc<Lease>>, Self> {
-        let timed_out = reply == Err(NoReply::TimedOut);
-        let acquired = match answer(single(self.locker.nodes()), reply) {
-            Ok(Some(reply)) => Acquired::of(reply, None),
-            Ok(None) => return Settled::Fallback(self),
-            Err(e) => {
-                // Redis may still apply the commands (they timed out: undo them, whether they come before this release
-                // or after), or took the key before a later one failed (say, `INCR` refused for want of memory).
-                self.locker.nodes().release_later(&self.keys, &self.owner, Instant::now(), timed_out);
-                return Settled::Done(Err(e));
-            }
-        };
-        if self.way == Way::Commands && self.keep_counter {
+    /// Does what the command's reply, or its absence, comes to (snatch-protocol's [`Acquisition`]): the lease
+    /// (supervised like any other), `None` when the key is held by someone else, or an error; or the attempt to send
+    /// again, by the acquire script, or to finish on the locker's own connection. Must be called within the Tokio
+    /// runtime.
+    pub fn settle(self, reply: CallReply) -> AcquireSettled {
+        let answer = Answer::of(reply);
+        if self.way == Way::Commands && self.keep_counter && matches!(answer, Answer::Int(_)) {
             if let Some((kept, index)) = self.kept_counters() {
                 kept.kept(index, self.started.into_std());
             }
         }
-        let fence = match acquired {
-            Acquired::Won { fence } => fence,
-            Acquired::Taken { .. } => return Settled::Done(Ok(None)),
-            // Ours, but the counter was new (or from before counters expired): the acquire script, asked again with
-            // our token, raises it to the server's clock and gives that as the fence.
-            Acquired::NewCounter if self.way != Way::Script => {
-                return Settled::Again(DirectAcquire { way: Way::Script, ..self })
-            }
-            Acquired::NewCounter => return Settled::Fallback(self),
-        };
         let valid_until = self.locker.nodes().valid_until(self.started, self.ttl);
-        if Instant::now() >= valid_until {
-            // Ours, but too late to be of use: give it back. (Fences rise with the acquisitions used because of this:
-            // snatch-protocol's acquisition::COMMANDS.)
-            let nodes = self.locker.nodes();
-            nodes.release_later(&self.keys, &self.owner, Instant::now(), false);
-            return Settled::Done(Err(single(self.locker.nodes()).failure(VALIDITY_ELAPSED_ON_ONE_NODE)));
+        let nodes = self.locker.nodes();
+        match Acquisition::of(answer, self.way, valid_until.into_std(), Instant::now().into_std()) {
+            Acquisition::Won { fence } => {
+                let grant = Grant { fence, started: self.started, valid_until };
+                AcquireSettled::Done(Ok(Some(self.locker.adopt(self.keys, self.owner, grant, self.ttl, &self.options))))
+            }
+            Acquisition::Taken => AcquireSettled::Done(Ok(None)),
+            Acquisition::ByScript => AcquireSettled::Resend(DirectAcquire { way: Way::Script, ..self }),
+            Acquisition::Fallback => AcquireSettled::Fallback(self),
+            Acquisition::Failed { cause } => {
+                // Redis may still apply the commands (they timed out: undo them, whether they come before this release
+                // or after), or took the key before a later one failed (say, `INCR` refused for want of memory).
+                nodes.release_later(&self.keys, &self.owner, Instant::now(), cause.is_none());
+                AcquireSettled::Done(Err(failure(single(nodes), cause)))
+            }
+            Acquisition::Late => {
+                // Ours, but too late to be of use: give it back. (Fences rise with the acquisitions used because of
+                // this: snatch-protocol's acquisition::COMMANDS.)
+                nodes.release_later(&self.keys, &self.owner, Instant::now(), false);
+                AcquireSettled::Done(Err(single(nodes).failure(VALIDITY_ELAPSED_ON_ONE_NODE)))
+            }
         }
-        let grant = Grant { fence, started: self.started, valid_until };
-        Settled::Done(Ok(Some(self.locker.adopt(self.keys, self.owner, grant, self.ttl, &self.options))))
     }
 
     /// The key as the user gave it.
@@ -206,12 +200,13 @@ impl DirectRelease {
         DirectCommand::Release { lock: &self.lease.keys().lock, token: self.lease.owner(), cluster }
     }
 
-    /// What the reply, or its absence, comes to: whether the key was still ours, or an error.
-    pub fn settle(self, reply: CallReply) -> Settled<bool, Self> {
-        match answer(single(self.lease.nodes()), reply) {
-            Ok(Some(n)) => Settled::Done(Ok(n == 1)),
-            Ok(None) => Settled::Fallback(self),
-            Err(e) => Settled::Done(Err(e)),
+    /// Does what the reply, or its absence, comes to (snatch-protocol's [`Release`]): whether the key was still
+    /// ours, or an error; or the release to finish on the locker's own connection.
+    pub fn settle(self, reply: CallReply) -> ReleaseSettled {
+        match Release::of(Answer::of(reply)) {
+            Release::Done(released) => ReleaseSettled::Done(Ok(released)),
+            Release::Fallback => ReleaseSettled::Fallback(self),
+            Release::Failed { cause } => ReleaseSettled::Done(Err(failure(single(self.lease.nodes()), cause))),
         }
     }
 
@@ -226,15 +221,9 @@ impl DirectRelease {
     }
 }
 
-/// A direct call's reply as an integer, `None` when it must be made again on the locker's own connection, or the
-/// error it failed with on `node`.
-fn answer(node: &Node, reply: CallReply) -> Result<Option<i64>, SnatchError> {
-    match Answer::of(reply) {
-        Answer::Int(n) => Ok(Some(n)),
-        Answer::Again => Ok(None),
-        Answer::Failed(cause) => Err(node.failure(cause)),
-        Answer::TimedOut => Err(node.timed_out()),
-    }
+/// The error of a direct call that failed on `node` with `cause` (the server's error), or by the command timeout.
+fn failure(node: &Node, cause: Option<String>) -> SnatchError {
+    cause.map_or_else(|| node.timed_out(), |cause| node.failure(cause))
 }
 
 /// The node of a locker that makes direct calls.

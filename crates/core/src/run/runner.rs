@@ -7,7 +7,7 @@
 //! finishes on the runtime is posted back as an [`Input`] for [`Runner::handle`].
 
 use crate::config::{validate_ttl, LockOptions};
-use crate::direct::calls::{DirectAcquire, DirectRelease, Settled};
+use crate::direct::calls::{AcquireSettled, DirectAcquire, DirectRelease, ReleaseSettled};
 use crate::lock::lease::Lease;
 use crate::lock::locker::{not_acquired, Busy, Holder, Locker};
 use crate::run::call::Call;
@@ -356,9 +356,13 @@ impl Runner {
                 // For the error of a withLock that did not get the lock (settling consumes the attempt).
                 let key = required.then(|| attempt.key().to_owned());
                 match attempt.settle(reply) {
-                    Settled::Done(result) => self.acquired(id, purpose, required_lock(result, key), busy, true, told),
-                    Settled::Again(attempt) => out.calls.push(Call::Acquire { id, purpose, required, attempt, busy }),
-                    Settled::Fallback(attempt) => {
+                    AcquireSettled::Done(result) => {
+                        self.acquired(id, purpose, required_lock(result, key), busy, true, told)
+                    }
+                    AcquireSettled::Resend(attempt) => {
+                        out.calls.push(Call::Acquire { id, purpose, required, attempt, busy })
+                    }
+                    AcquireSettled::Fallback(attempt) => {
                         self.stale.store(true, Ordering::SeqCst);
                         self.acquire_on_runtime(id, purpose, busy, async move {
                             required_lock(attempt.fallback().await, key)
@@ -369,12 +373,14 @@ impl Runner {
             Call::Release { id, purpose, release, busy } => match (release.settle(reply), purpose) {
                 // As on the locker's connection, a failed release does not fail the run: the key expires with its
                 // lease.
-                (Settled::Done(_), Purpose::Run) => {
+                (ReleaseSettled::Done(_), Purpose::Run) => {
                     told.extend(self.runs.released(id).map(|outcome| (id, outcome)));
                     drop(busy);
                 }
-                (Settled::Done(released), Purpose::Lock) => told.push((id, answered(released.map(Outcome::Done)))),
-                (Settled::Fallback(release) | Settled::Again(release), purpose) => {
+                (ReleaseSettled::Done(released), Purpose::Lock) => {
+                    told.push((id, answered(released.map(Outcome::Done))))
+                }
+                (ReleaseSettled::Fallback(release), purpose) => {
                     self.stale.store(true, Ordering::SeqCst);
                     let post = self.post.clone();
                     self.runtime.spawn(async move {

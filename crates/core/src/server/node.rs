@@ -11,7 +11,7 @@ use crate::server::script_call::ScriptCall;
 use crate::server::sentinel::Sentinels;
 use crate::server::waker::{Waker, Watch};
 use redis::{FromRedisValue, Value};
-use snatch_protocol::acquisition::Acquired;
+use snatch_protocol::acquisition::{self, Acquired};
 use snatch_protocol::fleet::{server_version, Server};
 use snatch_protocol::keys::{Kind, LockKeys};
 use snatch_protocol::scripts::{self, Script};
@@ -140,6 +140,19 @@ impl Node {
             _ => None,
         };
         let mut call = ScriptCall::new(script, 2 + usize::from(third.is_some()) + if queued.is_some() { 2 } else { 0 });
+        if keys.kind == Kind::Lock && queued.is_none() {
+            // The call the direct connection makes too (snatch-protocol's scripts::acquire_words).
+            let values = acquisition::Values {
+                lock: &keys.lock,
+                fence: &keys.fence,
+                token,
+                ttl_ms: u128::from(ttl_ms),
+                fence_ttl_ms: u128::from(self.fence_ttl_ms),
+                keep_counter: true,
+            };
+            scripts::acquire_words(&mut call, &values, name_holder, mark.arg());
+            return self.acquire_call(keys, token, call).await;
+        }
         call.arg(&keys.lock).arg(&keys.fence).arg(third);
         if let Some(([queue, places], _)) = &queued {
             call.arg(queue).arg(places);
@@ -157,9 +170,14 @@ impl Node {
             (Kind::Lock, Some((_, waiter))) => {
                 call.arg(u8::from(name_holder)).arg(mark.arg()).arg(waiter).arg(place_ms)
             }
-            (Kind::Lock, None) if name_holder || mark != Mark::None => call.arg(u8::from(name_holder)).arg(mark.arg()),
-            (Kind::Lock, None) => &mut call,
+            (Kind::Lock, None) => unreachable!("a lock's call without a queue is written by acquire_words"),
         };
+        self.acquire_call(keys, token, call).await
+    }
+
+    /// Runs the acquisition `call` of `keys` with `token`, with the replicas' acknowledgement when the locker waits
+    /// for it.
+    async fn acquire_call(&self, keys: &LockKeys, token: &str, call: ScriptCall) -> Result<Acquired, SnatchError> {
         if self.wait_replicas > 0 {
             return self.acquire_confirmed(keys, token, call).await;
         }
@@ -228,11 +246,17 @@ impl Node {
             Kind::Read { writer } => Some(writer),
             _ => None,
         };
+        if keys.kind == Kind::Lock {
+            // The call the direct connection makes too (snatch-protocol's scripts::release_words).
+            let mut call = ScriptCall::new(&scripts::RELEASE, 1);
+            scripts::release_words(&mut call, std::iter::once((keys.lock.as_str(), token)), self.is_cluster());
+            return Ok(scripts::released(self.invoke(call).await?));
+        }
         let script = if keys.kind.in_a_set() { &scripts::PERMIT_RELEASE } else { &scripts::RELEASE };
         let mut call = ScriptCall::new(script, 1 + usize::from(writer.is_some()));
         call.arg(&keys.lock).arg(writer).arg(token);
         self.cluster_arg(&mut call);
-        Ok(self.invoke::<i64>(call).await? == 1)
+        Ok(scripts::released(self.invoke(call).await?))
     }
 
     /// Tells a script that wakes waiters ([`scripts::CLUSTER`]) that it runs on a Redis Cluster, when it does.

@@ -2,7 +2,7 @@
 //! and the same call as EVAL for a server that does not have the script yet (which also caches it there).
 
 use redis::{Arg, Cmd, ToRedisArgs};
-use snatch_protocol::scripts::Script;
+use snatch_protocol::scripts::{Script, Words};
 
 /// One call of a script: its EVALSHA command, and the script, for when the server does not have it.
 #[derive(Clone)]
@@ -23,6 +23,17 @@ impl ScriptCall {
     pub(crate) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
         self.cmd.arg(arg);
         self
+    }
+}
+
+/// The words of a script call defined in snatch-protocol (scripts.rs), as arguments.
+impl Words for ScriptCall {
+    fn word(&mut self, word: &str) {
+        self.cmd.arg(word);
+    }
+
+    fn number(&mut self, n: u128) {
+        self.cmd.arg(n.to_string());
     }
 }
 

@@ -69,38 +69,55 @@ pub fn write_commands<'a, C: DirectCall + 'a>(
 }
 
 /// `EVALSHA <acquire> 2 lock fence token ttl fenceTtl 0 0`: the acquire script, neither naming the holder nor marking
-/// the lock waited for.
+/// the lock waited for ([`scripts::acquire_words`]).
 fn write_acquire_script(values: &acquisition::Values<'_>, buf: &mut Vec<u8>) {
-    resp::header(buf, 10);
-    for word in ["EVALSHA", scripts::ACQUIRE.hash(), "2", values.lock, values.fence, values.token] {
-        resp::arg_bytes(buf, word.as_bytes());
-    }
-    resp::arg_number(buf, values.ttl_ms);
-    resp::arg_number(buf, values.fence_ttl_ms);
-    resp::arg_bytes(buf, b"0");
-    resp::arg_bytes(buf, b"0");
+    let mut count = Count(0);
+    scripts::acquire_words(&mut count, values, false, 0);
+    resp::header(buf, 3 + count.0);
+    resp::arg_bytes(buf, b"EVALSHA");
+    resp::arg_bytes(buf, scripts::ACQUIRE.hash().as_bytes());
+    resp::arg_number(buf, scripts::ACQUIRE_KEYS);
+    scripts::acquire_words(&mut Resp(buf), values, false, 0);
 }
 
-/// `EVALSHA <release> <n> lock… token…`, and [`scripts::CLUSTER`] on a cluster.
+/// `EVALSHA <release> <n> lock… token…` ([`scripts::release_words`]), and [`scripts::CLUSTER`] on a cluster.
 fn write_releases(run: &[DirectCommand<'_>], buf: &mut Vec<u8>) {
-    let released = || {
-        run.iter().filter_map(|command| match command {
-            DirectCommand::Release { lock, token, .. } => Some((*lock, *token)),
-            _ => None,
-        })
-    };
+    let released = run.iter().filter_map(|command| match command {
+        DirectCommand::Release { lock, token, .. } => Some((*lock, *token)),
+        _ => None,
+    });
     let cluster = matches!(run.first(), Some(DirectCommand::Release { cluster: true, .. }));
-    resp::header(buf, 3 + 2 * run.len() + usize::from(cluster));
+    let mut count = Count(0);
+    scripts::release_words(&mut count, released.clone(), cluster);
+    resp::header(buf, 3 + count.0);
     resp::arg_bytes(buf, b"EVALSHA");
     resp::arg_bytes(buf, scripts::RELEASE.hash().as_bytes());
     resp::arg_number(buf, run.len());
-    for (lock, _) in released() {
-        resp::arg_bytes(buf, lock.as_bytes());
+    scripts::release_words(&mut Resp(buf), released, cluster);
+}
+
+/// Counts a script call's words, for the RESP header that comes before them.
+struct Count(usize);
+
+impl scripts::Words for Count {
+    fn word(&mut self, _: &str) {
+        self.0 += 1;
     }
-    for (_, token) in released() {
-        resp::arg_bytes(buf, token.as_bytes());
+
+    fn number(&mut self, _: u128) {
+        self.0 += 1;
     }
-    if cluster {
-        resp::arg_bytes(buf, scripts::CLUSTER.as_bytes());
+}
+
+/// Writes a script call's words as RESP bulk strings.
+struct Resp<'a>(&'a mut Vec<u8>);
+
+impl scripts::Words for Resp<'_> {
+    fn word(&mut self, word: &str) {
+        resp::arg_bytes(self.0, word.as_bytes());
+    }
+
+    fn number(&mut self, n: u128) {
+        resp::arg_number(self.0, n);
     }
 }

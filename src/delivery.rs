@@ -126,7 +126,7 @@ fn arguments(id: u32, outcome: Outcome) -> [Arg; 4] {
             };
             (OutcomeKind::Aborted, None, Some(Arg::Text(reason.to_owned())))
         }
-        Outcome::Json(json) => (OutcomeKind::Answered, None, Some(Arg::Text(json))),
+        Outcome::Answered(json) => (OutcomeKind::Answered, None, Some(Arg::Text(json))),
         Outcome::Ran { fence, lost } => (OutcomeKind::Ran, Some(fence), Some(Arg::Bool(lost))),
         Outcome::Attempted(ended) => {
             let args = AttemptedArgs {

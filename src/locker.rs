@@ -195,7 +195,7 @@ impl NativeLocker {
         let request = FleetRequest::try_from(question).map_err(|e| throw(&env, e))?;
         self.host.step(|runner, _| {
             let locker = runner.locker().clone();
-            runner.answer(id, async move { Ok(Outcome::Json(snatch_core::ask_fleet(&locker, request).await?)) });
+            runner.answer(id, async move { Ok(Outcome::Answered(snatch_core::ask_fleet(&locker, request).await?)) });
         });
         Ok(())
     }

@@ -75,7 +75,7 @@ pub enum Outcome {
     /// (whether there was a lock), `close` (true).
     Done(bool),
     /// Operation `id`, a question to the fleet, answered with this JSON (see fleet.rs).
-    Json(String),
+    Answered(String),
     /// Operation `id`, an inspection, found this (`None`: the key is free).
     Inspected(Option<Inspection>),
     /// Run, acquisition or operation `id` failed.

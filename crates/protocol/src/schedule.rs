@@ -290,6 +290,78 @@ pub enum Written {
     Refused,
 }
 
+/// A schedule's state, as a replica reads it when it registers: what scripts/schedule_register.lua answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registered {
+    /// The server's time, in epoch ms.
+    pub now: i64,
+    /// When the schedule was first registered (server ms).
+    pub since: i64,
+    /// The newest tick a look back settled (see [`CatchUp`]).
+    pub last: Option<i64>,
+    pub suspended: bool,
+    /// Open attempts due for a look.
+    pub due: i64,
+    /// Manual runs waiting.
+    pub triggers: i64,
+    /// Running attempts of ticks before this give way (`replace`).
+    pub replace: Option<i64>,
+    /// For each tick the registration looked at, whether it has a record.
+    pub recorded: Vec<bool>,
+}
+
+/// The registration script's reply: `{now, since, last, suspended, due, triggers, replace, recorded}`.
+pub type RegisteredReply = (i64, i64, i64, i64, i64, i64, i64, Vec<i64>);
+
+impl Registered {
+    /// The registration script's `reply` for `ticks` ticks looked at, read; `None` when it answered for others.
+    pub fn of(reply: RegisteredReply, ticks: usize) -> Option<Self> {
+        let (now, since, last, suspended, due, triggers, replace, recorded) = reply;
+        if recorded.len() != ticks {
+            return None;
+        }
+        let known = |n: i64| (n >= 0).then_some(n);
+        let recorded = recorded.into_iter().map(|r| r == 1).collect();
+        Some(Self {
+            now,
+            since,
+            last: known(last),
+            suspended: suspended == 1,
+            due,
+            triggers,
+            replace: known(replace),
+            recorded,
+        })
+    }
+}
+
+/// A schedule as scripts/schedule_read.lua finds it.
+#[derive(Debug, Clone, Default)]
+pub struct ScheduleRead {
+    /// Its state's fields (see [`ScheduleKeys::state`]).
+    pub state: std::collections::HashMap<String, String>,
+    /// Instances whose registration has not expired.
+    pub replicas: Vec<String>,
+    /// The newest records first.
+    pub records: Vec<Record>,
+    /// The records of the attempts running or waiting for a retry.
+    pub open: Vec<Record>,
+}
+
+/// The read script's reply: the state's fields and values in turn, the replicas, the newest records and the open ones
+/// (JSON).
+pub type ScheduleReadReply = (Vec<String>, Vec<String>, Vec<Option<String>>, Vec<Option<String>>);
+
+impl ScheduleRead {
+    /// The read script's `reply`, read (records that are not, say of a later version, are left out).
+    pub fn of((fields, replicas, records, open): ScheduleReadReply) -> Self {
+        let state = fields.chunks(2).filter_map(|pair| Some((pair.first()?.clone(), pair.get(1)?.clone()))).collect();
+        let parsed =
+            |jsons: Vec<Option<String>>| jsons.iter().flatten().filter_map(|json| Record::from_json(json)).collect();
+        Self { state, replicas, records: parsed(records), open: parsed(open) }
+    }
+}
+
 /// `message` as a record keeps it: at most [`MAX_ERROR_CHARS`] characters.
 pub fn error_message(message: &str) -> String {
     match message.char_indices().nth(MAX_ERROR_CHARS) {

@@ -19,12 +19,12 @@ use crate::lock::locker::{Busy, Locker};
 use crate::run::hold::FnSettled;
 use crate::run::input::{post_or_undo, Input, Post};
 use crate::schedule::cron::CronSchedule;
-use crate::schedule::store::{self, Control, LookBack, Registration, State, HEARTBEAT, REFRESH_EVERY};
+use crate::schedule::store::{self, Control, LookBack, Registration, HEARTBEAT, REFRESH_EVERY};
 use chrono::{DateTime, Utc};
 use snatch_protocol::attempt::{AbortReason, AttemptRun, Concurrency, Do, Next, Now, Policy};
 use snatch_protocol::run::{Occurrence, Outcome};
 use snatch_protocol::schedule::{
-    Attempt, CatchUp, Found, ScheduleKeys, Why, Write, Written, DEFAULT_HISTORY, MAX_HISTORY, MAX_LOOK_BACK,
+    Attempt, CatchUp, Found, Registered, ScheduleKeys, Why, Write, Written, DEFAULT_HISTORY, MAX_HISTORY, MAX_LOOK_BACK,
 };
 use snatch_protocol::SnatchError;
 use std::collections::{HashMap, VecDeque};
@@ -363,7 +363,7 @@ impl Driver {
 
     /// Renews the registration (with `refresh`, the schedule's expression and keys' TTLs too), looking back at
     /// `look`'s ticks.
-    async fn register(&self, look: &LookBack, refresh: bool) -> Result<State, SnatchError> {
+    async fn register(&self, look: &LookBack, refresh: bool) -> Result<Registered, SnatchError> {
         store::register(&self.locker, &self.keys, &self.registration, look, refresh).await
     }
 
@@ -439,7 +439,7 @@ impl Driver {
 
     /// Records the occurrences the look back found that no replica ran, and runs the latest late when no later one
     /// ran and it can still start within `startingDeadline` (see snatch-protocol's `CatchUp`).
-    async fn catch_up(self: &Arc<Self>, look: &LookBack, state: &State, attempts: &mut JoinSet<()>) {
+    async fn catch_up(self: &Arc<Self>, look: &LookBack, state: &Registered, attempts: &mut JoinSet<()>) {
         // Not the ticks from before the schedule's registration: with a state that is gone (Redis restarted empty, or
         // everything expired) their records are gone too, and what ran then is not known.
         let ticks: Vec<(i64, bool)> = look.ticks.iter().copied().zip(state.recorded.iter().copied()).collect();

@@ -6,13 +6,14 @@
 use crate::lock::locker::Locker;
 use crate::server::script_call::ScriptCall;
 use futures_util::future::join_all;
-use snatch_protocol::schedule::{Attempt, Conditions, Found, Open, Record, ScheduleKeys, Write, Written};
+use snatch_protocol::schedule::{
+    Attempt, Conditions, Found, Open, Record, Registered, ScheduleKeys, ScheduleRead, Write, Written,
+};
 use snatch_protocol::scripts::{
     CLUSTER, SCHEDULE_CONTROL, SCHEDULE_LEAVE, SCHEDULE_READ, SCHEDULE_RECORD, SCHEDULE_REGISTER, SCHEDULE_SWEEP,
     SCHEDULE_TAKE_TRIGGER,
 };
 use snatch_protocol::SnatchError;
-use std::collections::HashMap;
 use std::time::Duration;
 
 /// How long a replica's registration lasts without being renewed: a dead replica's is gone within it.
@@ -34,26 +35,6 @@ pub(crate) struct Registration {
     pub(crate) keep: Duration,
 }
 
-/// A schedule's state, as a replica reads it when it registers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct State {
-    /// The server's time, in epoch ms.
-    pub(crate) now: i64,
-    /// When the schedule was first registered (server ms).
-    pub(crate) since: i64,
-    /// The newest tick a look back settled (see snatch-protocol's `CatchUp`).
-    pub(crate) last: Option<i64>,
-    pub(crate) suspended: bool,
-    /// Open attempts due for a look (see [`sweep`]).
-    pub(crate) due: i64,
-    /// Manual runs waiting.
-    pub(crate) triggers: i64,
-    /// Running attempts of ticks before this give way (`replace`).
-    pub(crate) replace: Option<i64>,
-    /// For each tick the registration looked at, whether it has a record.
-    pub(crate) recorded: Vec<bool>,
-}
-
 /// The ticks a registration looks at (see snatch-protocol's `CatchUp`): whether each has a record, and the newest it
 /// settles.
 #[derive(Debug, Clone, Default)]
@@ -65,18 +46,6 @@ pub(crate) struct LookBack {
 /// How often (in heartbeats) a registration also refreshes the schedule: its expression, and its keys' TTLs.
 pub(crate) const REFRESH_EVERY: u32 = 12;
 
-/// A schedule as a read finds it.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Read {
-    pub(crate) state: HashMap<String, String>,
-    /// Instances whose registration has not expired.
-    pub(crate) replicas: Vec<String>,
-    /// The newest records first.
-    pub(crate) records: Vec<Record>,
-    /// The records of the attempts running or waiting for a retry.
-    pub(crate) open: Vec<Record>,
-}
-
 /// Registers `registration` of the schedule of `keys` (or renews it; with `refresh`, its expression and its keys'
 /// TTLs too), has it look back at `look`'s ticks, and reads its state.
 pub(crate) async fn register(
@@ -85,7 +54,7 @@ pub(crate) async fn register(
     registration: &Registration,
     look: &LookBack,
     refresh: bool,
-) -> Result<State, SnatchError> {
+) -> Result<Registered, SnatchError> {
     let mut call = ScriptCall::new(&SCHEDULE_REGISTER, 6);
     call.arg(&keys.state).arg(&keys.replicas).arg(&keys.triggers).arg(&keys.history).arg(&keys.records).arg(&keys.open);
     call.arg(&registration.instance).arg(millis(REGISTRATION)).arg(millis(registration.keep));
@@ -93,15 +62,9 @@ pub(crate) async fn register(
     for &tick in &look.ticks {
         call.arg(Attempt::first(tick).id());
     }
-    type Answer = (i64, i64, i64, i64, i64, i64, i64, Vec<i64>);
-    let (now, since, last, suspended, due, triggers, replace, recorded): Answer = first(locker, call).await?;
-    if recorded.len() != look.ticks.len() {
-        return Err(SnatchError::Redis { cause: "the schedule's registration answered for other ticks".to_owned() });
-    }
-    let known = |n: i64| (n >= 0).then_some(n);
-    let recorded = recorded.into_iter().map(|r| r == 1).collect();
-    let replace = known(replace);
-    Ok(State { now, since, last: known(last), suspended: suspended == 1, due, triggers, replace, recorded })
+    let registered = Registered::of(first(locker, call).await?, look.ticks.len());
+    registered
+        .ok_or_else(|| SnatchError::Redis { cause: "the schedule's registration answered for other ticks".into() })
 }
 
 /// Writes `write`'s record of the schedule of `keys`, which keeps `history` records for `keep`.
@@ -167,16 +130,11 @@ pub(crate) async fn sweep(locker: &Locker, keys: &ScheduleKeys) -> Result<Vec<Fo
 }
 
 /// The schedule of `keys`: its state, its live replicas, its newest `limit` records and its open ones.
-pub(crate) async fn read(locker: &Locker, keys: &ScheduleKeys, limit: u32) -> Result<Read, SnatchError> {
+pub(crate) async fn read(locker: &Locker, keys: &ScheduleKeys, limit: u32) -> Result<ScheduleRead, SnatchError> {
     let mut call = ScriptCall::new(&SCHEDULE_READ, 5);
     call.arg(&keys.state).arg(&keys.replicas).arg(&keys.history).arg(&keys.records).arg(&keys.open);
     call.arg(limit.max(1));
-    type Answer = (Vec<String>, Vec<String>, Vec<Option<String>>, Vec<Option<String>>);
-    let (fields, replicas, records, open): Answer = first(locker, call).await?;
-    let state = fields.chunks(2).filter_map(|pair| Some((pair.first()?.clone(), pair.get(1)?.clone()))).collect();
-    let parsed =
-        |jsons: Vec<Option<String>>| jsons.iter().flatten().filter_map(|json| Record::from_json(json)).collect();
-    Ok(Read { state, replicas, records: parsed(records), open: parsed(open) })
+    Ok(ScheduleRead::of(first(locker, call).await?))
 }
 
 /// What [`control`] does.

@@ -1,7 +1,7 @@
 //! The calls every run makes, `startRun` and `taskDone` (its fn settled), and those of a one-attempt lock,
 //! `startTryLock` and `startRelease`: plain JS functions (ffi's `function`) that the facade gets once per locker from
 //! `NativeLocker::runCalls()`. A napi-rs function or method spends more on tracking its arguments' and receiver's
-//! borrows than the direct call it starts (measured: withfn c=50 at 0.92 of these; bench/README.md, profile step 23).
+//! borrows than the direct call it starts (bench/README.md, profile step 23).
 //! Their signatures are the types of [`RunCalls`]' fields, from which binding.d.ts is generated; the functions that
 //! read the arguments must take the same types, or the binding does not build.
 

@@ -1,13 +1,10 @@
 //! The few pieces of the Redis protocol (RESP2) a caller needs to carry our commands on a socket of its own (see
 //! direct/): commands written out, and replies read back.
 //!
-//! Ours rather than the redis crate's (`Cmd` packing, `ValueCodec`), which allocate per command and per reply value.
-//! Measured end to end, interleaved (bench/results/2026-11-25-resp-vs-redis-crate-interleaved.md, with
-//! bench/experiments/resp-vs-redis/crate-protocol.patch): with the crate's, withfn c=50 ran at 0.869× and
-//! uncontended c=50 at 0.905× the throughput (node CPU 3.38 → 4.30 µs per withfn cycle), far over the 5% that would
-//! have decided for it; per withfn batch, ours packs in 3.7 µs against 9.0 and parses in 2.2 µs against 8.0
-//! (bench/experiments/resp-vs-redis). It is fuzzed instead: property tests (tests/fuzz_resp.rs) and cargo-fuzz
-//! targets (fuzz/), both run by `npm run fuzz`.
+//! Ours rather than the redis crate's (`Cmd` packing, `ValueCodec`), which allocate per command and per reply value:
+//! with the crate's, the direct connection ran over 10% slower (the measurement:
+//! bench/results/2026-11-25-resp-vs-redis-crate-interleaved.md). It is fuzzed instead: property tests
+//! (tests/fuzz_resp.rs) and cargo-fuzz targets (fuzz/), both run by `npm run fuzz`.
 
 /// One reply, as far as our commands need it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,12 +10,11 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// While replies are handed out, the calls they lead to are written this many at a time rather than all at the
-/// end, so that Redis works on the first ones while the caller makes the rest: at 50 concurrent runs, about 3× the
-/// throughput of writing them all at once, which has node and Redis take turns (bench/README.md, profile step 15;
-/// 12 rather than 16 since step 26). Consecutive releases among them go as one command ([`write_commands`], profile
-/// step 19). Not on a cluster master: there the calls spread over the masters, each command is a call's own, and a
-/// socket that writes only once the replies are all handed out wakes its master less often for the same work (5–10%
-/// more cycles/s, 6–10% less CPU per cycle: bench/results/2026-11-26-cluster-writes.md).
+/// end, so that Redis works on the first ones while the caller makes the rest, instead of node and Redis taking turns
+/// (bench/README.md, profile steps 15 and 26). Consecutive releases among them go as one command
+/// ([`write_commands`]). Not on a cluster master: there the calls spread over the masters, each command is a call's
+/// own, and a socket that writes only once the replies are all handed out wakes its master less often for the same
+/// work (bench/results/2026-11-26-cluster-writes.md).
 const WRITE_EVERY: usize = 12;
 
 /// Bytes of room for reads, to start with (more when one reply is longer).

@@ -213,10 +213,6 @@ pub struct AttemptRun {
     instance: String,
     /// The schedule was suspended when the replica last heard.
     suspended: bool,
-    /// The claim's fence, once held.
-    claim: Option<i64>,
-    /// Whether the run lock is held.
-    run_lock: bool,
     /// Why fn's signal aborted before it settled, if it did.
     aborted: Option<AbortReason>,
     stage: Stage,
@@ -233,18 +229,7 @@ impl AttemptRun {
         instance: String,
         suspended: bool,
     ) -> (Self, Do) {
-        let run = Self {
-            attempt,
-            why,
-            follows,
-            policy,
-            instance,
-            suspended,
-            claim: None,
-            run_lock: false,
-            aborted: None,
-            stage: Stage::Claiming,
-        };
+        let run = Self { attempt, why, follows, policy, instance, suspended, aborted: None, stage: Stage::Claiming };
         (run, Do::Claim)
     }
 
@@ -265,7 +250,6 @@ impl AttemptRun {
         }
         match claimed {
             Ok(Some(fence)) => {
-                self.claim = Some(fence);
                 if self.policy.concurrency == Concurrency::Allow {
                     return self.record_start(fence, now);
                 }
@@ -288,10 +272,7 @@ impl AttemptRun {
             _ => return vec![],
         };
         match taken {
-            Ok(Some(fence)) => {
-                self.run_lock = true;
-                self.record_start(fence, now)
-            }
+            Ok(Some(fence)) => self.record_start(fence, now),
             Ok(None) if !waited && self.waits() => {
                 if self.policy.concurrency == Concurrency::Replace && !self.attempt.manual {
                     self.stage = Stage::GivingWay;

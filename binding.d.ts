@@ -209,6 +209,11 @@ export declare const enum OutcomeKind {
    * recorded, its locks given back.
    */
   Attempted = 12,
+  /**
+   * Schedule `id` recorded an occurrence missed: `extra` is its [`SkippedArgs`] (the reason: `deadline`,
+   * `superseded`, `overlap` or `suspended`).
+   */
+  Missed = 13,
 }
 
 /** The calls every run or one-attempt lock makes, of one locker. */
@@ -249,14 +254,16 @@ export interface ScheduleInit {
   concurrency?: string
   /** Milliseconds an attempt may take before its signal aborts. */
   timeout?: number
+  /** Milliseconds after which a running attempt makes the schedule's health `stuck` (nothing aborts it). */
+  maxRuntime?: number
   /** How many records Redis keeps. */
   history?: number
 }
 
-/** `extra` of [`OutcomeKind::Skipped`]. */
+/** `extra` of [`OutcomeKind::Skipped`] and [`OutcomeKind::Missed`]. */
 export interface SkippedArgs {
   tick: number
-  /** `taken`, `overlap` or `suspended`. */
+  /** Skipped: `taken`, `overlap` or `suspended`; missed: `deadline`, `superseded`, `overlap` or `suspended`. */
   reason: string
 }
 

@@ -270,7 +270,7 @@ test('history stays bounded after 1,000 occurrences, and every key of a schedule
   expect(ttls.filter((ttl) => ttl < 0)).toEqual([])
 })
 
-test("a replica's close() takes its registration away before it resolves: schedules() from another process no longer lists it", async () => {
+test("a replica's close() takes its registration away before it resolves: schedules() from another process lists no replica of it, orphaned", async () => {
   const name = uniqueKey('leaves')
   const [first] = await replicas.start(2, { message: { name, cron: '0 0 1 1 *' } })
   const listed = async () => (await locker.schedules()).find((s) => s.name === name)
@@ -281,6 +281,7 @@ test("a replica's close() takes its registration away before it resolves: schedu
   replicas.send(first, { stop: true })
   await exited
   expect((await listed()).replicas).toHaveLength(1)
+  expect((await listed()).health).toBe('ok')
   await replicas.stop({ stop: true })
-  expect(await listed()).toBeUndefined()
+  expect(await listed()).toMatchObject({ replicas: [], health: 'orphaned' })
 })

@@ -26,7 +26,7 @@ function occurrenceRecord(r) {
   return record
 }
 
-/** A schedule as its live replicas registered it (API.md `ScheduleInfo`). */
+/** A schedule as replicas registered it (API.md `ScheduleInfo`, with `health`). */
 function scheduleInfo(s) {
   return {
     name: s.name,
@@ -38,6 +38,9 @@ function scheduleInfo(s) {
     upcoming: s.upcoming.map((ms) => new Date(ms)),
     running: s.running.map(occurrenceRecord),
     last: s.last ? occurrenceRecord(s.last) : null,
+    lastSuccess: date(s.lastSuccess),
+    recent: s.recent,
+    health: s.health,
   }
 }
 

@@ -223,9 +223,9 @@ function lockInit(options, { canWait }) {
  */
 function scheduleInit(options) {
   const o = snapshot('options', options, [
-    'ttl', 'timezone', 'startingDeadline', 'retries', 'retryDelay', 'concurrency', 'timeout', 'history',
+    'ttl', 'timezone', 'startingDeadline', 'retries', 'retryDelay', 'concurrency', 'timeout', 'maxRuntime', 'history',
   ])
-  for (const name of ['ttl', 'startingDeadline', 'retryDelay', 'timeout']) checkType(name, o[name], 'number')
+  for (const name of ['ttl', 'startingDeadline', 'retryDelay', 'timeout', 'maxRuntime']) checkType(name, o[name], 'number')
   for (const name of ['retries', 'history']) {
     checkType(name, o[name], 'number')
     if (o[name] !== undefined && !(Number.isSafeInteger(o[name]) && o[name] >= 0)) {

@@ -54,6 +54,9 @@ pub enum OutcomeKind {
     /// Run `id`, a schedule's attempt, ended after its fn ran under `fence`, as `extra` ([`AttemptedArgs`]) says:
     /// recorded, its locks given back.
     Attempted = 12,
+    /// Schedule `id` recorded an occurrence missed: `extra` is its [`SkippedArgs`] (the reason: `deadline`,
+    /// `superseded`, `overlap` or `suspended`).
+    Missed = 13,
 }
 
 /// `extra` of [`OutcomeKind::Attempted`].
@@ -89,11 +92,11 @@ pub struct HeldArgs {
     pub holder: Option<String>,
 }
 
-/// `extra` of [`OutcomeKind::Skipped`].
+/// `extra` of [`OutcomeKind::Skipped`] and [`OutcomeKind::Missed`].
 #[napi(object)]
 pub struct SkippedArgs {
     pub tick: f64,
-    /// `taken`, `overlap` or `suspended`.
+    /// Skipped: `taken`, `overlap` or `suspended`; missed: `deadline`, `superseded`, `overlap` or `suspended`.
     pub reason: String,
 }
 
@@ -152,6 +155,9 @@ fn arguments(id: u32, outcome: Outcome) -> [Arg; 4] {
             };
             let args = SkippedArgs { tick: tick as f64, reason: reason.to_owned() };
             (OutcomeKind::Skipped, None, Some(Arg::of(args)))
+        }
+        Outcome::Missed { tick, reason } => {
+            (OutcomeKind::Missed, None, Some(Arg::of(SkippedArgs { tick: tick as f64, reason })))
         }
         Outcome::Unclaimed { tick, error } => {
             let args = UnclaimedArgs { tick: tick as f64, error: (&error).into() };

@@ -148,6 +148,8 @@ pub struct ScheduleInit {
     pub concurrency: Option<String>,
     /// Milliseconds an attempt may take before its signal aborts.
     pub timeout: Option<f64>,
+    /// Milliseconds after which a running attempt makes the schedule's health `stuck` (nothing aborts it).
+    pub max_runtime: Option<f64>,
     /// How many records Redis keeps.
     pub history: Option<u32>,
 }
@@ -175,6 +177,7 @@ impl TryFrom<ScheduleInit> for snatch_core::ScheduleOptions {
             retry_delay: millis_or("retryDelay", o.retry_delay, defaults.retry_delay)?,
             concurrency,
             timeout: o.timeout.map(|v| millis("timeout", v)).transpose()?,
+            max_runtime: o.max_runtime.map(|v| millis("maxRuntime", v)).transpose()?,
             history: o.history.unwrap_or(defaults.history),
         };
         options.validate()?;

@@ -2,10 +2,10 @@
 //! as strings), and the names a scan of a deployment's keys goes by.
 
 use crate::keys::{has_hash_tag, slot, SLOTS};
-use crate::schedule::Record;
+use crate::schedule::{Limits, Record, Status};
 use serde::Serialize;
 
-/// A schedule as its live replicas registered it.
+/// A schedule as replicas registered it (live ones now, or none any more: `orphaned`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleInfo {
@@ -23,6 +23,99 @@ pub struct ScheduleInfo {
     pub running: Vec<Record>,
     /// The newest record of an attempt that is not running.
     pub last: Option<Record>,
+    /// When its newest attempt that ran ok started, in epoch ms, among the records read.
+    pub last_success: Option<i64>,
+    /// How its records read came out: how many of them are ok, failed (failed, timeout, lost, crashed) and missed.
+    pub recent: Recent,
+    pub health: Health,
+}
+
+/// How many of a schedule's newest records came to what.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Recent {
+    /// How many records were read (the newest of those Redis keeps).
+    pub records: usize,
+    pub ok: usize,
+    /// Failed, timed out, lost or crashed.
+    pub failed: usize,
+    pub missed: usize,
+}
+
+impl Recent {
+    /// The counts of `records`.
+    pub fn of(records: &[Record]) -> Self {
+        let count = |f: &dyn Fn(Status) -> bool| records.iter().filter(|r| f(r.outcome)).count();
+        Self {
+            records: records.len(),
+            ok: count(&|o| o == Status::Ok),
+            failed: count(&|o| matches!(o, Status::Failed | Status::Timeout | Status::Lost | Status::Crashed)),
+            missed: count(&|o| o == Status::Missed),
+        }
+    }
+}
+
+/// Whether a schedule does what it is for, as its records, its limits and its registrations tell (the first that
+/// holds, in this order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Health {
+    /// No live replica registers it any more, while its state and records remain: the deploy that dropped it, or
+    /// every replica gone.
+    Orphaned,
+    /// An attempt has been running past its `timeout`, or past `maxRuntime`.
+    Stuck,
+    /// An occurrence's `startingDeadline` passed without a run: its newest occurrence that is over was recorded missed
+    /// (not while suspended), or none recorded the occurrence due after the newest one recorded.
+    Missed,
+    /// Its newest occurrence that is over failed, timed out, lost its lease or crashed.
+    Failing,
+    Ok,
+}
+
+/// How long after an occurrence's starting deadline a replica has recorded it, run or missed, in ms (their look back
+/// settles ticks within seconds of it): past this, an occurrence nobody recorded was missed.
+pub const RECORD_SLACK_MS: i64 = 30_000;
+
+/// What a schedule's health is told from.
+#[derive(Debug, Clone, Copy)]
+pub struct Observed<'a> {
+    /// How many live replicas register it.
+    pub replicas: usize,
+    pub suspended: bool,
+    pub limits: Limits,
+    /// The attempts running now.
+    pub running: &'a [Record],
+    /// The newest record of an attempt that is not running.
+    pub last: Option<&'a Record>,
+    /// The first occurrence after the newest one recorded (or after its first registration), in epoch ms.
+    pub unrecorded: Option<i64>,
+}
+
+impl Health {
+    /// The health of the schedule `observed` at `now` (epoch ms).
+    pub fn of(observed: &Observed, now: i64) -> Self {
+        if observed.replicas == 0 {
+            return Self::Orphaned;
+        }
+        let Observed { limits, running, last, .. } = *observed;
+        if let Some(limit) = limits.timeout.or(limits.max_runtime) {
+            let limit = limit.as_millis() as i64;
+            if running.iter().any(|r| r.started.is_some_and(|started| now - started > limit)) {
+                return Self::Stuck;
+            }
+        }
+        let deadline = limits.starting_deadline.as_millis() as i64 + RECORD_SLACK_MS;
+        if !observed.suspended && observed.unrecorded.is_some_and(|tick| now - tick > deadline) {
+            return Self::Missed;
+        }
+        match last {
+            Some(r) if r.outcome == Status::Missed && r.reason.as_deref() != Some("suspended") => Self::Missed,
+            Some(r) if matches!(r.outcome, Status::Failed | Status::Timeout | Status::Lost | Status::Crashed) => {
+                Self::Failing
+            }
+            _ => Self::Ok,
+        }
+    }
 }
 
 /// A lock held now.
@@ -143,5 +236,46 @@ mod tests {
         }
         // A prefix with a hash tag of its own puts every key in one slot: no key for another.
         assert_eq!(key_in_slot("{app}:", 0), None);
+    }
+
+    #[test]
+    fn health_is_the_first_that_holds() {
+        use crate::schedule::{Attempt, Why};
+        use std::time::Duration;
+        let record = |outcome, reason: Option<&str>| {
+            let mut r = Record::missed(Attempt::first(0), Why::OnTime, reason.unwrap_or("x"));
+            r.outcome = outcome;
+            r.reason = reason.map(str::to_owned);
+            r.started = Some(1_000);
+            r
+        };
+        let limits = Limits {
+            timeout: Some(Duration::from_secs(10)),
+            starting_deadline: Duration::from_secs(60),
+            ..Limits::default()
+        };
+        let ok = record(Status::Ok, None);
+        let running = [record(Status::Running, None)];
+        let seen = Observed { replicas: 1, suspended: false, limits, running: &[], last: Some(&ok), unrecorded: None };
+        let health = |observed: Observed, now| Health::of(&observed, now);
+        assert_eq!(health(Observed { replicas: 0, ..seen }, 5_000), Health::Orphaned);
+        assert_eq!(health(Observed { running: &running, ..seen }, 12_000), Health::Stuck);
+        assert_eq!(health(Observed { running: &running, ..seen }, 5_000), Health::Ok);
+        let unlimited = Observed { running: &running, limits: Limits::default(), ..seen };
+        assert_eq!(health(unlimited, 99_000_000), Health::Ok, "no limit, never stuck");
+        let missed = record(Status::Missed, Some("deadline"));
+        assert_eq!(health(Observed { last: Some(&missed), ..seen }, 5_000), Health::Missed);
+        let suspended = record(Status::Missed, Some("suspended"));
+        assert_eq!(health(Observed { last: Some(&suspended), ..seen }, 5_000), Health::Ok);
+        for failing in [Status::Failed, Status::Timeout, Status::Lost, Status::Crashed] {
+            assert_eq!(health(Observed { last: Some(&record(failing, None)), ..seen }, 5_000), Health::Failing);
+        }
+        // An occurrence nobody recorded: missed once its deadline and the slack have passed, unless suspended.
+        let due = Observed { unrecorded: Some(100_000), ..seen };
+        assert_eq!(health(due, 100_000 + 60_000 + RECORD_SLACK_MS), Health::Ok);
+        assert_eq!(health(due, 100_001 + 60_000 + RECORD_SLACK_MS), Health::Missed);
+        assert_eq!(health(Observed { suspended: true, ..due }, 10_000_000), Health::Ok);
+        let counts = Recent::of(&[ok.clone(), missed, record(Status::Crashed, None), ok]);
+        assert_eq!(counts, Recent { records: 4, ok: 2, failed: 1, missed: 1 });
     }
 }

@@ -84,6 +84,8 @@ pub enum Outcome {
     Skipped { tick: i64, reason: SkipReason },
     /// Schedule `id` could not claim occurrence `tick` (Redis unreachable, no quorum): it did not run here.
     Unclaimed { tick: i64, error: SnatchError },
+    /// Schedule `id` recorded occurrence `tick` missed, for `reason` (`deadline`, `superseded`, `overlap`, `suspended`).
+    Missed { tick: i64, reason: String },
 }
 
 /// What an acquisition is for.

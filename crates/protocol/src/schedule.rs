@@ -62,14 +62,15 @@ impl ScheduleKeys {
         self.run.beside("", self.one_slot)
     }
 
-    /// The name of the schedule whose registrations `key` holds, under `prefix` (what a scan for schedules finds).
-    pub fn name_of_replicas(prefix: &str, key: &str, one_slot: bool) -> Option<String> {
-        let base = key.strip_suffix(":replicas")?;
+    /// The name of the schedule whose state `key` holds, under `prefix` (what a scan for schedules finds: every
+    /// schedule a replica registered, whose state is kept a week after its last replica went).
+    pub fn name_of_state(prefix: &str, key: &str, one_slot: bool) -> Option<String> {
+        let base = key.strip_suffix(":state")?;
         let name = match base.strip_prefix('{').and_then(|b| b.strip_suffix('}')) {
             Some(lock) => lock.strip_prefix(prefix)?,
             None => base.strip_prefix(prefix)?,
         };
-        Self::new(prefix, name, one_slot).ok().filter(|keys| keys.replicas == key).map(|_| name.to_owned())
+        Self::new(prefix, name, one_slot).ok().filter(|keys| keys.state == key).map(|_| name.to_owned())
     }
 }
 
@@ -290,6 +291,39 @@ pub enum Written {
     Refused,
 }
 
+/// How long a schedule's attempts may take, and by when a missed occurrence still runs: written with the registration,
+/// so that any process can tell the schedule's health (fleet.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Limits {
+    /// An attempt's `timeout`.
+    pub timeout: Option<Duration>,
+    /// An attempt running longer is stuck (`maxRuntime`).
+    pub max_runtime: Option<Duration>,
+    pub starting_deadline: Duration,
+}
+
+impl Limits {
+    /// The state's fields and values that say them (`timeout`, `maxRuntime`: empty when none; `startingDeadline`).
+    pub fn fields(&self) -> [(&'static str, String); 3] {
+        let ms = |d: Option<Duration>| d.map_or_else(String::new, |d| d.as_millis().to_string());
+        [
+            ("timeout", ms(self.timeout)),
+            ("maxRuntime", ms(self.max_runtime)),
+            ("startingDeadline", self.starting_deadline.as_millis().to_string()),
+        ]
+    }
+
+    /// The limits a schedule's state says (none for what it does not: a registration of an earlier version).
+    pub fn of(state: &std::collections::HashMap<String, String>) -> Self {
+        let ms = |name: &str| state.get(name).and_then(|v| v.parse().ok()).map(Duration::from_millis);
+        Self {
+            timeout: ms("timeout"),
+            max_runtime: ms("maxRuntime"),
+            starting_deadline: ms("startingDeadline").unwrap_or_default(),
+        }
+    }
+}
+
 /// A schedule's state, as a replica reads it when it registers: what scripts/schedule_register.lua answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Registered {
@@ -475,10 +509,10 @@ mod tests {
         assert_eq!(tagged.state, "{app}:report:state");
         for (prefix, name, one_slot) in [("snatch:", "a:b", false), ("snatch:", "a", true), ("{app}:", "r", true)] {
             let keys = ScheduleKeys::new(prefix, name, one_slot).unwrap();
-            assert_eq!(ScheduleKeys::name_of_replicas(prefix, &keys.replicas, one_slot).as_deref(), Some(name));
+            assert_eq!(ScheduleKeys::name_of_state(prefix, &keys.state, one_slot).as_deref(), Some(name));
         }
-        assert_eq!(ScheduleKeys::name_of_replicas("snatch:", "{other:a}:replicas", false), None);
-        assert_eq!(ScheduleKeys::name_of_replicas("snatch:", "{snatch:a}:state", false), None);
+        assert_eq!(ScheduleKeys::name_of_state("snatch:", "{other:a}:state", false), None);
+        assert_eq!(ScheduleKeys::name_of_state("snatch:", "{snatch:a}:replicas", false), None);
     }
 
     #[test]

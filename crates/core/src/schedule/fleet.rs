@@ -8,15 +8,17 @@ use crate::schedule::cron::CronSchedule;
 use crate::schedule::store::{self, Control};
 use crate::server::node::Node;
 use crate::server::script_call::ScriptCall;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
 use snatch_protocol::direct::target::{ClusterMap, DirectTarget};
-use snatch_protocol::fleet::{glob_literal, key_in_slot, Deployment, HeldLock, HeldSemaphore, ScheduleInfo, UPCOMING};
+use snatch_protocol::fleet::{
+    glob_literal, key_in_slot, Deployment, Health, HeldLock, HeldSemaphore, Observed, Recent, ScheduleInfo, UPCOMING,
+};
 use snatch_protocol::keys::{has_hash_tag, LockKeys};
-use snatch_protocol::schedule::{Attempt, ScheduleKeys, Status};
+use snatch_protocol::schedule::{Attempt, Limits, Record, ScheduleKeys, Status};
 use snatch_protocol::scripts::{SCAN, SEMAPHORE_READ};
 use snatch_protocol::SnatchError;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 /// How long the state of a schedule that `suspend` or `resume` finds unregistered is kept: a week, as a registered
@@ -29,7 +31,7 @@ const SCAN_COUNT: u32 = 1000;
 /// What the fleet is asked.
 #[derive(Debug, Clone)]
 pub enum FleetRequest {
-    /// Every schedule a live replica registered.
+    /// Every schedule a replica registered (orphaned ones too, while their state is kept).
     Schedules,
     /// Schedule `name`'s newest `limit` records.
     History {
@@ -88,7 +90,7 @@ async fn control(locker: &Locker, name: &str, control: Control) -> Result<(i64, 
     store::control(locker, &keys(locker, name)?, control, KEEP).await
 }
 
-/// Every schedule a live replica registered, by name.
+/// Every schedule a replica registered (orphaned ones too), by name.
 async fn schedules(locker: &Locker) -> Result<Vec<ScheduleInfo>, SnatchError> {
     let names = scheduled(locker).await?;
     let infos = join_all(names.iter().map(|name| schedule(locker, name))).await;
@@ -98,10 +100,13 @@ async fn schedules(locker: &Locker) -> Result<Vec<ScheduleInfo>, SnatchError> {
     Ok(infos)
 }
 
-/// Schedule `name` as its live replicas registered it; `None` when none is live any more.
+/// How many of a schedule's newest records `schedules()` reads (its last success, its recent counts).
+const RECENT: u32 = 50;
+
+/// Schedule `name` as replicas registered it; `None` when its state is gone (it expired meanwhile).
 async fn schedule(locker: &Locker, name: &str) -> Result<Option<ScheduleInfo>, SnatchError> {
-    let read = store::read(locker, &keys(locker, name)?, 10).await?;
-    if read.replicas.is_empty() {
+    let read = store::read(locker, &keys(locker, name)?, RECENT).await?;
+    if read.state.is_empty() {
         return Ok(None);
     }
     let field = |name: &str| read.state.get(name).cloned().unwrap_or_default();
@@ -114,33 +119,58 @@ async fn schedule(locker: &Locker, name: &str) -> Result<Option<ScheduleInfo>, S
         Err(_) => Vec::new(),
     };
     let next = upcoming.first().copied();
-    let running = read.open.iter().filter(|r| r.outcome == Status::Running).cloned().collect();
+    let running: Vec<Record> = read.open.iter().filter(|r| r.outcome == Status::Running).cloned().collect();
     let last = read.records.iter().find(|r| r.outcome != Status::Running).cloned();
+    let last_success = read.records.iter().find(|r| r.outcome == Status::Ok).and_then(|r| r.started);
+    let suspended = read.state.contains_key("suspended");
+    let observed = Observed {
+        replicas: read.replicas.len(),
+        suspended,
+        limits: Limits::of(&read.state),
+        running: &running,
+        last: last.as_ref(),
+        unrecorded: unrecorded(&cron, &timezone, &read.state, &read.records),
+    };
+    let health = Health::of(&observed, Utc::now().timestamp_millis());
     Ok(Some(ScheduleInfo {
         name: name.to_owned(),
         cron,
         timezone,
+        recent: Recent::of(&read.records),
         replicas: read.replicas,
-        suspended: read.state.contains_key("suspended"),
+        suspended,
         next,
         upcoming,
         running,
         last,
+        last_success,
+        health,
     }))
 }
 
-/// The names of the schedules that have registrations under the locker's prefix (live or not), found by a scan.
+/// The first occurrence of `cron` in `timezone` after the newest tick recorded among `records` (or after the schedule's
+/// first registration, which `state` says), in epoch ms.
+fn unrecorded(cron: &str, timezone: &str, state: &HashMap<String, String>, records: &[Record]) -> Option<i64> {
+    let since = state.get("since").and_then(|v| v.parse::<i64>().ok())?;
+    let newest = records.iter().filter(|r| !r.manual).map(|r| r.tick).fold(since, i64::max);
+    let after = DateTime::<Utc>::from_timestamp_millis(newest)?;
+    let schedule = CronSchedule::new(cron, timezone, after).ok()?;
+    schedule.next_after(after).map(|tick| tick.timestamp_millis())
+}
+
+/// The names of the schedules under the locker's prefix that a replica registered (live or not: their state is kept a
+/// week after the last one went), found by a scan.
 async fn scheduled(locker: &Locker) -> Result<Vec<String>, SnatchError> {
     let prefix = &locker.config().prefix;
     let one_slot = locker.one_slot();
     let mut found = BTreeSet::new();
     for node in locker.nodes().all() {
         for route in routes(node, prefix).await? {
-            scan(node, &route, &Scan { glob: "*:replicas", kind: "zset", keep: Owned::Any }, usize::MAX, &mut found)
+            scan(node, &route, &Scan { glob: "*:state", kind: "hash", keep: Owned::Any }, usize::MAX, &mut found)
                 .await?;
         }
     }
-    Ok(found.iter().filter_map(|key| ScheduleKeys::name_of_replicas(prefix, key, one_slot)).collect())
+    Ok(found.iter().filter_map(|key| ScheduleKeys::name_of_state(prefix, key, one_slot)).collect())
 }
 
 /// Up to `limit` locks held now under the locker's prefix whose names match `pattern`, by name: every node of

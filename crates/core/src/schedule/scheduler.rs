@@ -24,7 +24,8 @@ use chrono::{DateTime, Utc};
 use snatch_protocol::attempt::{AbortReason, AttemptRun, Concurrency, Do, Next, Now, Policy};
 use snatch_protocol::run::{Occurrence, Outcome};
 use snatch_protocol::schedule::{
-    Attempt, CatchUp, Found, Registered, ScheduleKeys, Why, Write, Written, DEFAULT_HISTORY, MAX_HISTORY, MAX_LOOK_BACK,
+    Attempt, CatchUp, Found, Limits, Registered, ScheduleKeys, Status, Why, Write, Written, DEFAULT_HISTORY,
+    MAX_HISTORY, MAX_LOOK_BACK,
 };
 use snatch_protocol::SnatchError;
 use std::collections::{HashMap, VecDeque};
@@ -65,6 +66,8 @@ pub struct ScheduleOptions {
     pub concurrency: Concurrency,
     /// Per attempt: fn's signal aborts then, and the attempt counts as failed.
     pub timeout: Option<Duration>,
+    /// An attempt running longer makes the schedule's health `stuck` (it is not aborted).
+    pub max_runtime: Option<Duration>,
     /// How many records Redis keeps.
     pub history: u32,
 }
@@ -79,6 +82,7 @@ impl Default for ScheduleOptions {
             retry_delay: Duration::from_secs(1),
             concurrency: Concurrency::Forbid,
             timeout: None,
+            max_runtime: None,
             history: DEFAULT_HISTORY,
         }
     }
@@ -95,6 +99,9 @@ impl ScheduleOptions {
         }
         if let Some(timeout) = self.timeout {
             validate_duration("timeout", timeout)?;
+        }
+        if let Some(max_runtime) = self.max_runtime {
+            validate_duration("maxRuntime", max_runtime)?;
         }
         validate_duration("retryDelay", self.retry_delay)?;
         validate_duration("startingDeadline", self.starting_deadline)
@@ -150,6 +157,11 @@ pub fn schedule(
         instance: locker.config().instance_id.clone(),
         cron: cron.expression.clone(),
         timezone: cron.timezone.clone(),
+        limits: Limits {
+            timeout: options.timeout,
+            max_runtime: options.max_runtime,
+            starting_deadline: options.starting_deadline,
+        },
         keep: KEEP.max(options.starting_deadline * 2),
     };
     let (work, todo) = mpsc::unbounded_channel();
@@ -581,9 +593,15 @@ impl Driver {
         Now { wall_ms: self.now().timestamp_millis(), instant: std::time::Instant::now() }
     }
 
-    /// Writes a record of the schedule.
+    /// Writes a record of the schedule; the caller hears of an occurrence recorded missed here.
     async fn record(&self, write: &Write) -> Result<Written, SnatchError> {
-        store::record(&self.locker, &self.keys, write, self.options.history, self.registration.keep).await
+        let written =
+            store::record(&self.locker, &self.keys, write, self.options.history, self.registration.keep).await;
+        if written == Ok(Written::Yes) && write.record.outcome == Status::Missed {
+            let reason = write.record.reason.clone().unwrap_or_default();
+            self.tell(Outcome::Missed { tick: write.record.tick, reason });
+        }
+        written
     }
 
     /// Tells the caller `outcome` of the schedule.

@@ -7,7 +7,7 @@ use crate::lock::locker::Locker;
 use crate::server::script_call::ScriptCall;
 use futures_util::future::join_all;
 use snatch_protocol::schedule::{
-    Attempt, Conditions, Found, Open, Record, Registered, ScheduleKeys, ScheduleRead, Write, Written,
+    Attempt, Conditions, Found, Limits, Open, Record, Registered, ScheduleKeys, ScheduleRead, Write, Written,
 };
 use snatch_protocol::scripts::{
     CLUSTER, SCHEDULE_CONTROL, SCHEDULE_LEAVE, SCHEDULE_READ, SCHEDULE_RECORD, SCHEDULE_REGISTER, SCHEDULE_SWEEP,
@@ -31,6 +31,7 @@ pub(crate) struct Registration {
     pub(crate) instance: String,
     pub(crate) cron: String,
     pub(crate) timezone: String,
+    pub(crate) limits: Limits,
     /// How long the state and records are kept after the last write or registration.
     pub(crate) keep: Duration,
 }
@@ -59,6 +60,9 @@ pub(crate) async fn register(
     call.arg(&keys.state).arg(&keys.replicas).arg(&keys.triggers).arg(&keys.history).arg(&keys.records).arg(&keys.open);
     call.arg(&registration.instance).arg(millis(REGISTRATION)).arg(millis(registration.keep));
     call.arg(&registration.cron).arg(&registration.timezone).arg(look.settled.unwrap_or(-1)).arg(u8::from(refresh));
+    for (field, value) in registration.limits.fields() {
+        call.arg(field).arg(value);
+    }
     for &tick in &look.ticks {
         call.arg(Attempt::first(tick).id());
     }

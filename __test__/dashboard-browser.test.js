@@ -57,13 +57,14 @@ describeWithBrowser('the dashboard in Chromium', () => {
     return page
   }
 
-  /** The rows of the schedules table: `{ name, last, state, buttons }` each. */
+  /** The rows of the schedules table: `{ name, last, state, health, buttons }` each. */
   const scheduleRows = (page) =>
     page.$$eval('#schedules tbody tr', (rows) =>
       rows.map((tr) => ({
         name: tr.dataset.name,
         last: tr.cells[3].querySelector('.outcome')?.textContent ?? null,
         state: tr.cells[5].textContent,
+        health: tr.cells[6].textContent,
         buttons: [...tr.querySelectorAll('button')].map((b) => b.textContent),
       })),
     )
@@ -121,7 +122,9 @@ describeWithBrowser('the dashboard in Chromium', () => {
     for (const row of rows) {
       const info = schedules.find((s) => s.name === row.name)
       expect(row.last).toBe(info.last ? info.last.outcome : null)
+      expect(row.health).toBe(info.health)
     }
+    expect(rows.find((r) => r.name === 'sync').health).toBe('failing')
     expect(rows.find((r) => r.name === 'cleanup').buttons).toEqual(['trigger', 'suspend'])
     // The failed schedule's runs: the timeline's bars and the records with the error as text.
     await page.click('#schedules tr[data-name="sync"] td:first-child a')

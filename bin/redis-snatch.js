@@ -11,15 +11,18 @@ const http = require('node:http')
 const { parseArgs } = require('node:util')
 const { createLocker } = require('../index.js')
 const { createDashboard } = require('../dashboard.js')
+const { createMetricsHandler } = require('../prometheus.js')
 
 const USAGE =
-  'usage: redis-snatch <schedules | history NAME | locks [MATCH] | inspect KEY | release KEY | trigger NAME | ' +
-  'suspend NAME | resume NAME | dashboard> [options]'
+  'usage: redis-snatch <schedules | check [NAME...] | history NAME | locks [MATCH] | inspect KEY | release KEY | ' +
+  'trigger NAME | suspend NAME | resume NAME | dashboard | metrics> [options]'
 
 const HELP = `${USAGE}
 
 Commands:
-  schedules         every schedule a live replica registered
+  schedules         every schedule replicas registered, with its health (ok, failing, missed, stuck, orphaned)
+  check [NAME...]   the schedules that are not healthy (all, or those NAMEd): exit 0 when none, 1 when some
+                    (or a NAME no replica ever registered), for a probe, a CI step or a cron monitor
   history NAME      schedule NAME's newest records, newest first
   locks [MATCH]     the locks held now (MATCH: a glob over the key names, default '*')
   inspect KEY       what Redis holds for lock KEY ("free" when nothing; its fence counter is the holder's
@@ -29,6 +32,7 @@ Commands:
   suspend NAME      every replica skips schedule NAME's occurrences until resume
   resume NAME       schedule NAME runs again
   dashboard         serve the dashboard (schedules, runs, locks) until stopped (Ctrl-C)
+  metrics           serve the fleet's Prometheus metrics at /metrics until stopped (Ctrl-C)
 
 Options:
   --url URL                  one Redis (default: $REDIS_URL, else redis://127.0.0.1:6379)
@@ -40,14 +44,15 @@ Options:
   --tls-key FILE             PEM file of the client certificate's key
   --username U               ACL user when the URL names none
   --password P               password when the URL gives none (default: $REDIS_PASSWORD)
-  --limit N                  at most N records (history, default 50) or locks (locks, default 1000)
+  --limit N                  at most N records (history, default 50), locks (locks, default 1000), or
+                             schedules, locks and semaphores each (metrics, default 1000)
   --json                     one JSON document on stdout (fences as decimal strings, times as ISO strings)
-  --port N                   the dashboard's port (default 4000; 0: any free one)
-  --host H                   the address the dashboard listens on (default 127.0.0.1: this machine only)
+  --port N                   the port to serve on (dashboard: default 4000; metrics: default 9464; 0: any free one)
+  --host H                   the address to serve on (default 127.0.0.1: this machine only)
   --actions                  the dashboard's trigger, suspend, resume and force-release buttons (default: read-only)
   --help                     this help
 
-Exit codes: 0 success, 1 an error from Redis or redis-snatch, 2 bad usage.`
+Exit codes: 0 success, 1 an error from Redis or redis-snatch (check: or a schedule not healthy), 2 bad usage.`
 
 /** @type {import('node:util').ParseArgsConfig['options']} */
 const OPTIONS = {
@@ -72,6 +77,7 @@ const OPTIONS = {
 /** Each command's positional arguments: required ones, then optional ones (in brackets). */
 const COMMANDS = {
   schedules: [],
+  check: ['[NAME...]'],
   history: ['NAME'],
   locks: ['[MATCH]'],
   inspect: ['KEY'],
@@ -80,13 +86,17 @@ const COMMANDS = {
   suspend: ['NAME'],
   resume: ['NAME'],
   dashboard: [],
+  metrics: [],
 }
 
-/** The options only the dashboard takes. */
-const DASHBOARD_OPTIONS = ['port', 'host', 'actions']
+/** The options only the commands that serve take, and which those are. */
+const SERVING_OPTIONS = { port: ['dashboard', 'metrics'], host: ['dashboard', 'metrics'], actions: ['dashboard'] }
+
+/** Each serving command's default port. */
+const DEFAULT_PORTS = { dashboard: 4000, metrics: 9464 }
 
 /** The commands that take --limit. */
-const LIMITED = new Set(['history', 'locks'])
+const LIMITED = new Set(['history', 'locks', 'metrics'])
 
 /** A mistake in the command line: exit code 2. */
 class UsageError extends Error {}
@@ -118,17 +128,20 @@ function parse(argv) {
   if (!Object.hasOwn(COMMANDS, command)) throw new UsageError(`unknown command '${command}'`)
   const expected = COMMANDS[command]
   const required = expected.filter((a) => !a.startsWith('['))
+  const any = expected.some((a) => a.endsWith('...]'))
   if (args.length < required.length) throw new UsageError(`${command}: missing ${required[args.length]}`)
-  if (args.length > expected.length) throw new UsageError(`${command}: unexpected argument '${args[expected.length]}'`)
+  if (!any && args.length > expected.length) {
+    throw new UsageError(`${command}: unexpected argument '${args[expected.length]}'`)
+  }
   const limit = values.limit === undefined ? undefined : Number(values.limit)
   if (limit !== undefined) {
-    if (!LIMITED.has(command)) throw new UsageError(`${command} takes no --limit (history and locks do)`)
+    if (!LIMITED.has(command)) throw new UsageError(`${command} takes no --limit (history, locks and metrics do)`)
     if (!/^\d+$/.test(String(values.limit)) || limit < 1 || limit > 2 ** 32 - 1) {
       throw new UsageError(`--limit must be a positive integer, got '${values.limit}'`)
     }
   }
-  for (const option of DASHBOARD_OPTIONS) {
-    if (command !== 'dashboard' && values[option] !== undefined) throw new UsageError(`${command} takes no --${option}`)
+  for (const [option, commands] of Object.entries(SERVING_OPTIONS)) {
+    if (!commands.includes(command) && values[option] !== undefined) throw new UsageError(`${command} takes no --${option}`)
   }
   if (values.port !== undefined && (!/^\d+$/.test(values.port) || Number(values.port) > 65535)) {
     throw new UsageError(`--port must be a port number, got '${values.port}'`)
@@ -194,8 +207,8 @@ function place(options) {
 }
 
 /**
- * Runs `command` with `args` (and `limit`) on `locker`, made with `options`; resolves `{ json, text }`, what to print
- * in either mode.
+ * Runs `command` with `args` (and `limit`) on `locker`, made with `options`; resolves `{ json, text, code? }`, what to
+ * print in either mode and the exit code when not 0.
  */
 async function run(locker, options, command, args, limit) {
   const [name] = args
@@ -205,6 +218,8 @@ async function run(locker, options, command, args, limit) {
       if (schedules.length === 0) return { json: [], text: `no schedules registered ${place(options)}` }
       return { json: schedules, text: schedulesTable(schedules) }
     }
+    case 'check':
+      return check(await locker.schedules(), args, options)
     case 'history': {
       const records = await locker.history(name, { limit })
       if (records.length === 0) return { json: [], text: `no records of '${name}' ${place(options)}` }
@@ -251,8 +266,50 @@ function schedulesTable(schedules) {
     s.running.length,
     s.next ? when(s.next) : '-',
     s.last ? `${s.last.outcome} ${relative(s.last.started ?? s.last.tick)}` : '-',
+    s.health,
   ])
-  return table([['NAME', 'CRON', 'TIMEZONE', 'STATE', 'REPLICAS', 'RUNNING', 'NEXT', 'LAST'], ...rows])
+  return table([['NAME', 'CRON', 'TIMEZONE', 'STATE', 'REPLICAS', 'RUNNING', 'NEXT', 'LAST', 'HEALTH'], ...rows])
+}
+
+/**
+ * `check`: of `schedules`, those `names` (all when none) that are not healthy, with why; a name that no replica
+ * registered (or whose state expired) is `unknown`. Exit code 1 when any, else 0.
+ */
+function check(schedules, names, options) {
+  const byName = new Map(schedules.map((s) => [s.name, s]))
+  const checked = names.length === 0 ? schedules : names.map((n) => byName.get(n) ?? { name: n, health: 'unknown' })
+  const unhealthy = checked.filter((s) => s.health !== 'ok').map((s) => ({ name: s.name, health: s.health, why: why(s, options) }))
+  const json = { healthy: unhealthy.length === 0, checked: checked.length, unhealthy }
+  if (unhealthy.length > 0) {
+    return { json, code: 1, text: table([['NAME', 'HEALTH', 'WHY'], ...unhealthy.map((u) => [u.name, u.health, u.why])]) }
+  }
+  if (checked.length === 0) return { json, text: `no schedules registered ${place(options)}: nothing to check` }
+  return { json, text: `${checked.length === 1 ? `'${checked[0].name}' is` : `all ${checked.length} schedules are`} healthy` }
+}
+
+/** Why schedule `s` (a ScheduleInfo, or `{ name, health: 'unknown' }`) has its health, in a line. */
+function why(s, options) {
+  const last = s.last ? `last ${s.last.outcome} ${relative(s.last.started ?? s.last.tick)}` : 'never ran'
+  const success = s.lastSuccess ? `last ok ${relative(s.lastSuccess)}` : 'no ok run recorded'
+  switch (s.health) {
+    case 'unknown':
+      return `no replica registered it ${place(options)}`
+    case 'orphaned':
+      return `no live replica registers it (${last})`
+    case 'stuck': {
+      const running = s.running.map((r) => `on ${r.instance ?? '?'} since ${relative(r.started ?? r.tick)}`).join(', ')
+      return `running past its timeout or maxRuntime: ${running}`
+    }
+    case 'failing': {
+      const error = s.last.error === undefined ? '' : `: ${s.last.error.replace(/\s+/g, ' ').trim()}`
+      return `${last}${error}; ${success}`
+    }
+    case 'missed':
+      return s.last?.outcome === 'missed'
+        ? `tick ${localTime(s.last.tick)} missed (${s.last.reason}); ${success}`
+        : `an occurrence passed its starting deadline with no run recorded (${last}); ${success}`
+  }
+  return s.health
 }
 
 function historyTable(records) {
@@ -335,19 +392,34 @@ function toJson(value) {
   return JSON.stringify(value, (_key, v) => (typeof v === 'bigint' ? v.toString() : v), 2)
 }
 
-/** Serves the dashboard of `locker` on `--host`:`--port` until SIGINT or SIGTERM; resolves exit code 0 then. */
-async function serveDashboard(locker, values) {
-  const server = http.createServer(createDashboard(locker, { actions: values.actions === true }))
+/**
+ * Serves `command` (dashboard, metrics) for `locker` on `--host`:`--port` until SIGINT or SIGTERM; resolves exit code 0
+ * then.
+ */
+async function serve(locker, command, values, limit) {
+  let handler
+  if (command === 'dashboard') handler = createDashboard(locker, { actions: values.actions === true })
+  else {
+    const metrics = createMetricsHandler(locker, { limit })
+    handler = (req, res) => {
+      if (new URL(req.url ?? '/', 'http://metrics').pathname === '/metrics') return metrics(req, res)
+      res.writeHead(404, { 'content-type': 'text/plain' })
+      res.end('not found: the metrics are at /metrics')
+    }
+  }
+  const server = http.createServer(handler)
   const host = values.host ?? '127.0.0.1'
   await new Promise((resolve, reject) => {
     server.once('error', reject)
-    server.listen(Number(values.port ?? 4000), host, resolve)
+    server.listen(Number(values.port ?? DEFAULT_PORTS[command]), host, resolve)
   })
   const { port } = server.address()
   const shown = host.includes(':') ? `[${host}]` : host
-  process.stdout.write(
-    `redis-snatch dashboard on http://${shown}:${port}/ (${values.actions ? 'actions on' : 'read-only'}); Ctrl-C stops it\n`,
-  )
+  const what =
+    command === 'dashboard'
+      ? `dashboard on http://${shown}:${port}/ (${values.actions ? 'actions on' : 'read-only'})`
+      : `metrics on http://${shown}:${port}/metrics`
+  process.stdout.write(`redis-snatch ${what}; Ctrl-C stops it\n`)
   await new Promise((resolve) => {
     process.once('SIGINT', resolve)
     process.once('SIGTERM', resolve)
@@ -383,10 +455,10 @@ async function main(argv) {
   try {
     const options = lockerOptions(values)
     locker = createLocker(options)
-    if (command === 'dashboard') return await serveDashboard(locker, values)
-    const { json, text } = await run(locker, options, command, args, limit)
+    if (command === 'dashboard' || command === 'metrics') return await serve(locker, command, values, limit)
+    const { json, text, code = 0 } = await run(locker, options, command, args, limit)
     process.stdout.write(`${values.json ? toJson(json) : text}\n`)
-    return 0
+    return code
   } catch (err) {
     if (err instanceof UsageError) return usage(err)
     const code = err?.code ? ` (${err.code})` : ''

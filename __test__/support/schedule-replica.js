@@ -1,13 +1,13 @@
 'use strict'
-// A replica process for the schedule fleet tests: on `{ name, cron, options, hangFirst, instanceId }` it schedules that
-// job on REDIS_URL and reports over IPC every attempt it starts (`start`) and every event of the schedule (`run`,
-// `skip`, `error`), each with its tick in epoch ms. With `hangFirst` the first attempt of an occurrence never settles
-// (the process is to be killed while it runs). `{ stop: true }` closes the locker and exits.
+// A replica process for the schedule fleet tests: on each `{ name, cron, options, hangFirst, fail, instanceId, prefix }`
+// it schedules that job on REDIS_URL (one locker for them all, made by the first) and reports over IPC every attempt it
+// starts (`start`) and every event of the schedule (`run`, `skip`, `error`), each with its tick in epoch ms. With
+// `hangFirst` the first attempt of an occurrence never settles (the process is to be killed while it runs); with `fail`
+// every attempt throws. `{ stop: true }` closes the locker and exits.
 
 const { createLocker } = require('../..')
 
 let locker
-let task
 
 process.on('message', async (message) => {
   if (message.stop) {
@@ -15,14 +15,15 @@ process.on('message', async (message) => {
     process.disconnect()
     return
   }
-  const { name, cron, options, hangFirst, instanceId } = message
-  locker = createLocker({ url: process.env.REDIS_URL, instanceId })
-  task = locker.schedule(
+  const { name, cron, options, hangFirst, fail, instanceId, prefix } = message
+  locker ??= createLocker({ url: process.env.REDIS_URL, instanceId, prefix })
+  const task = locker.schedule(
     name,
     cron,
     async ({ tick, attempt, why, fence }) => {
       process.send({ event: 'start', tick: tick.getTime(), attempt, why, fence: String(fence), pid: process.pid })
       if (hangFirst && attempt === 1) await new Promise(() => {})
+      if (fail) throw new Error(`${name} fails`)
     },
     options,
   )
@@ -32,5 +33,5 @@ process.on('message', async (message) => {
   task.on('error', (err, { tick, attempt, why }) =>
     process.send({ event: 'error', pid, tick: tick.getTime(), attempt, why, code: err.code, message: err.message }),
   )
-  process.send({ event: 'ready', pid: process.pid })
+  process.send({ event: 'ready', pid: process.pid, name })
 })

@@ -1,10 +1,11 @@
 'use strict'
 // The dashboard: `createDashboard(locker, { actions })` is a `(req, res, next?)` handler that serves one page (HTML,
-// CSS and script from ./page, no CDN) and its JSON, under whatever path it is mounted at. The page polls the state
-// every second; every open page shares one read of Redis per second (snapshot.js). Actions (trigger, suspend,
-// resume, force release) exist only with `actions: true`: POST only, each with the page's CSRF token; without, the
-// page has no buttons and the endpoints answer 403. The JSON never holds lock tokens or credentials (the locker's
-// errors redact passwords); the page renders every name as text, and a Content-Security-Policy forbids inline script.
+// CSS and script from ./page, no CDN) and its JSON, under whatever path it is mounted at, and the fleet's Prometheus
+// metrics at `metrics` (../prometheus.js). The page polls the state every second; every open page shares one read of
+// Redis per second (snapshot.js). Actions (trigger, suspend, resume, force release) exist only with `actions: true`:
+// POST only, each with the page's CSRF token; without, the page has no buttons and the endpoints answer 403. The JSON
+// never holds lock tokens or credentials (the locker's errors redact passwords); the page renders every name as text,
+// and a Content-Security-Policy forbids inline script.
 
 const crypto = require('node:crypto')
 const fs = require('node:fs')
@@ -12,6 +13,7 @@ const path = require('node:path')
 const { invalidArg } = require('../errors')
 const { Locker } = require('../locker')
 const { checkType, snapshot } = require('../options')
+const { createMetricsHandler } = require('../prometheus')
 const { Snapshot } = require('./snapshot')
 
 /** How old the state a page gets may be, at most (the page polls at the same pace). */
@@ -56,6 +58,7 @@ function createDashboard(locker, options) {
   const actions = o.actions === true
   const csrf = crypto.randomBytes(24).toString('base64url')
   const state = new Snapshot(locker, REFRESH_MS)
+  const metrics = createMetricsHandler(locker)
   const html = Buffer.from(
     HTML.replace('<!--csrf-->', actions ? `<meta name="csrf-token" content="${csrf}">` : ''),
     'utf8',
@@ -73,6 +76,7 @@ function createDashboard(locker, options) {
       return send(res, 200, 'text/html; charset=utf-8', html)
     }
     if (ASSETS[route]) return send(res, 200, ...ASSETS[route])
+    if (route === '/metrics') return metrics(req, res)
     if (route === '/api/state' && method === 'GET') {
       return json(res, state.state().then((now) => ({ ...now, actions })))
     }

@@ -141,7 +141,8 @@
               : actionButton('suspend', `suspend ${s.name}`, () => post('api/suspend', { name: s.name })),
           ]
         : []
-      const tr = row([name, when, next, last, s.replicas.join(', '), stateCell, actions])
+      const health = el('span', s.health, `tag health health-${s.health}`)
+      const tr = row([name, when, next, last, s.replicas.join(', '), stateCell, health, actions])
       tr.lastChild.className = 'actions-column'
       tr.dataset.name = s.name
       if (s.name === selected) tr.className = 'selected'

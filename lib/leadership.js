@@ -8,6 +8,9 @@ const { emitError, invalidArg } = require('./errors')
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** The key of the Locker's method a campaign waits for its lock with: withLock, told apart in diagnostics ('lead'). */
+const campaign = Symbol('redis-snatch campaign')
+
 /** How often an observer asks who leads, in ms. */
 const OBSERVE_EVERY_MS = 500
 
@@ -79,7 +82,7 @@ class Leadership extends EventEmitter {
       /** @type {(value?: unknown) => void} */
       let finish = () => {}
       try {
-        await this.#locker.withLock(
+        await this.#locker[campaign](
           this.#name,
           async (ctx) => {
             // Elected after stop() was called: hand the lock back at once.
@@ -208,4 +211,4 @@ function leadOptions({ ttl, retry }, retryFallback) {
   return { ttl, retry: retry ?? retryFallback }
 }
 
-module.exports = { Leadership, LeaderObserver, leadOptions }
+module.exports = { Leadership, LeaderObserver, leadOptions, campaign }

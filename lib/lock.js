@@ -17,15 +17,18 @@ class Lock {
   #acquiredAt
   /** Its end was published on the release channel (once per lock). */
   #releasePublished = false
+  /** Its call's start as diagnostics published it (undefined when no one listened then). */
+  #begun
 
   /**
    * @internal Built by the Locker from the outcome of its acquisition (`fence`, and the token as `extra`): `ops` runs
    * this lock's native operations (extend, release: each resolves its outcome, the answer as `extra`; remainingMs);
-   * `onEnd` runs once when the lock is released or lost.
+   * `begun` is its call's start (diagnostics), `onEnd` runs once when the lock is released or lost.
    */
-  constructor(key, id, locked, ops, onEnd) {
+  constructor(key, id, locked, ops, begun, onEnd) {
     this.#ops = ops
     this.#id = id
+    this.#begun = begun
     this.#onEnd = onEnd
     this.#acquiredAt = diagnostics.now()
     this.key = key
@@ -62,7 +65,7 @@ class Lock {
     try {
       released = (await this.#ops.release(this.#id)).extra
     } catch (err) {
-      diagnostics.publishError(this.key, this.fence, this.#acquiredAt, err)
+      diagnostics.publishError(this.key, this.fence, this.#acquiredAt, err, this.#begun)
       throw err
     } finally {
       this.#end()
@@ -75,9 +78,14 @@ class Lock {
     await this.release()
   }
 
+  /** @internal Calls `fn()` as a diagnostics subscriber asked for this lock's call (within its span), or as it is. */
+  _wrap(fn) {
+    return diagnostics.wrapped(this.#begun, fn)
+  }
+
   /** @internal Called by the Locker when the core reports the lease lost. */
   _lost() {
-    if (!this.#ended) diagnostics.publishLost(this.key, this.fence, this.#acquiredAt)
+    if (!this.#ended) diagnostics.publishLost(this.key, this.fence, this.#acquiredAt, this.#begun)
     this.#end(new LockLostError(this.key))
   }
 
@@ -91,7 +99,7 @@ class Lock {
   #publishRelease(released) {
     if (this.#releasePublished) return
     this.#releasePublished = true
-    diagnostics.publishRelease(this.key, this.fence, this.#acquiredAt, released)
+    diagnostics.publishRelease(this.key, this.fence, this.#acquiredAt, released, this.#begun)
   }
 
   #end(reason) {
@@ -115,7 +123,7 @@ async function withHeld(key, acquire, fn, options) {
   let value, error
   let threw = false
   try {
-    value = await fn({ signal: held.signal, fence: held.fence, key })
+    value = await held._wrap(() => fn({ signal: held.signal, fence: held.fence, key }))
   } catch (err) {
     threw = true
     error = err

@@ -7,7 +7,7 @@ const { KeepAlive } = require('./keep-alive')
 const { Lock } = require('./lock')
 const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkString, checkType, snapshot } = require('./options')
 const { heldLock, occurrenceRecord, scheduleInfo } = require('./fleet')
-const { Leadership, LeaderObserver, leadOptions } = require('./leadership')
+const { Leadership, LeaderObserver, campaign, leadOptions } = require('./leadership')
 const { ReadWriteLock } = require('./read-write-lock')
 const { Run } = require('./run')
 const { ScheduledTask } = require('./schedule')
@@ -20,6 +20,7 @@ const ABORTED = OutcomeKind.Aborted
 const FAILED = OutcomeKind.Failed
 const SKIPPED = OutcomeKind.Skipped
 const UNCLAIMED = OutcomeKind.Unclaimed
+const MISSED = OutcomeKind.Missed
 
 /** The keys of the Locker's methods that only the dashboard asks (lib/dashboard): the deployment, the semaphores. */
 const deployment = Symbol('redis-snatch deployment')
@@ -54,6 +55,7 @@ function deliverTo(pending, runs, locks, schedules, keepAlive) {
         return
       case SKIPPED:
       case UNCLAIMED:
+      case MISSED:
         schedules.get(id)?._told(kind, extra)
         return
     }
@@ -137,10 +139,16 @@ class Locker {
     return outcome.value
   }
 
+  /** withLock for a leader's campaign (lib/leadership.js): the same, told apart in diagnostics as method 'lead'. */
+  async [campaign](key, fn, options) {
+    const outcome = await this.#run(key, fn, lockInit(options, { canWait: true }), true, 'lead')
+    return outcome.value
+  }
+
   /** One attempt; `null` when the key is held by someone else. */
   async tryLock(key, options) {
     const init = lockInit(options, { canWait: false })
-    return this.#acquire(key, init, (op) =>
+    return this.#acquire(key, init, 'tryLock', (op) =>
       init === undefined ? this.#startTryLock(op, key) : this.#startTryLock(op, key, init.ttl, init.minHold, init.autoExtend),
     )
   }
@@ -148,7 +156,7 @@ class Locker {
   /** Waits up to `options.wait` ms for `key`; rejects LockTimeoutError. */
   async lock(key, options) {
     const init = lockInit(options, { canWait: true })
-    return this.#acquire(key, init, (op) => this.#native.acquire(op, key, init))
+    return this.#acquire(key, init, 'lock', (op) => this.#native.acquire(op, key, init))
   }
 
   /**
@@ -174,6 +182,7 @@ class Locker {
       remainingMs: this.#lockOps.remainingMs,
       forget,
       timeout: init.timeout,
+      instance: this.#instanceId,
     })
     this.#schedules.set(id, task)
     return task
@@ -214,7 +223,9 @@ class Locker {
     checkKey(key)
     checkLimit(limit)
     return new Semaphore(key, limit, (init, wait) =>
-      this.#acquire(key, init, (op) => this.#native.acquirePermit(op, key, limit, init, wait)),
+      this.#acquire(key, init, wait ? 'acquire' : 'tryAcquire', (op) =>
+        this.#native.acquirePermit(op, key, limit, init, wait),
+      ),
     )
   }
 
@@ -226,7 +237,9 @@ class Locker {
   rwlock(key) {
     checkKey(key)
     return new ReadWriteLock(key, (write, init, wait) =>
-      this.#acquire(key, init, (op) => this.#native.acquireReadWrite(op, key, write, init, wait)),
+      this.#acquire(key, init, write ? 'write' : 'read', (op) =>
+        this.#native.acquireReadWrite(op, key, write, init, wait),
+      ),
     )
   }
 
@@ -348,26 +361,31 @@ class Locker {
     return id
   }
 
-  /** Acquires `key` with `init` by `start(op)`; resolves a Lock, or null when not acquired. */
-  async #acquire(key, init, start) {
+  /** Acquires `key` with `init` by `start(op)`, for `method` (diagnostics); resolves a Lock, or null when not acquired. */
+  async #acquire(key, init, method, start) {
     checkKey(key)
     const id = this.#newId()
     const started = diagnostics.now()
+    const begun = diagnostics.begin(this, key, method)
     let completion
     try {
       completion = await this.#call(start, id)
     } catch (err) {
-      diagnostics.publishError(key, undefined, started, err)
+      diagnostics.publishError(key, undefined, started, err, begun)
       throw err
     }
-    if (completion.fence === undefined) return null
+    if (completion.fence === undefined) {
+      diagnostics.publishBusy(key, started, begun)
+      return null
+    }
     if (diagnostics.acquire.hasSubscribers) {
-      diagnostics.acquire.publish({ key, fence: completion.fence, ms: diagnostics.since(started), direct: this.#wentDirect(id) })
+      const ms = diagnostics.since(started)
+      diagnostics.acquire.publish({ key, fence: completion.fence, ms, direct: this.#wentDirect(id), start: begun })
     }
     // Locks are not renewed unless asked to (the native default too); a renewed one keeps the process alive.
     const autoExtend = init?.autoExtend === true
     if (autoExtend) this.#keepAlive.hold()
-    const lock = new Lock(key, id, completion, this.#lockOps, () => {
+    const lock = new Lock(key, id, completion, this.#lockOps, begun, () => {
       this.#locks.delete(id)
       if (autoExtend) this.#keepAlive.drop()
     })
@@ -375,12 +393,12 @@ class Locker {
     return lock
   }
 
-  /** Runs `fn` under `key`; undefined when not acquired (and not `required`). */
-  async #run(key, fn, init, required) {
+  /** Runs `fn` under `key` (for `method`, in diagnostics); undefined when not acquired (and not `required`). */
+  async #run(key, fn, init, required, method = required ? 'withLock' : 'snatchTask') {
     checkKey(key)
     checkFn(fn)
     const id = this.#newId()
-    const run = new Run(key, fn, this.#taskDone, this.#wentDirect, this.#lockOps.remainingMs)
+    const run = new Run(key, fn, this.#taskDone, this.#wentDirect, this.#lockOps.remainingMs, this, method)
     this.#runs.set(id, run)
     let completion
     try {
@@ -392,7 +410,7 @@ class Locker {
         id,
       )
     } catch (err) {
-      diagnostics.publishError(key, undefined, run.started, err)
+      diagnostics.publishError(key, undefined, run.started, err, run.begun)
       throw err
     } finally {
       this.#runs.delete(id)

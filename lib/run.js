@@ -5,6 +5,7 @@ const diagnostics = require('./diagnostics')
 const { LockLostError, RunReplacedError, RunTimeoutError } = require('./errors')
 
 const RAN = OutcomeKind.Ran
+const NOT_ACQUIRED = OutcomeKind.NotAcquired
 
 /** The error class of each ending in which fn's signal aborted or its lease lapsed. */
 const ABORTED_WITH = { lost: LockLostError, timeout: RunTimeoutError, replaced: RunReplacedError }
@@ -71,11 +72,14 @@ class Run {
 
   /**
    * `taskDone(id)` tells the native side that the task of run `id` has settled; `wentDirect(id)` whether its lock was
-   * taken by a direct call (for diagnostics); `remainingMs(id)` how long its lease is still guaranteed.
+   * taken by a direct call (for diagnostics); `remainingMs(id)` how long its lease is still guaranteed; `method` the
+   * method of `locker` that made it (for diagnostics).
    */
-  constructor(key, fn, taskDone, wentDirect, remainingMs) {
+  constructor(key, fn, taskDone, wentDirect, remainingMs, locker, method) {
     /** When the run was started, for diagnostics (0 when no one listened then). */
     this.started = diagnostics.now()
+    /** Its start as diagnostics published it (undefined when no one listened then). */
+    this.begun = diagnostics.begin(locker, key, method)
     this.#key = key
     this.#fn = fn
     this.#taskDone = taskDone
@@ -107,10 +111,11 @@ class Run {
     this.#acquiredAt = diagnostics.now()
     if (diagnostics.acquire.hasSubscribers) {
       const direct = this.#wentDirect(id)
-      diagnostics.acquire.publish({ key: this.#key, fence, ms: diagnostics.since(this.started), direct })
+      const ms = diagnostics.since(this.started)
+      diagnostics.acquire.publish({ key: this.#key, fence, ms, direct, start: this.begun })
     }
     try {
-      this.#value = await this.#fn(this.#ctx)
+      this.#value = await (this.begun === undefined ? this.#fn(this.#ctx) : diagnostics.wrapped(this.begun, () => this.#fn(this.#ctx)))
     } catch (err) {
       this.#threw = true
       this.#error = err
@@ -124,6 +129,7 @@ class Run {
    * `value`) when the lease lapsed meanwhile.
    */
   outcome({ kind, fence, extra: lost }) {
+    if (kind === NOT_ACQUIRED) diagnostics.publishBusy(this.#key, this.started, this.begun)
     if (kind !== RAN) return undefined
     if (diagnostics.release.hasSubscribers || diagnostics.lost.hasSubscribers) this.#publishEnd(lost)
     const settled = {
@@ -141,13 +147,13 @@ class Run {
   /** Publishes the loss of the lease, once. */
   #publishLost() {
     if (this.#lostPublished) return
-    this.#lostPublished = diagnostics.publishLost(this.#key, this.#ctx.fence, this.#acquiredAt)
+    this.#lostPublished = diagnostics.publishLost(this.#key, this.#ctx.fence, this.#acquiredAt, this.begun)
   }
 
   /** Publishes the run's end: its loss first if `lost` and not published yet, then the release. */
   #publishEnd(lost) {
     if (lost) this.#publishLost()
-    diagnostics.publishRelease(this.#key, this.#ctx.fence, this.#acquiredAt, !lost)
+    diagnostics.publishRelease(this.#key, this.#ctx.fence, this.#acquiredAt, !lost, this.begun)
   }
 
   /** The reason ctx.signal aborted with, or a new LockLostError. */

@@ -9,6 +9,7 @@ const { endError } = require('./run')
 
 const ATTEMPTED = OutcomeKind.Attempted
 const SKIPPED = OutcomeKind.Skipped
+const MISSED = OutcomeKind.Missed
 /** Without an 'error' listener, an outage of Redis is logged at most this often. */
 const OUTAGE_LOG_INTERVAL_MS = 60_000
 
@@ -22,10 +23,10 @@ class Occurrence {
   error
 
   /**
-   * Attempt `attempt` (1 for the first) of occurrence `tick`, which runs for `why`, under `fence`; `validUntil()` is
-   * the end of its lease's guarantee.
+   * Attempt `attempt` (1 for the first) of occurrence `tick` of `schedule` (of `locker`), which runs for `why`, under
+   * `fence`; `validUntil()` is the end of its lease's guarantee.
    */
-  constructor(schedule, key, { tick, attempt, why }, fence, validUntil) {
+  constructor(schedule, locker, key, { tick, attempt, why }, fence, validUntil) {
     this.#schedule = schedule
     this.validUntil = validUntil
     this.key = key
@@ -34,12 +35,19 @@ class Occurrence {
     this.why = why
     this.fence = fence
     this.acquiredAt = diagnostics.now()
+    /** From its tick to fn's call, in ms. */
+    this.lagMs = Date.now() - tick
+    /** Its start as diagnostics published it (undefined when no one listened then). */
+    const about = { schedule: schedule.name, tick: new Date(tick), attempt, why, fence }
+    this.begun = diagnostics.begin(locker, key, 'schedule', about)
   }
 
   /** Calls `fn` with the occurrence's context; resolves once it settled. */
   async call(fn) {
-    const { controller, fence, key, tick, attempt, why, validUntil } = this
-    if (diagnostics.acquire.hasSubscribers) diagnostics.acquire.publish({ key, fence, ms: Date.now() - tick, direct: false })
+    const { controller, fence, key, tick, attempt, why, validUntil, begun } = this
+    if (diagnostics.acquire.hasSubscribers) {
+      diagnostics.acquire.publish({ key, fence, ms: this.lagMs, direct: false, start: begun })
+    }
     const ctx = {
       signal: controller.signal,
       fence,
@@ -52,7 +60,7 @@ class Occurrence {
       },
     }
     try {
-      this.value = await fn(ctx)
+      this.value = await (begun === undefined ? fn(ctx) : diagnostics.wrapped(begun, () => fn(ctx)))
     } catch (err) {
       this.threw = true
       this.error = err
@@ -88,7 +96,7 @@ class Occurrence {
     const { ending, durationMs } = extra
     const lost = ending === 'lost'
     if (lost) this.#publishLost()
-    diagnostics.publishRelease(this.key, this.fence, this.acquiredAt, !lost)
+    diagnostics.publishRelease(this.key, this.fence, this.acquiredAt, !lost, this.begun)
     this.#schedule._ended(this, ending, durationMs)
   }
 
@@ -99,7 +107,9 @@ class Occurrence {
   }
 
   #publishLost() {
-    if (!this.lostPublished) this.lostPublished = diagnostics.publishLost(this.key, this.fence, this.acquiredAt)
+    if (!this.lostPublished) {
+      this.lostPublished = diagnostics.publishLost(this.key, this.fence, this.acquiredAt, this.begun)
+    }
   }
 }
 
@@ -139,14 +149,18 @@ class ScheduledTask extends EventEmitter {
 
   /** The attempts' `timeout` (ms), for their errors. */
   #timeout
+  /** This replica's `instanceId`, for diagnostics. */
+  #instance
 
   /**
    * @internal Built by `locker` around its native schedule: `runs`, `taskDone(id)` and `remainingMs(id)` are the
-   * locker's, `forget()` takes the schedule off its list, `timeout` is the attempts' (for their errors).
+   * locker's, `forget()` takes the schedule off its list, `timeout` is the attempts' (for their errors), `instance` the
+   * locker's instanceId.
    */
-  constructor(name, fn, locker, nativeSchedule, { runs, taskDone, remainingMs, forget, timeout }) {
+  constructor(name, fn, locker, nativeSchedule, { runs, taskDone, remainingMs, forget, timeout, instance }) {
     super()
     this.name = name
+    this.#instance = instance
     this.#timeout = timeout
     this.#locker = locker
     this.#fn = fn
@@ -174,7 +188,7 @@ class ScheduledTask extends EventEmitter {
   _occurrence(id, attempt, fence) {
     this.#reached()
     const validUntil = () => Date.now() + this.#remainingMs(id)
-    const occurrence = new Occurrence(this, `${this.name}:${attempt.tick}`, attempt, fence, validUntil)
+    const occurrence = new Occurrence(this, this.#locker, `${this.name}:${attempt.tick}`, attempt, fence, validUntil)
     this.#runs.set(id, occurrence)
     occurrence.call(this.#fn).then(() => this.#taskDone(id, occurrence.failure()))
   }
@@ -193,12 +207,27 @@ class ScheduledTask extends EventEmitter {
     const about = { tick: new Date(occurrence.tick), attempt, why }
     const make = () => (ending === 'lost' ? new LockLostError(key) : this._abortError(ending))
     const failed = endError(ending, occurrence.settled(), make)
+    if (diagnostics.attempt.hasSubscribers) {
+      const { fence, lagMs, begun } = occurrence
+      const instance = this.#instance
+      const error = failed === null ? undefined : failed.error
+      diagnostics.attempt.publish({ schedule: this.name, ...about, fence, instance, lagMs, durationMs, ending, error, start: begun })
+    }
     if (failed === null) this.emit('run', { ...about, fence: occurrence.fence, durationMs })
     else this.#error(failed.error, about)
   }
 
-  /** @internal An occurrence did not run here (`kind` Skipped or Unclaimed, with its `{ tick, reason | error }`). */
+  /**
+   * @internal An occurrence did not run here (`kind` Skipped or Unclaimed, with its `{ tick, reason | error }`), or
+   * was recorded missed here (Missed, `{ tick, reason }`: for diagnostics only).
+   */
   _told(kind, { tick, reason, error }) {
+    if (kind === MISSED) {
+      if (diagnostics.missed.hasSubscribers) {
+        diagnostics.missed.publish({ schedule: this.name, tick: new Date(tick), reason, locker: this.#locker })
+      }
+      return
+    }
     if (kind === SKIPPED) {
       this.#reached()
       this.emit('skip', { tick: new Date(tick), reason })

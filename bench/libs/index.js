@@ -35,6 +35,15 @@ const LIBS = [
     reference: true,
   },
   {
+    // redis-snatch with OpenTelemetry on (redis-snatch/otel, the SDK's providers exporting nowhere): what tracing and
+    // metrics cost. `npm run bench -- --libs snatch,snatch-otel --scenarios withfn,uncontended`.
+    id: 'snatch-otel',
+    name: 'redis-snatch with OpenTelemetry on',
+    module: './redis-snatch',
+    options: { otel: true },
+    reference: true,
+  },
+  {
     id: 'scripts-js',
     name: 'redis-snatch scripts on node-redis (reference)',
     module: './snatch-scripts-js',

@@ -231,7 +231,7 @@ export interface ScheduleInfo {
   name: string
   cron: string
   timezone: string
-  /** Instance ids of the live replicas that registered it. */
+  /** Instance ids of the live replicas that registered it (none: orphaned). */
   replicas: string[]
   suspended: boolean
   next: Date | null
@@ -240,7 +240,22 @@ export interface ScheduleInfo {
   running: OccurrenceRecord[]
   /** The newest record of an attempt that is not running. */
   last: OccurrenceRecord | null
+  /** When its newest ok attempt started, among its newest 50 records; null when none of them is ok. */
+  lastSuccess: Date | null
+  /** How its newest records (up to 50) came out: `failed` counts failed, timed out, lost and crashed attempts. */
+  recent: { records: number; ok: number; failed: number; missed: number }
+  /**
+   * Whether it does what it is for (the first that holds): 'orphaned' when no live replica registers it any more
+   * (its records stay 7 days); 'stuck' when an attempt runs past its `timeout` or `maxRuntime`; 'missed' when its
+   * newest finished occurrence was recorded missed (not while suspended) or an occurrence passed its
+   * `startingDeadline` with nothing recorded; 'failing' when its newest finished attempt failed, timed out, lost its
+   * lease or crashed; else 'ok'.
+   */
+  health: ScheduleHealth
 }
+
+/** A schedule's health (`ScheduleInfo.health`). */
+export type ScheduleHealth = 'ok' | 'failing' | 'missed' | 'stuck' | 'orphaned'
 
 /** A lock held now (`locks()`). */
 export interface HeldLock {
@@ -299,13 +314,32 @@ export interface Inspection {
 
 /**
  * Messages on Node's `diagnostics_channel` (`require('node:diagnostics_channel').subscribe(name, fn)`), published
- * only while someone subscribes. `redis-snatch:lost`: a lease lost while held, `ms` held until then.
+ * only while someone subscribes. `redis-snatch:start`: a call starts, in the caller's async context; its message is
+ * the `start` of the call's later messages.
  */
+export interface StartMessage {
+  key: string
+  /**
+   * The Locker's method: 'withLock', 'snatchTask', 'lead' (a leader's campaign), 'tryLock', 'lock', 'tryAcquire',
+   * 'acquire' (a permit), 'read', 'write'; 'schedule' for a schedule's attempt run here (with its fields below).
+   */
+  method: string
+  /** The Locker whose call it is. */
+  locker: Locker
+  schedule?: string
+  tick?: Date
+  attempt?: number
+  why?: 'on-time' | 'late' | 'retry' | 'manual'
+  fence?: bigint
+}
+/** `redis-snatch:lost`: a lease lost while held, `ms` held until then. */
 export interface LeaseMessage {
   /** The lock's key (a schedule's occurrence: `name:tick`). */
   key: string
   fence: bigint
   ms: number
+  /** The call's start message (undefined when no one listened to `redis-snatch:start` then). */
+  start?: StartMessage
 }
 /**
  * On `redis-snatch:acquire`: a lock acquired or a task's lease taken, `ms` since the call (for a schedule's
@@ -320,6 +354,12 @@ export interface ReleaseMessage extends LeaseMessage {
   /** False when the lock was no longer ours (lost, or released before). */
   released: boolean
 }
+/** On `redis-snatch:busy`: a one-attempt call found the key held (`{ ran: false }`, null), `ms` after it was made. */
+export interface BusyMessage {
+  key: string
+  ms: number
+  start?: StartMessage
+}
 /** On `redis-snatch:error`: a call failed, `ms` after it was made. */
 export interface ErrorMessage {
   key: string
@@ -327,6 +367,31 @@ export interface ErrorMessage {
   fence?: bigint
   ms: number
   error: Error
+  start?: StartMessage
+}
+/** On `redis-snatch:attempt`: a schedule's attempt run here ended, as its record says. */
+export interface AttemptMessage {
+  schedule: string
+  tick: Date
+  attempt: number
+  why: 'on-time' | 'late' | 'retry' | 'manual'
+  fence: bigint
+  /** This replica's `instanceId`. */
+  instance: string
+  /** From its tick to fn's call, in ms. */
+  lagMs: number
+  durationMs: number
+  ending: 'ok' | 'failed' | 'timeout' | 'replaced' | 'lost'
+  /** What it came to for the 'error' event, unless ok. */
+  error?: unknown
+  start?: StartMessage
+}
+/** On `redis-snatch:missed`: this replica recorded an occurrence of a schedule missed. */
+export interface MissedMessage {
+  schedule: string
+  tick: Date
+  reason: 'deadline' | 'superseded' | 'overlap' | 'suspended'
+  locker: Locker
 }
 
 /** Options of a schedule. */
@@ -348,6 +413,11 @@ export interface ScheduleOptions {
   concurrency?: 'forbid' | 'allow' | 'replace'
   /** Per attempt, in ms: the signal aborts then (RunTimeoutError) and the attempt counts as failed. Default: none. */
   timeout?: number
+  /**
+   * An attempt running longer than this many ms makes the schedule's health 'stuck' (in `schedules()`, the dashboard,
+   * Prometheus and `redis-snatch check`); nothing is aborted. Default: none (`timeout`, when set, counts instead).
+   */
+  maxRuntime?: number
   /** How many occurrence records Redis keeps for this schedule (1 to 10000). Default 50. */
   history?: number
 }

@@ -25,3 +25,11 @@ assert.throws(() => require('redis-snatch/nest'), {
   message: 'redis-snatch/nest needs @nestjs/common (a NestJS application has it): npm install @nestjs/common',
 })
 console.log("  require: 'redis-snatch/nest' ships, and names the NestJS package it needs when there is none")
+
+// redis-snatch/otel too, for OpenTelemetry's API; redis-snatch/prometheus needs nothing more.
+assert.throws(() => require('redis-snatch/otel'), {
+  code: 'MODULE_NOT_FOUND',
+  message: 'redis-snatch/otel needs @opentelemetry/api (an OpenTelemetry setup has it): npm install @opentelemetry/api',
+})
+assert.equal(typeof require('redis-snatch/prometheus').createMetricsHandler, 'function')
+console.log("  require: 'redis-snatch/otel' names the package it needs when there is none; 'redis-snatch/prometheus' loads")

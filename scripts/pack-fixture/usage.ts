@@ -34,6 +34,11 @@ import {
   type LeaseMessage,
   type ReleaseMessage,
   type ErrorMessage,
+  type StartMessage,
+  type BusyMessage,
+  type AttemptMessage,
+  type MissedMessage,
+  type ScheduleHealth,
   type LockerOptions,
   type LockOptions,
   type RedisClientLike,
@@ -46,6 +51,7 @@ import {
   type WaitOptions,
 } from 'redis-snatch'
 import { createDashboard, type DashboardOptions } from 'redis-snatch/dashboard'
+import { createMetricsHandler, type MetricsHandlerOptions } from 'redis-snatch/prometheus'
 import { createServer } from 'node:http'
 
 /** Uses every export the way the README does; never called, only type-checked. */
@@ -119,7 +125,11 @@ export async function usage(): Promise<void> {
   const acquired = (m: AcquireMessage) => m.direct && leased(m)
   const ended = (m: ReleaseMessage) => m.released && leased(m)
   const failed = (m: ErrorMessage) => [m.key, m.fence, m.ms, m.error.message]
-  void [acquired, ended, failed]
+  const started = (m: StartMessage) => [m.method, m.schedule, m.tick?.getTime(), m.fence === undefined ? 0n : m.fence + 1n]
+  const busy = (m: BusyMessage) => [m.key, m.ms + 1, m.start?.method]
+  const attempted = (m: AttemptMessage) => [m.schedule, m.ending === 'ok', m.lagMs + m.durationMs, m.fence + 1n]
+  const missed = (m: MissedMessage) => [m.schedule, m.tick.getTime(), m.reason]
+  void [acquired, ended, failed, started, busy, attempted, missed]
 
   const scheduleOptions: ScheduleOptions = {
     ttl: 60_000,
@@ -129,6 +139,7 @@ export async function usage(): Promise<void> {
     retryDelay: 1000,
     concurrency: 'replace',
     timeout: 60_000,
+    maxRuntime: 120_000,
     history: 100,
   }
   const task: ScheduledTask = locker.schedule('report', '0 6 * * *', ({ tick, fence, attempt, why }: TickContext) => {
@@ -159,6 +170,10 @@ export async function usage(): Promise<void> {
 
   const schedules: ScheduleInfo[] = await locker.schedules()
   const next: Date | null = schedules[0]?.next ?? null
+  const health: ScheduleHealth = schedules[0]?.health ?? 'orphaned'
+  const lastSuccess: Date | null = schedules[0]?.lastSuccess ?? null
+  const failures: number = schedules[0]?.recent.failed ?? 0
+  void [health === 'stuck', lastSuccess, failures]
   const records: OccurrenceRecord[] = await locker.history('report', { limit: 10 })
   const outcome: OccurrenceRecord['outcome'] = records[0]?.outcome ?? 'missed'
   await locker.suspend('report')
@@ -208,4 +223,11 @@ export async function usage(): Promise<void> {
   createDashboard({ actions: true })
   // @ts-expect-error actions is a boolean
   createDashboard(locker, { actions: 'yes' })
+
+  const metricsOptions: MetricsHandlerOptions = { limit: 500 }
+  createServer(createMetricsHandler(locker, metricsOptions)).close()
+  // @ts-expect-error the metrics are of a Locker
+  createMetricsHandler({ limit: 5 })
+  // @ts-expect-error limit is a number
+  createMetricsHandler(locker, { limit: '5' })
 }

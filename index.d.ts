@@ -240,7 +240,7 @@ export interface ScheduleInfo {
   running: OccurrenceRecord[]
   /** The newest record of an attempt that is not running. */
   last: OccurrenceRecord | null
-  /** When its newest ok attempt started, among its newest 50 records; null when none of them is ok. */
+  /** When its newest ok attempt ended (its record written, on the Redis server's clock); null when none ever was. */
   lastSuccess: Date | null
   /** How its newest records (up to 50) came out: `failed` counts failed, timed out, lost and crashed attempts. */
   recent: { records: number; ok: number; failed: number; missed: number }

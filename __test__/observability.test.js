@@ -335,3 +335,27 @@ describe('check', () => {
     }
   })
 })
+
+test('lastSuccess outlives the records kept: a schedule that failed more often than it keeps records still tells it', async () => {
+  const locker = createLocker({ url: process.env.REDIS_URL, prefix: `${uniqueKey('last-ok')}:` })
+  try {
+    let calls = 0
+    const task = locker.schedule('flaky', '* * * * * *', () => {
+      calls++
+      if (calls > 1) throw new Error('down')
+    }, { history: 2 })
+    task.on('error', () => {})
+    const ran = await next(task, 'run')
+    let failures = 0
+    await next(task, 'error', () => ++failures === 3)
+    await task.stop()
+    const [info] = await locker.schedules()
+    expect(info.recent).toEqual({ records: 2, ok: 0, failed: 2, missed: 0 })
+    expect(info.health).toBe('orphaned')
+    // Ended after the ok attempt's tick, before the first failure's record.
+    expect(info.lastSuccess.getTime()).toBeGreaterThanOrEqual(ran.tick.getTime())
+    expect(info.lastSuccess.getTime()).toBeLessThanOrEqual(info.last.started.getTime())
+  } finally {
+    await locker.close()
+  }
+})

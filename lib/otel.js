@@ -161,7 +161,7 @@ function instrument(options) {
       }
       if (call.hold === undefined) metrics.acquisitions.add(1, labels(start, key, outcome))
       unheld(start, key)
-      const span = call.hold ?? call.wait
+      const span = call.hold ?? call.wait ?? call.attempt
       failed(api, span, error)
       span.end()
       calls.delete(start)

@@ -102,7 +102,7 @@ function scheduleMetrics(out, schedules) {
   for (const s of schedules) {
     for (const health of HEALTHS) out.sample('redis_snatch_schedule_health', { schedule: s.name, health }, s.health === health ? 1 : 0)
   }
-  each('redis_snatch_schedule_last_success_timestamp_seconds', 'gauge', 'When its newest ok attempt started (Unix time), among its recent records', (s) => seconds(s.lastSuccess))
+  each('redis_snatch_schedule_last_success_timestamp_seconds', 'gauge', 'When its newest ok attempt ended (Unix time)', (s) => seconds(s.lastSuccess))
   out.family('redis_snatch_schedule_last_outcome', 'gauge', `How its newest finished attempt ended (1 for that one): ${OUTCOMES.join(', ')}`)
   for (const s of schedules) {
     if (s.last === null) continue

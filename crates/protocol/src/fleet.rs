@@ -23,7 +23,7 @@ pub struct ScheduleInfo {
     pub running: Vec<Record>,
     /// The newest record of an attempt that is not running.
     pub last: Option<Record>,
-    /// When its newest attempt that ran ok started, in epoch ms, among the records read.
+    /// When its newest attempt that ran ok ended, in epoch ms (its record written, on the server's clock).
     pub last_success: Option<i64>,
     /// How its records read came out: how many of them are ok, failed (failed, timeout, lost, crashed) and missed.
     pub recent: Recent,

@@ -121,7 +121,7 @@ async fn schedule(locker: &Locker, name: &str) -> Result<Option<ScheduleInfo>, S
     let next = upcoming.first().copied();
     let running: Vec<Record> = read.open.iter().filter(|r| r.outcome == Status::Running).cloned().collect();
     let last = read.records.iter().find(|r| r.outcome != Status::Running).cloned();
-    let last_success = read.records.iter().find(|r| r.outcome == Status::Ok).and_then(|r| r.started);
+    let last_success = last_success(&read.state, &read.records);
     let suspended = read.state.contains_key("suspended");
     let observed = Observed {
         replicas: read.replicas.len(),
@@ -146,6 +146,15 @@ async fn schedule(locker: &Locker, name: &str) -> Result<Option<ScheduleInfo>, S
         last_success,
         health,
     }))
+}
+
+/// When the schedule's newest ok attempt ended, in epoch ms: as its state says, or (a state an earlier version wrote)
+/// as the newest ok record among `records` says.
+fn last_success(state: &HashMap<String, String>, records: &[Record]) -> Option<i64> {
+    state.get("lastSuccess").and_then(|v| v.parse().ok()).or_else(|| {
+        let ok = records.iter().find(|r| r.outcome == Status::Ok)?;
+        Some(ok.started? + ok.duration_ms.unwrap_or(0.0) as i64)
+    })
 }
 
 /// The first occurrence of `cron` in `timezone` after the newest tick recorded among `records` (or after the schedule's

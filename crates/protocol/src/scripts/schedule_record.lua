@@ -6,8 +6,8 @@
 -- nothing, '-' it leaves them, or a number of ms from now when it is to be looked at; ARGV[6] how many records are kept
 -- (the oldest are dropped); ARGV[7] how long the state and records are kept in ms. ARGV[8], ARGV[9], ARGV[10], when
 -- given: the id of the attempt this one takes over, the JSON its record must still have (or nothing is written), and
--- its new JSON (the attempt leaves the open ones). Answers 1 when written, 0 when the schedule is suspended, -1 when a
--- condition did not hold.
+-- its new JSON (the attempt leaves the open ones). A record that says ok sets the state's `lastSuccess` to the server's
+-- time. Answers 1 when written, 0 when the schedule is suspended, -1 when a condition did not hold.
 local state, history, records, open = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local conditions, id = ARGV[1], ARGV[2]
 local function wants(flag)
@@ -30,6 +30,9 @@ end
 local time = redis.call('TIME')
 local now = time[1] * 1000 + math.floor(time[2] / 1000)
 redis.call('HSET', records, id, ARGV[3])
+if string.find(ARGV[3], '"outcome":"ok"', 1, true) then
+  redis.call('HSET', state, 'lastSuccess', now)
+end
 redis.call('ZADD', history, ARGV[4], id)
 if ARGV[5] == '-' then
   redis.call('ZREM', open, id)

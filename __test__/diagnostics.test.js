@@ -5,7 +5,7 @@ const { once } = require('node:events')
 const { createLocker, RedisError } = require('..')
 const diagnostics = require('../lib/diagnostics')
 const { redisCommand, freePort } = require('./support/redis-server')
-const { uniqueKey } = require('./support/util')
+const { next, uniqueKey } = require('./support/util')
 
 const url = () => process.env.REDIS_URL
 const CHANNELS = ['acquire', 'release', 'lost', 'error']
@@ -102,4 +102,56 @@ test('with no subscriber, no timestamp is taken for messages', () => {
   expect(diagnostics.now()).toBe(0)
   listener = listen()
   expect(diagnostics.now()).toBeGreaterThan(0)
+})
+
+test("a call publishes start first, in the caller's async context, and its later messages carry it; busy when held", async () => {
+  const { AsyncLocalStorage } = require('node:async_hooks')
+  const request = new AsyncLocalStorage()
+  const starts = []
+  const onStart = (message) => starts.push([message, request.getStore()])
+  dc.subscribe('redis-snatch:start', onStart)
+  const busy = []
+  const onBusy = (message) => busy.push(message)
+  dc.subscribe('redis-snatch:busy', onBusy)
+  try {
+    const key = uniqueKey('dc-start')
+    await request.run('request-1', () => locker.snatchTask(key, () => 1))
+    const held = await locker.tryLock(key)
+    expect((await request.run('request-2', () => locker.snatchTask(key, () => 1))).ran).toBe(false)
+    await held.release()
+    const ours = starts.filter(([m]) => m.key === key)
+    expect(ours.map(([m, store]) => [m.method, store])).toEqual([['snatchTask', 'request-1'], ['tryLock', undefined], ['snatchTask', 'request-2']])
+    expect(ours.every(([m]) => m.locker === locker)).toBe(true)
+    const [acquired, released] = listener.seen(key).slice(0, 2)
+    expect(acquired[1].start).toBe(ours[0][0])
+    expect(released[1].start).toBe(ours[0][0])
+    expect(busy.filter((m) => m.key === key)).toEqual([{ key, ms: expect.any(Number), start: ours[2][0] }])
+  } finally {
+    dc.unsubscribe('redis-snatch:start', onStart)
+    dc.unsubscribe('redis-snatch:busy', onBusy)
+  }
+})
+
+test("a schedule's attempt publishes attempt when it ended, as its record says", async () => {
+  const attempts = []
+  const onAttempt = (message) => attempts.push(message)
+  dc.subscribe('redis-snatch:attempt', onAttempt)
+  try {
+    const name = uniqueKey('dc-attempt')
+    let calls = 0
+    const task = locker.schedule(name, '* * * * * *', () => {
+      if (++calls === 1) throw new Error('first')
+    }, { retries: 1, retryDelay: 50 })
+    task.on('error', () => {})
+    await next(task, 'run')
+    await task.stop()
+    const mine = attempts.filter((m) => m.schedule === name)
+    const ours = mine.filter((m) => m.tick.getTime() === mine[0].tick.getTime())
+    expect(ours.map((m) => [m.attempt, m.why, m.ending, m.error?.message])).toEqual([[1, 'on-time', 'failed', 'first'], [2, 'retry', 'ok', undefined]])
+    const record = (await locker.history(name)).find((r) => r.tick.getTime() === ours[1].tick.getTime() && r.attempt === 2)
+    expect(ours[1]).toMatchObject({ tick: record.tick, fence: record.fence, instance: record.instance })
+    expect(ours[1].lagMs).toBeGreaterThanOrEqual(0)
+  } finally {
+    dc.unsubscribe('redis-snatch:attempt', onAttempt)
+  }
 })

@@ -1,5 +1,5 @@
 'use strict'
-// `require('redis-snatch/otel')`: OpenTelemetry traces and metrics of every locker in the process, from what
+// `require('redis-snatch/otel')`: OpenTelemetry traces and metrics of every locker in the process (or of one), from what
 // redis-snatch publishes on diagnostics_channel (lib/diagnostics.js). `@opentelemetry/api` is the user's (an optional
 // peer dependency); the SDK, exporters and providers too. Off, it costs nothing: nothing subscribes.
 

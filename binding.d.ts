@@ -62,9 +62,10 @@ export declare class NativeLocker {
   schedule(id: number, name: string, cron: string, options: ScheduleInit): NativeSchedule
   /**
    * Starts operation `id`: stop schedules, wait for calls under way, release every lock still held, close the
-   * connections. Idempotent.
+   * connections. Idempotent. The fns running get `drainMs` to finish (none: all the time they take); then their
+   * signals abort (a schedule's attempts are recorded interrupted and handed over).
    */
-  close(id: number): void
+  close(id: number, drainMs?: number | undefined | null): void
 }
 
 /** A running schedule. */

@@ -199,8 +199,22 @@ export declare class Locker {
   /** Locks held now under this locker's prefix (SCAN; each master on a cluster). `key` and `match` (a glob) are the
    *  names given to lock()/snatchTask(), without the prefix. `limit` default 1000. */
   locks(options?: { match?: string; limit?: number }): Promise<HeldLock[]>
-  /** Stop schedules, wait for running tasks, release every lock still held, close connections. Idempotent. */
-  close(): Promise<void>
+  /**
+   * Takes nothing new at once (new and waiting calls reject ClosedError, schedules claim nothing more, campaigns stop
+   * and a leader steps down), lets the running fns finish, releases every lock still held, closes the connections.
+   * Idempotent. `timeout`: how long the fns get, in ms (default Infinity): then their signals abort with ClosedError,
+   * and a schedule's attempt is recorded 'interrupted' and run again at once by another replica; `drain: false`: no
+   * time at all.
+   */
+  close(options?: CloseOptions): Promise<void>
+}
+
+/** Options of `Locker.close`. */
+export interface CloseOptions {
+  /** Whether the running fns may finish (default true); false: their signals abort at once. */
+  drain?: boolean
+  /** How long they may take to finish, in ms (default Infinity). */
+  timeout?: number
 }
 
 /** One attempt of one occurrence of a schedule, as Redis keeps it (`history()`). */
@@ -217,7 +231,7 @@ export interface OccurrenceRecord {
   fence: bigint | null
   started: Date | null
   durationMs: number | null
-  outcome: 'running' | 'ok' | 'failed' | 'timeout' | 'lost' | 'crashed' | 'missed'
+  outcome: 'running' | 'ok' | 'failed' | 'timeout' | 'lost' | 'crashed' | 'interrupted' | 'missed'
   /** The error's message, at most 500 characters. */
   error?: string
   /** Why a missed occurrence did not run: 'deadline', 'overlap' or 'suspended'. */
@@ -381,7 +395,7 @@ export interface AttemptMessage {
   /** From its tick to fn's call, in ms. */
   lagMs: number
   durationMs: number
-  ending: 'ok' | 'failed' | 'timeout' | 'replaced' | 'lost'
+  ending: 'ok' | 'failed' | 'timeout' | 'replaced' | 'lost' | 'interrupted'
   /** What it came to for the 'error' event, unless ok. */
   error?: unknown
   start?: StartMessage

@@ -4,19 +4,27 @@ import type { LockerOptions, LockOptions, ScheduleOptions, TaskContext, TickCont
 /** SnatchModule.forRoot's options: a Locker's, and whether every module can inject it (`global`, default true). */
 export interface SnatchModuleOptions extends LockerOptions {
   global?: boolean
+  /**
+   * How long running methods get to finish at application shutdown, in ms: then their signals abort (ClosedError),
+   * and a @Cron method's attempt is recorded interrupted and run again at once by another replica. Default: all the
+   * time they take (`locker.close()`'s `timeout`).
+   */
+  shutdownTimeout?: number
 }
 
 /** SnatchModule.forRootAsync's options: the LockerOptions from a factory of injected providers (ConfigService). */
 export interface SnatchModuleAsyncOptions {
   imports?: ModuleMetadata['imports']
   inject?: any[]
-  useFactory: (...deps: any[]) => LockerOptions | Promise<LockerOptions>
+  useFactory: (
+    ...deps: any[]
+  ) => (LockerOptions & { shutdownTimeout?: number }) | Promise<LockerOptions & { shutdownTimeout?: number }>
   global?: boolean
 }
 
 /**
  * The application's Locker as a provider (inject the `Locker` class, or `@InjectLocker()`), closed at application
- * shutdown (running work ends first). Every `@Cron` method of @nestjs/schedule runs each occurrence on exactly one
+ * shutdown (running work ends first, within `shutdownTimeout`). Every `@Cron` method of @nestjs/schedule runs each occurrence on exactly one
  * replica through `locker.schedule()`; keep `ScheduleModule.forRoot({ cronJobs: false })` beside it for `@Interval`,
  * `@Timeout` and `SchedulerRegistry`, which stay per replica.
  */

@@ -1516,7 +1516,8 @@ describe('found by the fuzz', () => {
       const redlock = createLocker({ urls: [url(), ...dead], prefix, commandTimeout: 100 })
       const attempt = redlock.tryLock('k', { ttl: 600_000 }).catch((e) => e)
       await redlock.close()
-      expect((await attempt).code).toBe('ERR_SNATCH_QUORUM')
+      // Closed at once: the acquisition fails for want of a majority, or gives up for the close.
+      expect(['ERR_SNATCH_QUORUM', 'ERR_SNATCH_CLOSED']).toContain((await attempt).code)
       await sleep(20)
       const pttl = await redisCommand(url(), 'PTTL', `${prefix}k`)
       if (pttl !== -2) {

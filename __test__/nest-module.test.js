@@ -61,6 +61,7 @@ describe('refused at bootstrap, with ERR_SNATCH_INVALID_ARG', () => {
     ['two @Cron methods of one name', () => [[snatchModule()], [jobWith(Cron('* * * * *', { name: 'same' })), jobWith(Cron('0 * * * *', { name: 'same' }))]], /are both schedule 'same'/],
     ['a bad cron expression', () => [[snatchModule()], [jobWith(Cron('61 * * * *'))]], /cron/],
     ['a bad option value in SnatchModule.forRoot', () => [[SnatchModule.forRoot({ url: process.env.REDIS_URL, ttl: -1 })], []], /ttl/],
+    ['a negative shutdownTimeout', () => [[snatchModule({ shutdownTimeout: -5 })], []], /timeout must be/],
   ])('%s', async (_, setup, message) => {
     const err = await bootstrapError(...setup())
     expect(err).toMatchObject({ code: 'ERR_SNATCH_INVALID_ARG', message: expect.stringMatching(message) })
@@ -124,6 +125,27 @@ test('forRootAsync takes LockerOptions from an injected provider of an imported 
   await context.close()
   // Closed with the application.
   await expect(consumer.byClass.withLock('k', () => {})).rejects.toMatchObject({ code: 'ERR_SNATCH_CLOSED' })
+})
+
+test("shutdownTimeout: at shutdown a locked method gets that long, then its signal aborts (ClosedError)", async () => {
+  let started
+  const running = new Promise((resolve) => (started = resolve))
+  let reason
+  class Job {
+    async run() {
+      const { signal } = currentRun()
+      started()
+      await new Promise((resolve) => signal.addEventListener('abort', () => ((reason = signal.reason), resolve()), { once: true }))
+      return 'stopped'
+    }
+  }
+  decorate(Job, 'run', WithLock(uniqueKey('shutdown')))
+  Injectable()(Job)
+  const context = await app([snatchModule({ shutdownTimeout: 100 })], [Job])
+  const done = context.get(Job).run()
+  await running
+  await context.close()
+  expect({ value: await done, code: reason?.code }).toEqual({ value: 'stopped', code: 'ERR_SNATCH_CLOSED' })
 })
 
 test('unknown options, forRootAsync without useFactory, and options of the wrong type are errors at once', () => {

@@ -76,9 +76,12 @@ class Workers {
     }
   }
 
-  /** A worker holding a key now, if any. */
-  holder() {
-    const holding = [...this.open.values()].map((s) => s.worker).filter((id) => this.children.has(id) && !this.children.get(id).paused)
+  /** A worker holding a key now (in a section that `which` picks), if any. */
+  holder(which = () => true) {
+    const holding = [...this.open.values()]
+      .filter(which)
+      .map((s) => s.worker)
+      .filter((id) => this.children.has(id) && !this.children.get(id).paused)
     return holding.length ? this.children.get(holding[Math.floor(Math.random() * holding.length)]) : null
   }
 
@@ -122,6 +125,13 @@ class Workers {
   /** SIGKILLs `entry` (its sections under way end at the kill) and starts another worker in its place. */
   kill(entry) {
     this.#killed(entry)
+    this.spawn(entry.config, entry.env)
+  }
+
+  /** SIGTERMs `entry` (it shuts down as the README says: see worker.js) and starts another worker in its place. */
+  terminate(entry) {
+    entry.child.kill('SIGTERM')
+    this.children.delete(entry.id)
     this.spawn(entry.config, entry.env)
   }
 
@@ -419,6 +429,47 @@ const SCENARIOS = {
       return { ...occurrences, notes: `${notes}; ${occurrences.notes}` }
     },
   },
+  drain: {
+    title:
+      'shutdown: workers (lock, withLock, snatchTask; ttl 1 s) on 2 keys and schedules on 3 processes, one SIGTERMed ' +
+      'every 0.7 s as the README says (close with a timeout of 0, 100 or 400 ms, then exit) and a new one in its ' +
+      'place: sections under way finish or are cut, an interrupted attempt runs again at once elsewhere; then the ' +
+      'records audited against what ran',
+    async run({ url, workers, seconds }) {
+      const { createLocker } = require('..')
+      const operator = createLocker({ url, prefix: 'chaos:' })
+      const keys = keysOf('drain', 2)
+      const drains = [0, 100, 400]
+      for (const [i, mode] of ['lock', 'withLock', 'snatchTask', 'withLock'].entries()) {
+        workers.spawn(worker(mode, keys, { url, prefix: 'chaos:' }, { acts: 3, pauseMs: 20, drainMs: drains[i % 3] }))
+      }
+      for (const drainMs of drains) workers.spawn({ ...scheduler({ url, prefix: 'chaos:' }), drainMs })
+      const started = Date.now()
+      await sleep(2000)
+      let terminated = 0
+      const end = Date.now() + seconds(25) * 1000
+      for (let round = 0; Date.now() < end; round++) {
+        // In turn, a process running a scheduled attempt, and one in a section on a key.
+        const target = round % 2 ? workers.holder() : await runnerWithin(workers, 1000, (s) => s.key.startsWith('chaos-'))
+        if (target) {
+          workers.terminate(target)
+          terminated++
+        }
+        await sleep(700)
+      }
+      const audited = Date.now() - 5000
+      await sleep(seconds(3) * 1000 + 4000)
+      const audits = [
+        await auditSchedule(operator, workers, 'chaos-job', 1000, started + 1000, audited),
+        await auditSchedule(operator, workers, 'chaos-sparse', 10_000, started + 1000, audited),
+      ]
+      await operator.close()
+      return {
+        scheduleFailures: audits.flatMap((a) => a.failures),
+        notes: `${terminated} workers SIGTERMed; ${audits.map((a) => a.summary).join('; ')}`,
+      }
+    },
+  },
   'schedule-faults': {
     title:
       "schedules on 3 processes (clocks 0, −300, +300 ms off; ttl 1 s), every second and every 10 s: their runner " +
@@ -489,11 +540,11 @@ function scheduler(locker) {
   return { mode: 'schedule', locker, ttl: 1000, acts: 4, pauseMs: 60, schedule: { history: 2000, startingDeadline: 60_000 } }
 }
 
-/** A worker running an attempt of the schedule within `ms` (the first seen), or null. */
-async function runnerWithin(workers, ms) {
+/** A worker in a section (that `which` picks) within `ms` (the first seen), or null. */
+async function runnerWithin(workers, ms, which) {
   const until = Date.now() + ms
   while (Date.now() < until) {
-    const holder = workers.holder()
+    const holder = workers.holder(which)
     if (holder) return holder
     await sleep(10)
   }
@@ -534,13 +585,13 @@ async function auditSchedule(operator, workers, name, period, from, to) {
   if (twice) failures.push(`${twice} occurrences of ${name} completed twice`)
   const count = (f) => windowed.filter(f).length
   const reasons = ['superseded', 'deadline', 'overlap'].map((reason) => `${count((r) => r.reason === reason)} ${reason}`)
-  const outcomes = ['failed', 'lost', 'crashed', 'running'].map((o) => `${count((r) => r.outcome === o)} ${o}`)
+  const outcomes = ['failed', 'lost', 'crashed', 'interrupted', 'running'].map((o) => `${count((r) => r.outcome === o)} ${o}`)
   const ran = (why) => count((r) => r.why === why && r.outcome === 'ok')
   return {
     failures,
     summary:
-      `${name}: ${count((r) => r.outcome === 'ok')} attempts ran (${ran('late')} late, ${ran('retry')} taken over from a ` +
-      `dead or stopped runner, ${ran('manual')} manual), missed ${reasons.join(', ')}, attempts ${outcomes.join(', ')}; ` +
+      `${name}: ${count((r) => r.outcome === 'ok')} attempts ran (${ran('late')} late, ${ran('retry')} taken over from a dead, stopped or ` +
+      `shut-down runner, ${ran('manual')} manual), missed ${reasons.join(', ')}, attempts ${outcomes.join(', ')}; ` +
       `${failures.length ? `AUDIT FAILED: ${failures.slice(0, 5).join('; ')}` : 'the records match what ran'}`,
   }
 }

@@ -14,7 +14,9 @@
 //   { type: 'released', enter, t, released }  a Lock's release, called at `t`, answered `released`
 //   { type: 'error', code, t }                a call failed (ERR_SNATCH_…)
 // A section acts a few times, each act only while the lease is still valid, checked synchronously right before it:
-// the parent checks that no two holders' acts overlap. It stops on 'stop', finishing its section first.
+// the parent checks that no two holders' acts overlap. It stops on 'stop', finishing its section first; on SIGTERM it
+// shuts down as the README says (close with a timeout of `config.drainMs`, then exit): sections under way finish, or
+// are cut when their signal aborts.
 
 const { createLocker } = require('..')
 
@@ -236,6 +238,13 @@ async function nestSections() {
 
 /** The Nest application of nest mode. */
 let nestApp
+
+// The README's shutdown recipe: nothing new is taken, what runs gets `config.drainMs` to finish, then the process exits.
+process.once('SIGTERM', async () => {
+  stopping = true
+  await Promise.all([...lockers.map((l) => l.close({ timeout: config.drainMs ?? 0 })), nestApp?.close()])
+  process.exit(0)
+})
 
 async function main() {
   if (config.mode === 'schedule') return schedule()

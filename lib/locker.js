@@ -5,7 +5,17 @@ const diagnostics = require('./diagnostics')
 const { fromNative, fromNativeError, invalidArg } = require('./errors')
 const { KeepAlive } = require('./keep-alive')
 const { Lock } = require('./lock')
-const { lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkString, checkType, snapshot } = require('./options')
+const {
+  lockerInit,
+  lockInit,
+  scheduleInit,
+  closeDrain,
+  checkKey,
+  checkFn,
+  checkString,
+  checkType,
+  snapshot,
+} = require('./options')
 const { heldLock, occurrenceRecord, scheduleInfo } = require('./fleet')
 const { Leadership, LeaderObserver, campaign, leadOptions } = require('./leadership')
 const { ReadWriteLock } = require('./read-write-lock')
@@ -322,11 +332,19 @@ class Locker {
     return this.#ask({ kind: 'semaphores', limit })
   }
 
-  /** Stops schedules, waits for running tasks, releases every lock still held, closes the connections. Idempotent. */
-  async close() {
+  /**
+   * Takes no new work (new calls reject ClosedError, schedules claim nothing more, campaigns stop and leaders step
+   * down), lets the fns running finish (with `drain: false`, none; with `timeout`, that long at most: their signals
+   * then abort with ClosedError, and a schedule's attempt is recorded interrupted and run again at once by another
+   * replica), releases every lock still held and closes the connections. Idempotent.
+   */
+  async close(options) {
+    const drainMs = closeDrain(options)
     for (const observer of [...this.#observers]) observer.close()
+    // From now on nothing new is taken; a leader's term, which runs until it is told to stop, steps down.
+    const closed = this.#call((op) => this.#native.close(op, drainMs))
     await Promise.all([...this.#leaderships].map((leadership) => leadership.stop()))
-    await this.#call((op) => this.#native.close(op))
+    await closed
     for (const lock of this.#locks.values()) lock._released()
     for (const schedule of this.#schedules.values()) schedule._closed()
   }

@@ -216,6 +216,29 @@ function lockInit(options, { canWait }) {
   return { ttl: o.ttl, minHold: o.minHold, wait: o.wait, autoExtend: o.autoExtend, fair: o.fair }
 }
 
+/** The longest duration option, in ms (the native side's bound). */
+const MAX_DURATION_MS = 2 ** 31 - 1
+
+/**
+ * Checks close()'s options: how long the fns running get to finish, in ms (`drain: false`: none; `timeout`: an integer
+ * of ms, or Infinity, the default: all the time they take): undefined for no limit.
+ */
+function closeDrain(options) {
+  if (options === undefined) return undefined
+  const o = snapshot('options', options, ['drain', 'timeout'])
+  checkType('drain', o.drain, 'boolean')
+  checkType('timeout', o.timeout, 'number')
+  const { timeout = Infinity } = o
+  if (timeout !== Infinity && !(Number.isSafeInteger(timeout) && timeout >= 0 && timeout <= MAX_DURATION_MS)) {
+    throw invalidArg(
+      RangeError,
+      `timeout must be an integer number of milliseconds in [0, ${MAX_DURATION_MS}] or Infinity, got ${timeout}`,
+    )
+  }
+  if (o.drain === false) return 0
+  return timeout === Infinity ? undefined : timeout
+}
+
 /**
  * Checks the JS types of ScheduleOptions. The test-only environment variable SNATCH_TEST_CLOCK_OFFSET_MS shifts
  * this process's clock for the scheduler, to simulate replicas with skewed clocks.
@@ -260,4 +283,15 @@ function checkFn(fn) {
   if (typeof fn !== 'function') throw invalidArg(TypeError, `fn must be a function, got ${describe(fn)}`)
 }
 
-module.exports = { LOCKER_OPTIONS, lockerInit, lockInit, scheduleInit, checkKey, checkFn, checkString, checkType, snapshot }
+module.exports = {
+  LOCKER_OPTIONS,
+  lockerInit,
+  lockInit,
+  scheduleInit,
+  closeDrain,
+  checkKey,
+  checkFn,
+  checkString,
+  checkType,
+  snapshot,
+}

@@ -10,7 +10,7 @@ const { checkType, snapshot } = require('./options')
 const DEFAULT_LIMIT = 1000
 const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8'
 const HEALTHS = ['ok', 'failing', 'missed', 'stuck', 'orphaned']
-const OUTCOMES = ['ok', 'failed', 'timeout', 'lost', 'crashed', 'missed']
+const OUTCOMES = ['ok', 'failed', 'timeout', 'lost', 'crashed', 'interrupted', 'missed']
 
 /**
  * A `(req, res, next?)` handler (node:http, Express, Connect) answering GET and HEAD with the metrics of `locker`'s

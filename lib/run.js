@@ -2,16 +2,21 @@
 
 const { OutcomeKind } = require('./native')
 const diagnostics = require('./diagnostics')
-const { LockLostError, RunReplacedError, RunTimeoutError } = require('./errors')
+const { ClosedError, LockLostError, RunReplacedError, RunTimeoutError } = require('./errors')
 
 const RAN = OutcomeKind.Ran
 const NOT_ACQUIRED = OutcomeKind.NotAcquired
 
 /** The error class of each ending in which fn's signal aborted or its lease lapsed. */
-const ABORTED_WITH = { lost: LockLostError, timeout: RunTimeoutError, replaced: RunReplacedError }
+const ABORTED_WITH = {
+  lost: LockLostError,
+  timeout: RunTimeoutError,
+  replaced: RunReplacedError,
+  interrupted: ClosedError,
+}
 
 /**
- * What a run that ended `ending` (decided natively: 'ok', 'failed', 'lost', 'timeout' or 'replaced') comes to for
+ * What a run that ended `ending` (decided natively: 'ok', 'failed', 'lost', 'timeout', 'replaced', 'interrupted') comes to for
  * its caller, from what its fn did (`settled`: `{ signal, abort(err), threw, error, value }`): null for 'ok', else
  * `{ error }`: fn's own for 'failed' (whatever it threw, `undefined` too); otherwise the error fn's signal aborted with
  * for that reason (or `make()`, when it did not), which the signal then says, with fn's own error as `cause` and its
@@ -96,6 +101,11 @@ class Run {
   /** Epoch ms until which the lease is guaranteed: ctx.validUntil. */
   validUntil() {
     return Date.now() + (this.#id === undefined ? 0 : this.#remainingMs(this.#id))
+  }
+
+  /** The locker closes, and the task's time to finish ran out: abort ctx.signal. */
+  aborted() {
+    this.controller().abort(new ClosedError(`the locker closed before the task under '${this.#key}' finished`))
   }
 
   /** The lease was lost while the task runs: abort ctx.signal. */

@@ -4,7 +4,15 @@ const { EventEmitter } = require('node:events')
 const { performance } = require('node:perf_hooks')
 const { OutcomeKind } = require('./native')
 const diagnostics = require('./diagnostics')
-const { LockLostError, RunReplacedError, RunTimeoutError, emitError, fromNativeError, native } = require('./errors')
+const {
+  ClosedError,
+  LockLostError,
+  RunReplacedError,
+  RunTimeoutError,
+  emitError,
+  fromNativeError,
+  native,
+} = require('./errors')
 const { endError } = require('./run')
 
 const ATTEMPTED = OutcomeKind.Attempted
@@ -80,7 +88,10 @@ class Occurrence {
     this.controller.abort(new LockLostError(this.key))
   }
 
-  /** fn is to stop (`reason`: 'timeout', past its `timeout`; 'replaced', by a later occurrence): abort its signal. */
+  /**
+   * fn is to stop (`reason`: 'timeout', past its `timeout`; 'replaced', by a later occurrence; 'shutdown', its locker
+   * closes): abort its signal.
+   */
   aborted(reason) {
     this.controller.abort(this.#schedule._abortError(reason))
   }
@@ -193,9 +204,14 @@ class ScheduledTask extends EventEmitter {
     occurrence.call(this.#fn).then(() => this.#taskDone(id, occurrence.failure()))
   }
 
-  /** @internal The error an attempt's signal aborts with, for `reason` ('timeout' or 'replaced'). */
+  /**
+   * @internal The error an attempt's signal aborts with, for `reason` ('timeout', 'replaced'; 'shutdown' when its
+   * locker closed, the attempt then 'interrupted').
+   */
   _abortError(reason) {
-    return reason === 'timeout' ? new RunTimeoutError(this.name, this.#timeout) : new RunReplacedError(this.name)
+    if (reason === 'timeout') return new RunTimeoutError(this.name, this.#timeout)
+    if (reason === 'replaced') return new RunReplacedError(this.name)
+    return new ClosedError(`the locker closed before the attempt of '${this.name}' finished: another replica runs it again`)
   }
 
   /**

@@ -126,6 +126,7 @@ fn arguments(id: u32, outcome: Outcome) -> [Arg; 4] {
             let reason = match reason {
                 AbortReason::Timeout => "timeout",
                 AbortReason::Replaced => "replaced",
+                AbortReason::Shutdown => "shutdown",
             };
             (OutcomeKind::Aborted, None, Some(Arg::Text(reason.to_owned())))
         }

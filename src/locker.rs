@@ -19,6 +19,7 @@ use snatch_core::{Cron, FleetRequest, Holder, Input, Locker, LockerConfig, Runne
 use std::cell::OnceCell;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A locker; the facade's `Locker` wraps it.
 #[napi]
@@ -223,11 +224,13 @@ impl NativeLocker {
     }
 
     /// Starts operation `id`: stop schedules, wait for calls under way, release every lock still held, close the
-    /// connections. Idempotent.
+    /// connections. Idempotent. The fns running get `drainMs` to finish (none: all the time they take); then their
+    /// signals abort (a schedule's attempts are recorded interrupted and handed over).
     #[napi]
-    pub fn close(&self, id: u32) {
+    pub fn close(&self, id: u32, drain_ms: Option<u32>) {
         self.host.sockets.close();
-        self.host.step(|runner, _| runner.close(id));
+        let drain = drain_ms.map(|ms| Duration::from_millis(ms.into()));
+        self.host.step(|runner, _| runner.close(id, drain));
     }
 
     /// Runs `step` on the runner; an error it returns is thrown.

@@ -7,7 +7,7 @@ const { Logger, Module } = require('@nestjs/common')
 const { DiscoveryModule, DiscoveryService, MetadataScanner, ModuleRef } = require('@nestjs/core')
 const { invalidArg } = require('../errors')
 const { Locker } = require('../locker')
-const { LOCKER_OPTIONS, checkType, snapshot } = require('../options')
+const { LOCKER_OPTIONS, checkType, closeDrain, snapshot } = require('../options')
 const { planOf } = require('./crons')
 const { started, stopped } = require('./lockers')
 const { withRun } = require('./run-context')
@@ -19,7 +19,10 @@ const SCHEDULE_MODULE_OPTIONS = 'SCHEDULE_MODULE_OPTIONS'
 
 /** The module: `SnatchModule.forRoot(options)` or `SnatchModule.forRootAsync({ imports, inject, useFactory })`. */
 class SnatchModule {
-  /** The Locker made from `options` (LockerOptions, and `global`: whether every module can inject it; default true). */
+  /**
+   * The Locker made from `options`: LockerOptions, `global` (whether every module can inject it; default true) and
+   * `shutdownTimeout` (how long running methods get to finish at shutdown, in ms; default: all the time they take).
+   */
   static forRoot(options) {
     const { global, ...lockerOptions } = snapshotGlobal(options)
     return dynamicModule(global, [], { provide: OPTIONS, useValue: lockerOptions })
@@ -27,7 +30,8 @@ class SnatchModule {
 
   /**
    * The Locker made from the LockerOptions that `useFactory(...inject)` resolves, `inject` being providers of the
-   * application or of `imports` (say ConfigService of ConfigModule). `global` as for forRoot.
+   * application or of `imports` (say ConfigService of ConfigModule), with `shutdownTimeout` too. `global` as for
+   * forRoot.
    */
   static forRootAsync(options) {
     const o = snapshot('options', options, ['imports', 'inject', 'useFactory', 'global'])
@@ -44,9 +48,9 @@ class SnatchModule {
 }
 Module({})(SnatchModule)
 
-/** `options` (LockerOptions and `global`), with `global` checked; the Locker checks the rest. */
+/** `options` (LockerOptions, `global` and `shutdownTimeout`), with `global` checked; the Locker checks the rest. */
 function snapshotGlobal(options) {
-  const o = snapshot('options', options, [...LOCKER_OPTIONS, 'global'])
+  const o = snapshot('options', options, [...LOCKER_OPTIONS, 'global', 'shutdownTimeout'])
   checkType('global', o.global, 'boolean')
   return o
 }
@@ -59,11 +63,11 @@ function dynamicModule(global = true, imports, options) {
     imports: [DiscoveryModule, ...imports],
     providers: [
       options,
-      { provide: Locker, useFactory: (lockerOptions) => new Locker(lockerOptions), inject: [OPTIONS] },
+      { provide: Locker, useFactory: ({ shutdownTimeout, ...lockerOptions }) => new Locker(lockerOptions), inject: [OPTIONS] },
       {
         provide: SnatchRuntime,
         useFactory: (...deps) => new SnatchRuntime(...deps),
-        inject: [Locker, DiscoveryService, MetadataScanner, ModuleRef],
+        inject: [Locker, DiscoveryService, MetadataScanner, ModuleRef, OPTIONS],
       },
     ],
     exports: [Locker],
@@ -83,12 +87,17 @@ class SnatchRuntime {
   /** The @Cron methods to schedule (crons.js). */
   #plans = []
   #logger = new Logger('SnatchModule')
+  /** close()'s options at shutdown: `{ timeout }` when `shutdownTimeout` was given. */
+  #closing
 
-  constructor(locker, discovery, scanner, moduleRef) {
+  constructor(locker, discovery, scanner, moduleRef, { shutdownTimeout }) {
     this.#locker = locker
     this.#discovery = discovery
     this.#scanner = scanner
     this.#moduleRef = moduleRef
+    this.#closing = shutdownTimeout === undefined ? undefined : { timeout: shutdownTimeout }
+    // Checked now (at start-up), not when the application shuts down.
+    closeDrain(this.#closing)
   }
 
   onModuleInit() {
@@ -152,10 +161,13 @@ class SnatchRuntime {
     })
   }
 
-  /** Running attempts end (they are not aborted), their locks are released, and the Locker closes. */
+  /**
+   * Running methods finish (within `shutdownTimeout`, when given: then their signals abort, and a @Cron method's
+   * attempt is handed over to another replica), their locks are released, and the Locker closes.
+   */
   async onApplicationShutdown() {
     stopped(this.#locker)
-    await this.#locker.close()
+    await this.#locker.close(this.#closing)
   }
 
   /** ScheduleModule's options where it is imported, else undefined. */

@@ -39,6 +39,7 @@ import {
   type AttemptMessage,
   type MissedMessage,
   type ScheduleHealth,
+  type CloseOptions,
   type LockerOptions,
   type LockOptions,
   type RedisClientLike,
@@ -181,6 +182,11 @@ export async function usage(): Promise<void> {
   const { tick: manual }: { tick: Date } = await locker.trigger('report')
   const locks: HeldLock[] = await locker.locks({ match: 'orders:*', limit: 10 })
   void [next, outcome, manual, (locks[0]?.fence ?? 0n) + 1n]
+  const closing: CloseOptions = { timeout: 20_000 }
+  await locker.close(closing)
+  await locker.close({ drain: false })
+  // @ts-expect-error the timeout is a number of ms
+  await locker.close({ timeout: '20s' })
   await locker.close()
 
   try {

@@ -17,6 +17,8 @@ pub enum AbortReason {
     Timeout,
     /// A later occurrence replaces it (`concurrency: 'replace'`).
     Replaced,
+    /// The replica shuts down (`close`), and fn did not finish within the time it was given.
+    Shutdown,
 }
 
 /// Why an occurrence did not run here.
@@ -69,6 +71,9 @@ pub enum Ending {
     Replaced,
     /// Its lease could not be guaranteed for the whole run.
     Lost,
+    /// Its replica shut down before fn settled (`close`): its signal aborted, and another replica runs the occurrence
+    /// again at once.
+    Interrupted,
 }
 
 impl Ending {
@@ -80,6 +85,7 @@ impl Ending {
             Self::TimedOut => "timeout",
             Self::Replaced => "replaced",
             Self::Lost => "lost",
+            Self::Interrupted => "interrupted",
         }
     }
 
@@ -94,6 +100,7 @@ impl Ending {
             }
             Self::Replaced => (Status::Failed, Some("a later occurrence replaced it".to_owned())),
             Self::Lost => (Status::Lost, Some("the lease could not be guaranteed for the whole run".to_owned())),
+            Self::Interrupted => (Status::Interrupted, Some("its replica shut down before it finished".to_owned())),
         }
     }
 }
@@ -142,6 +149,8 @@ pub enum Do {
     Unclaimed(SnatchError),
     /// Look at the open attempts again after this long: a retry is due then.
     LookAgainIn(Duration),
+    /// Wake the other replicas of the schedule: the attempt was interrupted, and its next is due now, on one of them.
+    HandOver,
     /// The run ended so: the caller hears it (after [`Do::Release`]).
     End(Ended),
 }
@@ -274,7 +283,7 @@ impl AttemptRun {
         match taken {
             Ok(Some(fence)) => self.record_start(fence, now),
             Ok(None) if !waited && self.waits() => {
-                if self.policy.concurrency == Concurrency::Replace && !self.attempt.manual {
+                if self.policy.concurrency == Concurrency::Replace && self.why != Why::Retry && !self.attempt.manual {
                     self.stage = Stage::GivingWay;
                     vec![Do::AskToGiveWay]
                 } else {
@@ -282,7 +291,7 @@ impl AttemptRun {
                     vec![Do::WaitForRunLock]
                 }
             }
-            // A retry is taken over later, once the run lock is free.
+            // Still held after a lease (another occurrence runs): a retry is taken over later, once it is free.
             Ok(None) if self.why == Why::Retry => self.over(vec![Do::Release]),
             Ok(None) => {
                 let mut steps =
@@ -336,7 +345,7 @@ impl AttemptRun {
             Stage::RecordingEnd { ended, retry } => {
                 let mut steps = Vec::new();
                 if let (Ok(Written::Yes), Some(delay)) = (written, retry) {
-                    steps.push(Do::LookAgainIn(delay));
+                    steps.push(if ended.ending == Ending::Interrupted { Do::HandOver } else { Do::LookAgainIn(delay) });
                 }
                 steps.extend([Do::Release, Do::End(ended)]);
                 steps
@@ -369,12 +378,18 @@ impl AttemptRun {
             (true, ..) => Ending::Lost,
             (_, Some(AbortReason::Timeout), _) => Ending::TimedOut,
             (_, Some(AbortReason::Replaced), _) => Ending::Replaced,
+            (_, Some(AbortReason::Shutdown), _) => Ending::Interrupted,
             (_, None, Some(failure)) => Ending::Failed(failure),
             (_, None, None) => Ending::Ok,
         };
         let duration = now.instant.saturating_duration_since(started);
         let retries = ending != Ending::Ok && ending != Ending::Replaced && self.attempt.attempt <= self.policy.retries;
-        let retry = retries.then(|| retry_delay(self.policy.retry_delay, self.attempt.attempt + 1, jitter));
+        // An interrupted attempt is handed over at once, retries or not: nothing of it went wrong.
+        let retry = if ending == Ending::Interrupted {
+            Some(Duration::ZERO)
+        } else {
+            retries.then(|| retry_delay(self.policy.retry_delay, self.attempt.attempt + 1, jitter))
+        };
         let (outcome, error) = ending.recorded(self.policy.timeout);
         let ended_record = Record {
             duration_ms: Some(duration.as_secs_f64() * 1000.0),
@@ -390,10 +405,11 @@ impl AttemptRun {
         vec![Do::Record(Box::new(write))]
     }
 
-    /// Whether the run lock is waited for when it is held: by a manual run, and with `replace` by an on-time or late
-    /// one (after asking the running attempt to give way).
+    /// Whether the run lock is waited for when it is held: by a manual run; by a retry, which takes over an attempt
+    /// whose runner may have died holding it (its lease then lapses within the wait); with `replace` by an on-time or
+    /// late one (after asking the running attempt to give way).
     fn waits(&self) -> bool {
-        self.why == Why::Manual || (self.policy.concurrency == Concurrency::Replace && self.why != Why::Retry)
+        matches!(self.why, Why::Manual | Why::Retry) || self.policy.concurrency == Concurrency::Replace
     }
 
     /// Records the attempt running (only if nobody recorded it yet, and unless the schedule is suspended, for all but
@@ -553,6 +569,19 @@ mod tests {
     }
 
     #[test]
+    fn an_attempt_cut_by_shutdown_is_recorded_interrupted_and_handed_over_at_once_retries_or_not() {
+        let mut run = start(Why::OnTime, Concurrency::Forbid, 0);
+        running(&mut run);
+        assert_eq!(run.abort(AbortReason::Shutdown), vec![Do::Abort(AbortReason::Shutdown)]);
+        let settled = run.settled(Some("AbortError".into()), false, now(300), 1.0);
+        let (record, open, after) = end(&mut run, settled);
+        assert_eq!(record.outcome, Status::Interrupted);
+        assert_eq!((record.retry_at, open), (Some(1_000_300), Open::LookIn(Duration::ZERO)));
+        assert_eq!(after[..2], [Do::HandOver, Do::Release]);
+        assert!(matches!(after.last(), Some(Do::End(Ended { ending: Ending::Interrupted, .. }))));
+    }
+
+    #[test]
     fn not_claimed_it_is_skipped_on_time_only_and_a_failed_claim_is_told() {
         let mut run = start(Why::OnTime, Concurrency::Forbid, 0);
         assert_eq!(run.claimed(Ok(None), now(0)), vec![Do::Skipped(SkipReason::Taken)]);
@@ -581,7 +610,11 @@ mod tests {
         assert_eq!(steps[2], Do::Skipped(SkipReason::Overlap));
         let mut retry = start(Why::Retry, Concurrency::Forbid, 0);
         retry.claimed(Ok(Some(6)), now(0));
-        assert_eq!(retry.run_lock(Ok(None), now(0)), vec![Do::Release]);
+        assert_eq!(retry.run_lock(Ok(None), now(0)), vec![Do::WaitForRunLock], "a dead runner's lock lapses meanwhile");
+        assert_eq!(retry.run_lock(Ok(None), now(0)), vec![Do::Release], "held by a live one: a later look");
+        let mut replacing = start(Why::Retry, Concurrency::Replace, 0);
+        replacing.claimed(Ok(Some(6)), now(0));
+        assert_eq!(replacing.run_lock(Ok(None), now(0)), vec![Do::WaitForRunLock], "a retry replaces nothing");
         // replace: the running one is asked to give way, then the lock waited for; a manual run waits at once.
         let mut replace = start(Why::OnTime, Concurrency::Replace, 0);
         replace.claimed(Ok(Some(6)), now(0));

@@ -210,6 +210,22 @@ impl<H: Held> Runs<H> {
         }
     }
 
+    /// The locker closes and its runs' time to finish is over: the signal of every fn of the caller's that still runs
+    /// aborts (once), for [`AbortReason::Shutdown`]. A schedule's occurrences are aborted by their attempts' machines
+    /// (which record them interrupted), not here.
+    pub fn cut(&mut self) -> Vec<(u32, Outcome)> {
+        let mut told = Vec::new();
+        for (&id, entry) in &mut self.entries {
+            if let Entry::Running { aborted, .. } = entry {
+                if id < DRIVER_IDS && !*aborted {
+                    *aborted = true;
+                    told.push((id, Outcome::Aborted { reason: AbortReason::Shutdown }));
+                }
+            }
+        }
+        told
+    }
+
     /// The lock of run `id`, while its fn runs.
     pub fn running(&mut self, id: u32) -> Option<&mut H> {
         match self.entries.get_mut(&id)? {
@@ -390,6 +406,21 @@ mod tests {
         let mut runs = Runs::default();
         let step = runs.acquired(9, Ok(Some(Lease::new(7))));
         assert_eq!((step.outcome, step.release.map(|l| l.fence)), (None, Some(7)));
+    }
+
+    #[test]
+    fn a_cut_aborts_the_caller_s_running_fns_once_and_leaves_occurrences_to_their_attempts() {
+        let mut runs = Runs::default();
+        runs.start(1, Purpose::Run);
+        runs.acquired(1, Ok(Some(Lease::new(7))));
+        runs.start(2, Purpose::Run);
+        runs.start(3, Purpose::Lock);
+        runs.acquired(3, Ok(Some(Lease::new(8))));
+        let occurrence = Occurrence { schedule: 5, attempt: Attempt::first(0), why: Why::OnTime };
+        let (driven, _) = runs.adopt(Lease::new(9), occurrence);
+        assert_eq!(runs.cut(), vec![(1, Outcome::Aborted { reason: AbortReason::Shutdown })]);
+        assert_eq!(runs.cut(), vec![], "once");
+        assert_eq!(runs.abort(driven, AbortReason::Shutdown), Some(Outcome::Aborted { reason: AbortReason::Shutdown }));
     }
 
     #[test]

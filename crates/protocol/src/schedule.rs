@@ -167,6 +167,8 @@ pub enum Status {
     Lost,
     /// Its runner died: the claim lapsed while the record still said running.
     Crashed,
+    /// Its replica shut down (`close`) before fn settled: its next attempt runs at once, on another replica.
+    Interrupted,
     /// It did not run: see the record's `reason`.
     Missed,
 }
@@ -340,17 +342,19 @@ pub struct Registered {
     pub triggers: i64,
     /// Running attempts of ticks before this give way (`replace`).
     pub replace: Option<i64>,
+    /// In how many ms the next open attempt is due for a look (its lease over, or its retry due).
+    pub due_in: Option<i64>,
     /// For each tick the registration looked at, whether it has a record.
     pub recorded: Vec<bool>,
 }
 
-/// The registration script's reply: `{now, since, last, suspended, due, triggers, replace, recorded}`.
-pub type RegisteredReply = (i64, i64, i64, i64, i64, i64, i64, Vec<i64>);
+/// The registration script's reply: `{now, since, last, suspended, due, triggers, replace, due_in, recorded}`.
+pub type RegisteredReply = (i64, i64, i64, i64, i64, i64, i64, i64, Vec<i64>);
 
 impl Registered {
     /// The registration script's `reply` for `ticks` ticks looked at, read; `None` when it answered for others.
     pub fn of(reply: RegisteredReply, ticks: usize) -> Option<Self> {
-        let (now, since, last, suspended, due, triggers, replace, recorded) = reply;
+        let (now, since, last, suspended, due, triggers, replace, due_in, recorded) = reply;
         if recorded.len() != ticks {
             return None;
         }
@@ -364,6 +368,7 @@ impl Registered {
             due,
             triggers,
             replace: known(replace),
+            due_in: known(due_in),
             recorded,
         })
     }

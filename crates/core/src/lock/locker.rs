@@ -17,7 +17,7 @@ use snatch_protocol::SnatchError;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{Notify, OnceCell};
+use tokio::sync::{watch, Notify, OnceCell};
 use tokio::time::{sleep, Instant};
 
 /// Bounds of the jittered delay between two attempts of a waiting acquisition.
@@ -51,6 +51,8 @@ struct Shared {
     closed: AtomicBool,
     /// Woken when `close` is called: acquisitions that wait for a lock give up.
     closing: Notify,
+    /// Set once the time the closing locker gives its running fns is over (see [`Locker::cut`]).
+    cut: watch::Sender<bool>,
     /// Number of calls under way; `close` waits for zero.
     busy: AtomicUsize,
     /// Woken when `busy` drops to zero once closing.
@@ -100,6 +102,7 @@ impl Locker {
                 supervisor: Supervisor::new(),
                 closed: AtomicBool::new(false),
                 closing: Notify::new(),
+                cut: watch::Sender::new(false),
                 busy: AtomicUsize::new(0),
                 idle: Notify::new(),
                 close_done: OnceCell::new(),
@@ -196,9 +199,8 @@ impl Locker {
     /// Stops accepting calls and schedules, waits for the calls and runs under way, releases every lock still held
     /// and closes the connections. Idempotent; concurrent calls all wait for the same close.
     pub async fn close(&self) {
+        self.stop_taking();
         let shared = &self.shared;
-        shared.closed.store(true, Ordering::SeqCst);
-        shared.closing.notify_waiters();
         shared
             .close_done
             .get_or_init(|| async {
@@ -214,6 +216,25 @@ impl Locker {
                 shared.nodes.close().await;
             })
             .await;
+    }
+
+    /// The time the closing locker gives its running fns to finish is over: the schedules abort the fns of their
+    /// attempts running here (which are recorded interrupted and handed over). The caller's own runs are its runner's
+    /// to abort. Idempotent.
+    pub fn cut(&self) {
+        self.shared.cut.send_replace(true);
+    }
+
+    /// Tells when [`Locker::cut`] was called.
+    pub(crate) fn cut_requests(&self) -> watch::Receiver<bool> {
+        self.shared.cut.subscribe()
+    }
+
+    /// The first step of [`Locker::close`], at once: new calls are refused ([`SnatchError::Closed`]), and acquisitions
+    /// waiting for a lock give up.
+    pub fn stop_taking(&self) {
+        self.shared.closed.store(true, Ordering::SeqCst);
+        self.shared.closing.notify_waiters();
     }
 
     /// Resolves once no call is under way.

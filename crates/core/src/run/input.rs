@@ -24,6 +24,8 @@ pub enum Input {
     Tell(u32, Outcome),
     /// The locker closed (operation `.0`), releasing every lock still held.
     Closed(u32),
+    /// The closing locker's time for running fns is over: the caller's fns still running are to stop.
+    Cut,
     /// An attempt of a schedule's occurrence is claimed (and its run lock taken, unless occurrences may overlap):
     /// run its fn (see `OccurrenceHold`), and tell `settled` once it settled.
     Occurrence {

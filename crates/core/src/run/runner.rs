@@ -223,11 +223,29 @@ impl Runner {
         self.answer(id, async move { Ok(Outcome::Done(locker.force_release(&key).await?)) });
     }
 
-    /// Starts operation `id`: closes the locker (see [`Locker::close`]): the locks the caller held are released.
-    pub fn close(&mut self, id: u32) {
+    /// Starts operation `id`: closes the locker (see [`Locker::close`]): the locks the caller held are released. The
+    /// fns running get `drain` to finish (`None`: all the time they take); then their signals abort
+    /// ([`Locker::cut`], [`Input::Cut`]).
+    pub fn close(&mut self, id: u32, drain: Option<Duration>) {
+        self.locker.stop_taking();
         let (locker, post) = (self.locker.clone(), self.post.clone());
         self.runtime.spawn(async move {
-            locker.close().await;
+            let closing = locker.close();
+            tokio::pin!(closing);
+            let drained = async {
+                match drain {
+                    Some(drain) => tokio::time::sleep(drain).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = &mut closing => {}
+                () = drained => {
+                    locker.cut();
+                    let _ = post.post(Input::Cut);
+                    closing.await;
+                }
+            }
             let _ = post.post(Input::Closed(id));
         });
     }
@@ -260,6 +278,7 @@ impl Runner {
                 self.runs.closed();
                 told.push((id, Outcome::Done(true)));
             }
+            Input::Cut => told.extend(self.runs.cut()),
             Input::Occurrence { occurrence, run, claim, settled } => {
                 let (watched, claimed) = (run.clone(), claim.clone());
                 let (schedule, attempt) = (occurrence.schedule, occurrence.attempt);

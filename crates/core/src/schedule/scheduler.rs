@@ -21,7 +21,7 @@ use crate::run::input::{post_or_undo, Input, Post};
 use crate::schedule::cron::CronSchedule;
 use crate::schedule::store::{self, Control, LookBack, Registration, HEARTBEAT, REFRESH_EVERY};
 use chrono::{DateTime, Utc};
-use snatch_protocol::attempt::{AbortReason, AttemptRun, Concurrency, Do, Next, Now, Policy};
+use snatch_protocol::attempt::{AbortReason, AttemptRun, Concurrency, Do, Next, Now, Policy, SkipReason};
 use snatch_protocol::run::{Occurrence, Outcome};
 use snatch_protocol::schedule::{
     Attempt, CatchUp, Found, Limits, Registered, ScheduleKeys, Status, Why, Write, Written, DEFAULT_HISTORY,
@@ -45,6 +45,18 @@ const GRACE: Duration = Duration::from_secs(2);
 
 /// How long a schedule's state and records stay after the last replica that registered it is gone, at least.
 const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Why an attempt's fn did not run.
+enum NotRun {
+    /// The locker is closing.
+    Closing,
+    /// The runner is gone (its JS environment torn down), or the attempt holds no claim.
+    Gone,
+}
+
+/// How long after an open attempt is due (or its claim would lapse) a replica looks at it: the server's expiry of a
+/// key is exact to the millisecond.
+const LOOK_SLACK: Duration = Duration::from_millis(20);
 
 /// The default `startingDeadline`: a deploy or a failover at a tick delays the run, and does not lose it.
 pub const DEFAULT_STARTING_DEADLINE: Duration = Duration::from_secs(15 * 60);
@@ -321,7 +333,22 @@ impl Driver {
             }
         }
         drop(watches);
-        while attempts.join_next().await.is_some() {}
+        // The attempts under way finish, unless the closing locker's time for them runs out first: their fns then stop,
+        // and they are handed over.
+        let mut cut = self.locker.cut_requests();
+        let cutting = async {
+            if cut.wait_for(|&cut| cut).await.is_ok() {
+                self.abort_here(|_| true, AbortReason::Shutdown);
+            }
+            std::future::pending::<()>().await
+        };
+        tokio::pin!(cutting);
+        loop {
+            tokio::select! {
+                joined = attempts.join_next() => if joined.is_none() { break },
+                () = &mut cutting => {}
+            }
+        }
         // The fleet sees this replica gone at once (a replica that dies leaves it to lapse); Redis unreachable, it
         // lapses too.
         let _ = store::leave(&self.locker, &self.keys, &self.registration.instance).await;
@@ -361,6 +388,10 @@ impl Driver {
         }
         if state.due > 0 {
             self.clone().sweep(attempts);
+        }
+        // The next open attempt is looked at when it is due (its lease over, its retry due), not at a later beat.
+        if let Some(due_in) = state.due_in.and_then(|ms| u64::try_from(ms).ok()) {
+            let _ = self.work.send(Work::SweepAt(Instant::now() + Duration::from_millis(due_in) + LOOK_SLACK));
         }
         self.catch_up(&look, &state, attempts).await;
         // An occurrence nobody recorded yet is looked at again once its grace is over.
@@ -415,8 +446,13 @@ impl Driver {
     /// Aborts the signal of the attempts running here of occurrences before `replace` (a later one replaces them).
     fn give_way(&self, replace: Option<i64>) {
         let Some(replace) = replace else { return };
-        for (_, abort) in self.here.lock().expect("attempts poisoned").iter().filter(|(a, _)| a.tick < replace) {
-            let _ = abort.send(AbortReason::Replaced);
+        self.abort_here(|attempt| attempt.tick < replace, AbortReason::Replaced);
+    }
+
+    /// Aborts, for `reason`, the signal of the attempts running here that `which` picks.
+    fn abort_here(&self, which: impl Fn(&Attempt) -> bool, reason: AbortReason) {
+        for (_, abort) in self.here.lock().expect("attempts poisoned").iter().filter(|(a, _)| which(a)) {
+            let _ = abort.send(reason);
         }
     }
 
@@ -435,9 +471,14 @@ impl Driver {
             return;
         }
         attempts.spawn(async move {
-            let found = store::sweep(&self.locker, &self.keys).await;
+            let swept = store::sweep(&self.locker, &self.keys).await.unwrap_or_default();
             self.sweeping.store(false, Ordering::SeqCst);
-            for found in found.unwrap_or_default() {
+            // A running attempt's claim, renewed by its runner, is looked at again when it would lapse: a runner that
+            // died is taken over then.
+            if let Some(again) = swept.again {
+                let _ = self.work.send(Work::SweepAt(Instant::now() + again + LOOK_SLACK));
+            }
+            for found in swept.found {
                 match Next::after(&found, self.options.retries) {
                     Next::Attempt(attempt) => {
                         let start = Start { attempt, why: Why::Retry, follows: Some(found) };
@@ -480,6 +521,7 @@ impl Driver {
         };
         let instance = self.registration.instance.clone();
         let suspended = self.suspended.load(Ordering::SeqCst);
+        let lease = policy.lease;
         let (mut machine, first) = AttemptRun::new(attempt, why, follows, policy, instance, suspended);
         let mut locks = Locks::default();
         let mut todo = VecDeque::from([first]);
@@ -509,10 +551,15 @@ impl Driver {
                     machine.recorded(written, self.clock())
                 }
                 Do::Run { .. } => match self.run_fn(&mut machine, why, &mut locks).await {
-                    Some(next) => next,
-                    None => {
-                        // Nothing ran here (the locker is closing, or the runner is gone): the record stays 'running'
-                        // and, once the claim lapses, another replica takes the attempt over.
+                    Ok(next) => next,
+                    Err(NotRun::Closing) => {
+                        // The locker closed before fn could run: interrupted, the attempt is handed over at once.
+                        machine.abort(AbortReason::Shutdown);
+                        machine.settled(None, false, self.clock(), 1.0)
+                    }
+                    Err(NotRun::Gone) => {
+                        // The runner is gone (its JS environment torn down) with what it held: the record stays
+                        // 'running' and, once the claim lapses, another replica takes the attempt over.
                         locks.release().await;
                         return;
                     }
@@ -528,6 +575,11 @@ impl Driver {
                     vec![]
                 }
                 Do::Skipped(reason) => {
+                    if reason == SkipReason::Taken {
+                        // Another replica runs it: looked at once its lease would lapse, should that replica die.
+                        let at = Instant::now() + lease + LOOK_SLACK;
+                        let _ = self.work.send(Work::SweepAt(at));
+                    }
                     self.tell(Outcome::Skipped { tick: attempt.tick, reason });
                     vec![]
                 }
@@ -537,6 +589,10 @@ impl Driver {
                 }
                 Do::LookAgainIn(delay) => {
                     let _ = self.work.send(Work::SweepAt(Instant::now() + delay));
+                    vec![]
+                }
+                Do::HandOver => {
+                    let _ = store::control(&self.locker, &self.keys, Control::HandOver, self.registration.keep).await;
                     vec![]
                 }
                 Do::End(ended) => {
@@ -551,13 +607,13 @@ impl Driver {
     }
 
     /// Has the runner run the attempt's fn under `locks`, aborting its signal as `machine` says (the attempt's
-    /// timeout, a later occurrence replacing it); what `machine` says once fn settled. None when fn did not run: the
-    /// locker is closing, or the runner is gone.
-    async fn run_fn(&self, machine: &mut AttemptRun, why: Why, locks: &mut Locks) -> Option<Vec<Do>> {
+    /// timeout, a later occurrence replacing it, the locker's close); what `machine` says once fn settled, or why fn
+    /// did not run.
+    async fn run_fn(&self, machine: &mut AttemptRun, why: Why, locks: &mut Locks) -> Result<Vec<Do>, NotRun> {
         let attempt = machine.attempt();
-        let claim = locks.claim.clone()?;
+        let claim = locks.claim.clone().ok_or(NotRun::Gone)?;
         // The run counts on the locker (`close` waits for it) until its locks are given back.
-        locks.busy = Some(self.locker.enter().ok()?);
+        locks.busy = Some(self.locker.enter().map_err(|_| NotRun::Closing)?);
         let (settled, fn_settled) = oneshot::channel();
         let (abort, mut aborts) = mpsc::unbounded_channel();
         self.here.lock().expect("attempts poisoned").insert(attempt, abort.clone());
@@ -583,9 +639,9 @@ impl Driver {
             }
         };
         self.here.lock().expect("attempts poisoned").remove(&attempt);
-        let FnSettled { id, failure, lost } = settled.ok()?;
+        let FnSettled { id, failure, lost } = settled.map_err(|_| NotRun::Gone)?;
         locks.run_id = Some(id);
-        Some(machine.settled(failure, lost, self.clock(), rand::random_range(0.8..1.2)))
+        Ok(machine.settled(failure, lost, self.clock(), rand::random_range(0.8..1.2)))
     }
 
     /// This replica's time, for an attempt.

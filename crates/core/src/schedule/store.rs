@@ -113,24 +113,35 @@ pub(crate) async fn record(
 }
 
 /// The open attempts of the schedule of `keys` that need another: running while their claim is gone (their runner
-/// died), or failed with a retry due. On Redlock, those a majority of the nodes tells.
-pub(crate) async fn sweep(locker: &Locker, keys: &ScheduleKeys) -> Result<Vec<Found>, SnatchError> {
+/// died), or failed with a retry due. On Redlock, those a majority of the nodes tells. And when to look again.
+pub(crate) async fn sweep(locker: &Locker, keys: &ScheduleKeys) -> Result<Swept, SnatchError> {
     let mut call = ScriptCall::new(&SCHEDULE_SWEEP, 2);
     call.arg(&keys.open).arg(&keys.records).arg(keys.claims()).arg(SWEEP_BATCH);
-    let answers: Vec<Vec<String>> = every(locker, call).await?;
+    let answers: Vec<(Vec<String>, i64)> = every(locker, call).await?;
+    let again = answers.iter().filter_map(|&(_, ms)| u64::try_from(ms).ok()).min().map(Duration::from_millis);
     let mut told: Vec<(String, usize)> = Vec::new();
-    for json in answers.into_iter().flatten() {
+    for json in answers.into_iter().flat_map(|(found, _)| found) {
         match told.iter_mut().find(|(seen, _)| *seen == json) {
             Some((_, count)) => *count += 1,
             None => told.push((json, 1)),
         }
     }
     let quorum = locker.nodes().quorum();
-    Ok(told
+    let found = told
         .into_iter()
         .filter(|(_, count)| *count >= quorum)
         .filter_map(|(json, _)| Some(Found { record: Record::from_json(&json)?, json }))
-        .collect())
+        .collect();
+    Ok(Swept { found, again })
+}
+
+/// What a look at a schedule's open attempts found.
+#[derive(Debug, Default)]
+pub(crate) struct Swept {
+    /// The open attempts that need another.
+    pub(crate) found: Vec<Found>,
+    /// When the soonest claim of a running one lapses unless renewed: when to look again.
+    pub(crate) again: Option<Duration>,
 }
 
 /// The schedule of `keys`: its state, its live replicas, its newest `limit` records and its open ones.
@@ -150,6 +161,8 @@ pub(crate) enum Control {
     Trigger,
     /// Running attempts of ticks before this give way.
     Replace(i64),
+    /// The replicas look at the open attempts now: one was interrupted (its replica shuts down) and is due.
+    HandOver,
 }
 
 /// Steers the schedule of `keys` (the replicas hear of it on its control channel), whose state is kept at least
@@ -165,6 +178,7 @@ pub(crate) async fn control(
         Control::Resume => ("resume", 0),
         Control::Trigger => ("trigger", 0),
         Control::Replace(tick) => ("replace", tick),
+        Control::HandOver => ("handover", 0),
     };
     let mut call = ScriptCall::new(&SCHEDULE_CONTROL, 3);
     call.arg(&keys.state).arg(&keys.replicas).arg(&keys.triggers);

@@ -75,6 +75,40 @@ fn score(arg: &[u8]) -> Result<f64, Failure> {
     }
 }
 
+/// One end of a ZRANGEBYSCORE or ZCOUNT range: a score, `(score` (excluded), `-inf` or `+inf`.
+#[derive(Clone, Copy)]
+struct Bound {
+    score: f64,
+    excluded: bool,
+}
+
+impl Bound {
+    fn of(arg: &[u8]) -> Result<Self, Failure> {
+        match arg.strip_prefix(b"(") {
+            Some(rest) => Ok(Self { score: score(rest)?, excluded: true }),
+            None => Ok(Self { score: score(arg)?, excluded: false }),
+        }
+    }
+
+    /// Whether `s` is above this lower end.
+    fn below(self, s: f64) -> bool {
+        if self.excluded {
+            s > self.score
+        } else {
+            s >= self.score
+        }
+    }
+
+    /// Whether `s` is below this upper end.
+    fn above(self, s: f64) -> bool {
+        if self.excluded {
+            s < self.score
+        } else {
+            s <= self.score
+        }
+    }
+}
+
 impl Keyspace {
     /// The live entry of `key` (an expired one is dropped first).
     fn live(&mut self, key: &[u8]) -> Option<&mut Entry> {
@@ -276,17 +310,35 @@ impl Keyspace {
                 Value::Int(gone.len() as i64)
             }
             b"ZRANGEBYSCORE" | b"ZCOUNT" => {
-                let (min, max) = (score(arg(2)?)?, score(arg(3)?)?);
-                let within: Vec<Value> = self
-                    .ordered(arg(1)?)?
-                    .into_iter()
-                    .filter(|(_, s)| *s >= min && *s <= max)
-                    .map(|(m, _)| bulk(m))
-                    .collect();
-                match name.as_slice() {
-                    b"ZCOUNT" => Value::Int(within.len() as i64),
-                    _ => Value::Array(within),
+                let (min, max) = (Bound::of(arg(2)?)?, Bound::of(arg(3)?)?);
+                let within = self.ordered(arg(1)?)?.into_iter().filter(|(_, s)| min.below(*s) && max.above(*s));
+                if name.as_slice() == b"ZCOUNT" {
+                    return Ok(Value::Int(within.count() as i64));
                 }
+                // Options: WITHSCORES, LIMIT offset count.
+                let (mut with_scores, mut offset, mut count) = (false, 0, usize::MAX);
+                let mut options = args[4..].iter();
+                while let Some(option) = options.next() {
+                    if option.eq_ignore_ascii_case(b"WITHSCORES") {
+                        with_scores = true;
+                    } else if option.eq_ignore_ascii_case(b"LIMIT") {
+                        let (Some(from), Some(many)) = (options.next(), options.next()) else {
+                            return Err("ERR syntax error".to_owned());
+                        };
+                        offset = usize::try_from(integer(from)?).unwrap_or(0);
+                        count = usize::try_from(integer(many)?).unwrap_or(usize::MAX);
+                    } else {
+                        return Err("ERR syntax error".to_owned());
+                    }
+                }
+                let mut out = Vec::new();
+                for (member, s) in within.skip(offset).take(count) {
+                    out.push(bulk(member));
+                    if with_scores {
+                        out.push(Value::BulkString(format_number(s).into_bytes()));
+                    }
+                }
+                Value::Array(out)
             }
             b"HSET" | b"HSETNX" => {
                 let (key, pairs) = (arg(1)?, &args[2..]);
@@ -528,6 +580,12 @@ mod tests {
             command(&mut keyspace, &["ZRANGEBYSCORE", "z", "-inf", "2"]),
             Value::Array(vec![bulk(b"b".to_vec())])
         );
+        command(&mut keyspace, &["ZADD", "z", "4", "d", "5", "e"]);
+        assert_eq!(
+            command(&mut keyspace, &["ZRANGEBYSCORE", "z", "(2", "+inf", "WITHSCORES", "LIMIT", "0", "1"]),
+            Value::Array(vec![bulk(b"c".to_vec()), bulk(b"3".to_vec())])
+        );
+        assert_eq!(command(&mut keyspace, &["ZCOUNT", "z", "(2", "(5"]), Value::Int(2));
         let scan = command(&mut keyspace, &["SCAN", "0", "MATCH", "[lz]", "TYPE", "zset"]);
         assert_eq!(scan, Value::Array(vec![bulk(b"0".to_vec()), Value::Array(vec![bulk(b"z".to_vec())])]));
     }

@@ -1,10 +1,11 @@
 -- Steer a schedule from any process (see scripts.rs; wake.lua comes first): KEYS[1] is its state, KEYS[2] its
 -- registrations, KEYS[3] its pending triggers; ARGV[1] the action, ARGV[2] its control channel, ARGV[3] how long the
--- state is kept at least, in ms, ARGV[4] the action's value, ARGV[5] '1' on a Redis Cluster. 'suspend' and 'resume' set or clear `suspended`; 'trigger' queues a manual run, at
--- the server's time, when a live replica registered the schedule; 'replace' asks the running attempts of ticks before
--- ARGV[4] to give way. The replicas hear of it on the channel. Returns {live, tick}: how many live replicas registered
--- the schedule, and the server's time in ms (for a manual run, its tick: 1 ms after the last one's if that is not
--- earlier, so that each is its own).
+-- state is kept at least, in ms, ARGV[4] the action's value, ARGV[5] '1' on a Redis Cluster. 'suspend' and 'resume'
+-- set or clear `suspended`; 'trigger' queues a manual run, at the server's time, when a live replica registered the
+-- schedule; 'replace' asks the running attempts of ticks before ARGV[4] to give way; 'handover' changes nothing (an
+-- attempt interrupted by its replica's shutdown is due: the replicas that hear it look at once). The replicas hear of
+-- it on the channel. Returns {live, tick}: how many live replicas registered the schedule, and the server's time in ms
+-- (for a manual run, its tick: 1 ms after the last one's if that is not earlier, so that each is its own).
 local state, replicas, triggers, action = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 local time = redis.call('TIME')
 local now = time[1] * 1000 + math.floor(time[2] / 1000)

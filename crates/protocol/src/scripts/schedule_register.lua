@@ -6,10 +6,11 @@
 -- schedule (its expression and the keys' TTLs; done anyway when its state is gone), ARGV[8] to ARGV[13] three fields
 -- of the state and their values (its limits: timeout, maxRuntime, startingDeadline; written with the expression), then
 -- the ids of the first attempts of the ticks the look back looks at. Returns {now, since, last, suspended, due, triggers, replace,
--- recorded}: the server's time (ms), when the schedule was first registered, the newest tick a look back settled (-1
--- for none), 1 when suspended, how many open attempts are due for a look (running past their lease, or waiting for a
--- retry that is due), how many manual runs wait, the tick before which running attempts are to give way (-1 for
--- none), and for each id given 1 when it has a record.
+-- due_in, recorded}: the server's time (ms), when the schedule was first registered, the newest tick a look back
+-- settled (-1 for none), 1 when suspended, how many open attempts are due for a look (running past their lease, or
+-- waiting for a retry that is due), how many manual runs wait, the tick before which running attempts are to give way
+-- (-1 for none), in how many ms the next open attempt is due for a look (-1 for none), and for each id given 1 when it
+-- has a record.
 local state, replicas, triggers, records, open = KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6]
 local time = redis.call('TIME')
 local now = time[1] * 1000 + math.floor(time[2] / 1000)
@@ -44,5 +45,7 @@ local suspended = 0
 if fields[3] then
   suspended = 1
 end
+local soonest = redis.call('ZRANGEBYSCORE', open, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]
+local due_in = soonest and tonumber(soonest) - now or -1
 return {now, tonumber(fields[1]), last, suspended, redis.call('ZCOUNT', open, '-inf', now), redis.call('LLEN', triggers),
-  tonumber(fields[4] or -1), recorded}
+  tonumber(fields[4] or -1), due_in, recorded}

@@ -16,6 +16,8 @@ export declare class NativeLocker {
    * delivery.rs, `OutcomeKind`).
    */
   constructor(init: LockerInit, deliver: (arg0: OutcomeKind, arg1: number, arg2?: bigint | undefined | null, arg3?: boolean | string | OccurrenceArgs | HeldArgs | NativeError | SkippedArgs | UnclaimedArgs | AttemptedArgs | undefined | null) => void)
+  /** The event loop turned now: leases are renewed while it beats within `maxStall` (the facade beats on a timer). */
+  beat(): void
   /** The calls every run or one-attempt lock makes (calls.rs). */
   runCalls(): RunCalls
   /**
@@ -141,6 +143,8 @@ export interface LockerInit {
   driftFactor?: number
   /** Names this process in locks' values and schedules' records (the facade defaults it to `hostname:pid`). */
   instanceId?: string
+  /** Leases are renewed only while the event loop turned within this many ms (the facade beats); Infinity: always. */
+  maxStall?: number
 }
 
 /**

@@ -53,6 +53,13 @@ export interface LockerOptions {
    * increase for a key after its counter expired: a new counter starts from the Redis server's clock.
    */
   fenceTtl?: number
+  /**
+   * Leases are renewed only while this process's event loop has turned within this many ms (renewal runs on a native
+   * thread, so a long synchronous stretch keeps its leases; a loop stuck for good frees its keys within maxStall +
+   * ttl, and its signals abort with LockLostError, `reason: 'stalled'`, once it turns again). Its schedules claim
+   * nothing meanwhile. Default 30000; Infinity: renew whatever the loop does.
+   */
+  maxStall?: number
 }
 
 /** What `client` takes: an ioredis `Redis` or `Cluster` (`status`, `isCluster`), a node-redis client or cluster (`isOpen`). */
@@ -352,6 +359,8 @@ export interface LeaseMessage {
   key: string
   fence: bigint
   ms: number
+  /** On `redis-snatch:lost`: 'stalled' when the lease lapsed because the event loop did not turn within maxStall. */
+  reason?: 'stalled'
   /** The call's start message (undefined when no one listened to `redis-snatch:start` then). */
   start?: StartMessage
 }
@@ -516,6 +525,8 @@ export declare class LockTimeoutError extends SnatchError {
 export declare class LockLostError extends SnatchError {
   readonly code: 'ERR_SNATCH_LOCK_LOST'
   readonly value?: unknown
+  /** 'stalled': not renewed because the event loop did not turn within `maxStall`. */
+  readonly reason?: 'stalled'
 }
 /** ERR_SNATCH_CLOSED: the locker was closed. */
 export declare class ClosedError extends SnatchError {

@@ -21,7 +21,10 @@ const acquire = dc.channel('redis-snatch:acquire')
 const busy = dc.channel('redis-snatch:busy')
 /** `{ key, fence, ms, released, start }`: a lock or task ended; `ms` it was held; `released` false when no longer ours. */
 const release = dc.channel('redis-snatch:release')
-/** `{ key, fence, ms, start }`: a lease was lost while held; `ms` it was held until then. */
+/**
+ * `{ key, fence, ms, reason?, start }`: a lease was lost while held; `ms` it was held until then; `reason` 'stalled'
+ * when it lapsed because the event loop did not turn within `maxStall`.
+ */
 const lost = dc.channel('redis-snatch:lost')
 /** `{ key, fence?, ms, error, start }`: a call failed (RedisError, QuorumError, LockTimeoutError, ClosedError, ...). */
 const error = dc.channel('redis-snatch:error')
@@ -80,10 +83,15 @@ function publishBusy(key, startedAt, begun) {
   if (busy.hasSubscribers) busy.publish({ key, ms: since(startedAt), start: begun })
 }
 
-/** Publishes a lease's loss `{ key, fence, ms, start }`, `ms` since `acquiredAt` (a `now()`); whether anyone listened. */
-function publishLost(key, fence, acquiredAt, begun) {
+/**
+ * Publishes a lease's loss `{ key, fence, ms, reason?, start }`, `ms` since `acquiredAt` (a `now()`); whether anyone
+ * listened.
+ */
+function publishLost(key, fence, acquiredAt, begun, reason) {
   if (!lost.hasSubscribers) return false
-  lost.publish({ key, fence, ms: since(acquiredAt), start: begun })
+  const message = { key, fence, ms: since(acquiredAt), start: begun }
+  if (reason !== undefined) message.reason = reason
+  lost.publish(message)
   return true
 }
 

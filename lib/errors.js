@@ -32,9 +32,13 @@ class LockTimeoutError extends SnatchError {
 
 /** The lease was lost while the lock was held; `value` is what the task returned, if it returned. */
 class LockLostError extends SnatchError {
+  /** `options.reason` 'stalled': it lapsed because the event loop did not turn within `maxStall` (not renewed). */
   constructor(key, options) {
-    super(`the lease of lock '${key}' was lost`, 'ERR_SNATCH_LOCK_LOST', options)
+    const stalled = options?.reason === 'stalled'
+    const why = stalled ? ': the event loop was blocked for longer than maxStall, so it was not renewed' : ''
+    super(`the lease of lock '${key}' was lost${why}`, 'ERR_SNATCH_LOCK_LOST', options)
     this.value = undefined
+    if (stalled) this.reason = 'stalled'
   }
 }
 

@@ -83,10 +83,10 @@ class Lock {
     return diagnostics.wrapped(this.#begun, fn)
   }
 
-  /** @internal Called by the Locker when the core reports the lease lost. */
-  _lost() {
-    if (!this.#ended) diagnostics.publishLost(this.key, this.fence, this.#acquiredAt, this.#begun)
-    this.#end(new LockLostError(this.key))
+  /** @internal Called by the Locker when the core reports the lease lost (`reason` 'stalled': see maxStall). */
+  _lost(reason) {
+    if (!this.#ended) diagnostics.publishLost(this.key, this.fence, this.#acquiredAt, this.#begun, reason)
+    this.#end(new LockLostError(this.key, { reason }))
   }
 
   /** @internal Called by the Locker when `close()` released the lock. */

@@ -60,8 +60,8 @@ function deliverTo(pending, runs, locks, schedules, keepAlive) {
         runs.get(id)?.aborted(extra)
         return
       case LOST:
-        if (runs.has(id)) runs.get(id).lost()
-        else locks.get(id)?._lost()
+        if (runs.has(id)) runs.get(id).lost(extra)
+        else locks.get(id)?._lost(extra)
         return
       case SKIPPED:
       case UNCLAIMED:
@@ -103,6 +103,8 @@ class Locker {
   #locks = new Map()
   /** Alive while operations are pending or autoExtend locks are held. */
   #keepAlive = new KeepAlive()
+  /** Tells the native side that the event loop turns (see `maxStall`); null when nothing watches it. */
+  #beats = null
   /** The native operations a Lock uses. */
   #lockOps
   /** Starts a run: `(id, key, required, ttl?, minHold?, autoExtend?, wait?)`. */
@@ -125,6 +127,7 @@ class Locker {
     }
     // Plain functions rather than methods: every run calls the first two, every tryLock cycle the others, and a
     // native method call costs several times as much (their signatures: the binding's RunCalls).
+    this.#beats = beatsOf(this.#native, init.maxStall)
     const calls = this.#native.runCalls()
     ;({ startRun: this.#startRun, taskDone: this.#taskDone, startTryLock: this.#startTryLock } = calls)
     const { startRelease } = calls
@@ -345,6 +348,7 @@ class Locker {
     const closed = this.#call((op) => this.#native.close(op, drainMs))
     await Promise.all([...this.#leaderships].map((leadership) => leadership.stop()))
     await closed
+    clearInterval(this.#beats ?? undefined)
     for (const lock of this.#locks.values()) lock._released()
     for (const schedule of this.#schedules.values()) schedule._closed()
   }
@@ -435,6 +439,26 @@ class Locker {
     }
     return run.outcome(completion)
   }
+}
+
+/** The native side's default `maxStall`, in ms. */
+const DEFAULT_MAX_STALL_MS = 30_000
+
+/**
+ * A timer that tells `native` that the event loop turns, at least four times per `maxStall` (at most once a second):
+ * leases are renewed only while it does. Unref'd, and holding the native locker weakly; null for `maxStall: Infinity`.
+ */
+function beatsOf(native, maxStall = DEFAULT_MAX_STALL_MS) {
+  if (maxStall === Infinity) return null
+  const ref = new WeakRef(native)
+  native.beat()
+  const timer = setInterval(() => {
+    const alive = ref.deref()
+    if (alive === undefined) clearInterval(timer)
+    else alive.beat()
+  }, Math.max(1, Math.min(1000, Math.floor(maxStall / 4))))
+  timer.unref()
+  return timer
 }
 
 /** Checks a `limit` option: a positive integer, when given. */

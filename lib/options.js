@@ -79,7 +79,7 @@ function editDistance(a, b) {
 /** The options of LockerOptions. */
 const LOCKER_OPTIONS = [
   'url', 'urls', 'cluster', 'sentinel', 'client', 'tls', 'username', 'password', 'waitReplicas', 'fenceTtl', 'prefix',
-  'ttl', 'commandTimeout', 'driftFactor', 'instanceId',
+  'ttl', 'commandTimeout', 'driftFactor', 'instanceId', 'maxStall',
 ]
 /** The options `client` stands for: where and how to connect. */
 const CLIENT_GIVES = ['url', 'urls', 'cluster', 'sentinel', 'tls', 'username', 'password']
@@ -120,7 +120,9 @@ function lockerInit(options) {
     throw invalidArg(TypeError, 'cluster must list at least one seed node URL')
   }
   checkType('prefix', o.prefix, 'string')
-  for (const name of ['ttl', 'commandTimeout', 'driftFactor', 'waitReplicas', 'fenceTtl']) checkType(name, o[name], 'number')
+  for (const name of ['ttl', 'commandTimeout', 'driftFactor', 'waitReplicas', 'fenceTtl', 'maxStall']) {
+    checkType(name, o[name], 'number')
+  }
   for (const name of ['username', 'password', 'instanceId']) checkType(name, o[name], 'string')
   const urls = o.urls ?? o.cluster ?? (o.sentinel && sentinel.urls) ?? [o.url ?? (process.env.REDIS_URL || DEFAULT_URL)]
   return {
@@ -139,6 +141,7 @@ function lockerInit(options) {
     commandTimeout: o.commandTimeout,
     driftFactor: o.driftFactor,
     instanceId: o.instanceId ?? `${os.hostname()}:${process.pid}`,
+    maxStall: o.maxStall,
   }
 }
 

@@ -135,12 +135,12 @@ function instrument(options) {
       call.hold.end()
       calls.delete(start)
     },
-    [diagnostics.lost.name]: ({ key, ms, start }) => {
+    [diagnostics.lost.name]: ({ key, ms, reason, start }) => {
       const call = start && calls.get(start)
       if (call === undefined) return
       metrics.lost.add(1, labels(start, key))
       const span = call.hold ?? call.attempt
-      span?.addEvent('redis-snatch lease lost')
+      span?.addEvent('redis-snatch lease lost', reason === undefined ? undefined : { 'redis_snatch.reason': reason })
       span?.setStatus({ code: api.SpanStatusCode.ERROR, message: 'ERR_SNATCH_LOCK_LOST' })
       if (!RUNS.has(start.method)) {
         // A lock the caller holds ends with its loss (a run's end follows it on the release channel).

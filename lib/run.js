@@ -108,10 +108,10 @@ class Run {
     this.controller().abort(new ClosedError(`the locker closed before the task under '${this.#key}' finished`))
   }
 
-  /** The lease was lost while the task runs: abort ctx.signal. */
-  lost() {
-    this.#publishLost()
-    this.controller().abort(this.#lostError())
+  /** The lease was lost while the task runs (`reason` 'stalled': see maxStall): abort ctx.signal. */
+  lost(reason) {
+    this.#publishLost(reason)
+    this.controller().abort(this.#lostError(reason))
   }
 
   /** Calls the task under the lease with `fence`, then reports back with `taskDone(id)`. */
@@ -154,10 +154,10 @@ class Run {
     return { ran: true, value: this.#value, fence }
   }
 
-  /** Publishes the loss of the lease, once. */
-  #publishLost() {
+  /** Publishes the loss of the lease (`reason` 'stalled', or undefined), once. */
+  #publishLost(reason) {
     if (this.#lostPublished) return
-    this.#lostPublished = diagnostics.publishLost(this.#key, this.#ctx.fence, this.#acquiredAt, this.begun)
+    this.#lostPublished = diagnostics.publishLost(this.#key, this.#ctx.fence, this.#acquiredAt, this.begun, reason)
   }
 
   /** Publishes the run's end: its loss first if `lost` and not published yet, then the release. */
@@ -166,9 +166,9 @@ class Run {
     diagnostics.publishRelease(this.#key, this.#ctx.fence, this.#acquiredAt, !lost, this.begun)
   }
 
-  /** The reason ctx.signal aborted with, or a new LockLostError. */
-  #lostError() {
-    return this.#controller?.signal.reason ?? new LockLostError(this.#key)
+  /** The reason ctx.signal aborted with, or a new LockLostError (for `reason`). */
+  #lostError(reason) {
+    return this.#controller?.signal.reason ?? new LockLostError(this.#key, { reason })
   }
 }
 

@@ -82,10 +82,10 @@ class Occurrence {
     return String(err instanceof Error ? err.message : err)
   }
 
-  /** The lease was lost while fn runs: abort its signal. */
-  lost() {
-    this.#publishLost()
-    this.controller.abort(new LockLostError(this.key))
+  /** The lease was lost while fn runs (`reason` 'stalled': see maxStall): abort its signal. */
+  lost(reason) {
+    this.#publishLost(reason)
+    this.controller.abort(new LockLostError(this.key, { reason }))
   }
 
   /**
@@ -117,9 +117,9 @@ class Occurrence {
     return { signal: controller.signal, abort: (err) => controller.abort(err), threw, error, value }
   }
 
-  #publishLost() {
+  #publishLost(reason) {
     if (!this.lostPublished) {
-      this.lostPublished = diagnostics.publishLost(this.key, this.fence, this.acquiredAt, this.begun)
+      this.lostPublished = diagnostics.publishLost(this.key, this.fence, this.acquiredAt, this.begun, reason)
     }
   }
 }

@@ -121,7 +121,7 @@ fn arguments(id: u32, outcome: Outcome) -> [Arg; 4] {
             });
             (OutcomeKind::Call, Some(fence), occurrence)
         }
-        Outcome::Lost => (OutcomeKind::Lost, None, None),
+        Outcome::Lost { stalled } => (OutcomeKind::Lost, None, stalled.then(|| Arg::Text("stalled".to_owned()))),
         Outcome::Aborted { reason } => {
             let reason = match reason {
                 AbortReason::Timeout => "timeout",

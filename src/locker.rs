@@ -99,6 +99,12 @@ impl NativeLocker {
         Ok(Self { host })
     }
 
+    /// The event loop turned now: leases are renewed while it beats within `maxStall` (the facade beats on a timer).
+    #[napi]
+    pub fn beat(&self) {
+        self.host.runner.borrow().locker().beat();
+    }
+
     /// The calls every run or one-attempt lock makes (calls.rs).
     #[napi]
     pub fn run_calls<'env>(&self, env: &'env Env) -> napi::Result<RunCalls<'env>> {

@@ -29,6 +29,8 @@ pub struct LockerInit {
     pub drift_factor: Option<f64>,
     /// Names this process in locks' values and schedules' records (the facade defaults it to `hostname:pid`).
     pub instance_id: Option<String>,
+    /// Leases are renewed only while the event loop turned within this many ms (the facade beats); Infinity: always.
+    pub max_stall: Option<f64>,
 }
 
 /// TLS options, PEM text (the facade has turned Buffers into strings and read `NODE_EXTRA_CA_CERTS`).
@@ -94,6 +96,11 @@ impl TryFrom<LockerInit> for LockerConfig {
             command_timeout: millis_or("commandTimeout", o.command_timeout, defaults.command_timeout)?,
             drift_factor: o.drift_factor.unwrap_or(defaults.drift_factor),
             instance_id: o.instance_id.unwrap_or(defaults.instance_id),
+            max_stall: match o.max_stall {
+                Some(ms) if ms == f64::INFINITY => None,
+                Some(ms) => Some(millis("maxStall", ms)?),
+                None => defaults.max_stall,
+            },
         })
     }
 }

@@ -57,7 +57,7 @@ import { createServer } from 'node:http'
 
 /** Uses every export the way the README does; never called, only type-checked. */
 export async function usage(): Promise<void> {
-  const options: LockerOptions = { url: 'redis://127.0.0.1:6379', prefix: 'app:', ttl: 10_000, commandTimeout: 500 }
+  const options: LockerOptions = { url: 'redis://127.0.0.1:6379', prefix: 'app:', ttl: 10_000, commandTimeout: 500, maxStall: 30_000 }
   const redlock: LockerOptions = { urls: ['redis://a:6379', 'redis://b:6379', 'redis://c:6379'], driftFactor: 0.01 }
   const locker: Locker = createLocker(options)
   new Locker(redlock)

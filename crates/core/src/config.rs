@@ -10,6 +10,10 @@ pub const MAX_DURATION_MS: u64 = i32::MAX as u64;
 /// driftFactor below 0.5. A shorter one could never be granted, or would be lost as soon as extended.
 pub const MIN_TTL_MS: u64 = 5;
 
+/// The default of [`LockerConfig::max_stall`]: long enough for a heavy synchronous stretch (a 3 s block keeps its
+/// leases), short enough that a loop stuck for good frees its keys within half a minute and a lease.
+pub const DEFAULT_MAX_STALL: Duration = Duration::from_secs(30);
+
 /// The default of [`LockerConfig::fence_ttl`]: 7 days.
 pub const DEFAULT_FENCE_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
@@ -88,6 +92,9 @@ pub struct LockerConfig {
     /// Names this process in every lock's stored value (see snatch-protocol's owner.rs) and in schedules' records
     /// and registrations.
     pub instance_id: String,
+    /// Leases are renewed only while the caller's event loop has turned within this (see lock/stall.rs); `None`:
+    /// always.
+    pub max_stall: Option<Duration>,
 }
 
 impl std::fmt::Debug for LockerConfig {
@@ -124,6 +131,7 @@ impl Default for LockerConfig {
             command_timeout: Duration::from_millis(1_000),
             drift_factor: 0.01,
             instance_id: format!("localhost:{}", std::process::id()),
+            max_stall: Some(DEFAULT_MAX_STALL),
         }
     }
 }
@@ -178,6 +186,9 @@ impl LockerConfig {
         validate_ttl(self.ttl)?;
         validate_duration("commandTimeout", self.command_timeout)?;
         validate_duration("fenceTtl", self.fence_ttl)?;
+        if let Some(max_stall) = self.max_stall {
+            validate_duration("maxStall", max_stall)?;
+        }
         snatch_protocol::owner::check_instance(&self.instance_id).map_err(SnatchError::type_arg)?;
         if !(0.0..0.5).contains(&self.drift_factor) {
             return Err(SnatchError::range_arg(format!("driftFactor must be in [0, 0.5), got {}", self.drift_factor)));
@@ -224,7 +235,7 @@ fn duration_range(name: &str) -> (u64, u64) {
     match name {
         "ttl" => (MIN_TTL_MS, MAX_DURATION_MS),
         "fenceTtl" => (1, MAX_FENCE_TTL_MS),
-        "commandTimeout" | "timeout" | "retryDelay" => (1, MAX_DURATION_MS),
+        "commandTimeout" | "timeout" | "retryDelay" | "maxStall" => (1, MAX_DURATION_MS),
         _ => (0, MAX_DURATION_MS),
     }
 }

@@ -58,8 +58,9 @@ pub struct Inspection {
 pub enum Outcome {
     /// Call the user's fn of run `id` under the lease with `fence`: of the caller's run, or of a schedule's occurrence.
     Call { fence: i64, occurrence: Option<Occurrence> },
-    /// The lease of run or lock `id` was lost: its signal aborts.
-    Lost,
+    /// The lease of run or lock `id` was lost: its signal aborts. `stalled`: it lapsed because the caller's event loop
+    /// had not turned within `maxStall`, so it was not renewed.
+    Lost { stalled: bool },
     /// Run `id`'s fn is to stop: its signal aborts, for `reason`.
     Aborted { reason: AbortReason },
     /// Run `id` ended: fn ran under `fence` and settled, and the lock was given back; `lost` when its lease could not
@@ -182,17 +183,18 @@ impl<H: Held> Runs<H> {
         (id, call)
     }
 
-    /// The lease of run or lock `id` was lost: the caller hears of it if its fn still runs and its signal has not
-    /// aborted yet, or if it holds the lock (which it then no longer does).
-    pub fn lost(&mut self, id: u32) -> Option<Outcome> {
+    /// The lease of run or lock `id` was lost (`stalled`: not renewed while the caller's loop stalled): the caller
+    /// hears of it if its fn still runs and its signal has not aborted yet, or if it holds the lock (which it then no
+    /// longer does).
+    pub fn lost(&mut self, id: u32, stalled: bool) -> Option<Outcome> {
         match self.entries.get_mut(&id)? {
             Entry::Running { aborted, .. } if !*aborted => {
                 *aborted = true;
-                Some(Outcome::Lost)
+                Some(Outcome::Lost { stalled })
             }
             Entry::Holding(_) => {
                 self.entries.remove(&id);
-                Some(Outcome::Lost)
+                Some(Outcome::Lost { stalled })
             }
             _ => None,
         }
@@ -355,7 +357,7 @@ mod tests {
         assert_eq!(runs.released(1), None, "not released before fn settled");
         assert_eq!(runs.task_done(1).map(|l| l.fence), Some(7), "its lock, to release");
         assert_eq!(runs.task_done(1).map(|l| l.fence), None, "once");
-        assert_eq!(runs.lost(1), None, "fn has settled: its end tells");
+        assert_eq!(runs.lost(1, false), None, "fn has settled: its end tells");
         assert_eq!(runs.released(1), Some(Outcome::Ran { fence: 7, lost: false }));
         assert!(runs.is_empty());
     }
@@ -367,8 +369,8 @@ mod tests {
         let lease = Lease::new(7);
         runs.acquired(1, Ok(Some(lease.clone())));
         lease.lapsed.set(true);
-        assert_eq!(runs.lost(1), Some(Outcome::Lost));
-        assert_eq!(runs.lost(1), None, "told once");
+        assert_eq!(runs.lost(1, true), Some(Outcome::Lost { stalled: true }));
+        assert_eq!(runs.lost(1, false), None, "told once");
         assert_eq!(runs.abort(1, AbortReason::Timeout), None, "the signal aborted already");
         assert!(runs.task_done(1).is_some());
         assert_eq!(runs.released(1), Some(Outcome::Ran { fence: 7, lost: true }));
@@ -397,7 +399,7 @@ mod tests {
         assert_eq!(runs.task_done(1).map(|l| l.fence), None, "a lock runs no fn");
         assert_eq!(runs.release_lock(1).map(|l| l.fence), Some(7));
         assert!(runs.lock(1).is_none() && runs.release_lock(1).is_none(), "released once");
-        assert_eq!(runs.lost(2), Some(Outcome::Lost));
+        assert_eq!(runs.lost(2, false), Some(Outcome::Lost { stalled: false }));
         assert!(runs.lock(2).is_none(), "a lost lock is no longer held");
     }
 
@@ -431,7 +433,7 @@ mod tests {
         runs.acquired(1, Ok(Some(Lease::new(7))));
         assert_eq!(runs.abort(1, AbortReason::Timeout), Some(Outcome::Aborted { reason: AbortReason::Timeout }));
         assert_eq!(runs.abort(1, AbortReason::Replaced), None);
-        assert_eq!(runs.lost(1), None, "its signal aborted already");
+        assert_eq!(runs.lost(1, false), None, "its signal aborted already");
         runs.task_done(1);
         assert_eq!(runs.released(1), Some(Outcome::Ran { fence: 7, lost: false }));
     }

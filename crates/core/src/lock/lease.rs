@@ -39,6 +39,8 @@ pub struct Lease {
     /// Woken when the lease ends (see [`Lease::ended`]), once anyone has waited for that (`awaited`).
     end: Notify,
     awaited: AtomicBool,
+    /// A renewal was skipped because the caller's loop had stalled (see lock/stall.rs): a loss is told as a stall.
+    stalled: AtomicBool,
 }
 
 /// What [`Lease::inner`] guards.
@@ -69,7 +71,18 @@ impl Lease {
         let state = LeaseState::Held { valid_until: grant.valid_until };
         let inner = Mutex::new(Inner { state, on_lost: None, on_end: None, extension_sent: false });
         let (fence, acquired_at, end, awaited) = (grant.fence, grant.started, Notify::new(), AtomicBool::new(false));
-        Self { keys, owner, fence, acquired_at, ttl, min_hold, nodes, inner, end, awaited }
+        let stalled = AtomicBool::new(false);
+        Self { keys, owner, fence, acquired_at, ttl, min_hold, nodes, inner, end, awaited, stalled }
+    }
+
+    /// A renewal was skipped: the caller's loop has stalled.
+    pub(crate) fn mark_stalled(&self) {
+        self.stalled.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a renewal was skipped because the caller's loop had stalled.
+    pub fn stalled(&self) -> bool {
+        self.stalled.load(Ordering::Relaxed)
     }
 
     /// The key as the user gave it.

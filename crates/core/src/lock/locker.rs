@@ -5,6 +5,7 @@ use crate::config::{LockOptions, LockerConfig, Topology};
 use crate::lock::job::Job;
 use crate::lock::lease::Lease;
 use crate::lock::place::Place;
+use crate::lock::stall::Stall;
 use crate::lock::supervisor::Supervisor;
 use crate::redlock::quorum::{Acquire, Grant, Nodes};
 use crate::server::node::{Mark, Node, PLACE_LEASE};
@@ -48,6 +49,8 @@ struct Shared {
     kept_counters: Option<KeptCounters>,
     /// Renews the leases not yet ended, or declares them lost; `close` releases those still held.
     supervisor: Supervisor,
+    /// The caller's beats: leases are renewed only while its loop turns.
+    stall: Arc<Stall>,
     closed: AtomicBool,
     /// Woken when `close` is called: acquisitions that wait for a lock give up.
     closing: Notify,
@@ -93,13 +96,15 @@ impl Locker {
         let one_slot = config.topology == Topology::Cluster;
         let kept_counters = (direct.is_some() && keys::prefix_has_counters(&config.prefix, one_slot))
             .then(|| KeptCounters::new(config.fence_ttl, one_slot));
+        let stall = Arc::new(Stall::new(config.max_stall));
         Ok(Self {
             shared: Arc::new(Shared {
                 config,
                 nodes,
                 direct,
                 kept_counters,
-                supervisor: Supervisor::new(),
+                supervisor: Supervisor::new(stall.clone()),
+                stall,
                 closed: AtomicBool::new(false),
                 closing: Notify::new(),
                 cut: watch::Sender::new(false),
@@ -250,6 +255,17 @@ impl Locker {
             }
             idle.await;
         }
+    }
+
+    /// The caller's event loop turned now (the caller beats at least every `maxStall`, see lock/stall.rs).
+    pub fn beat(&self) {
+        self.shared.stall.beat();
+    }
+
+    /// Whether the caller's event loop has not turned within `maxStall`: its leases are not renewed, and its
+    /// schedules claim nothing.
+    pub(crate) fn stalled(&self) -> bool {
+        self.shared.stall.stalled()
     }
 
     /// Whether `close` was called.

@@ -5,4 +5,5 @@ pub(crate) mod job;
 pub(crate) mod lease;
 pub(crate) mod locker;
 pub(crate) mod place;
+pub(crate) mod stall;
 pub(crate) mod supervisor;

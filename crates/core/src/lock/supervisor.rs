@@ -4,6 +4,7 @@
 //! holding a lock costs neither a task nor a thread wake-up of its own (measured: bench/README.md).
 
 use crate::lock::lease::{Lease, LeaseState};
+use crate::lock::stall::Stall;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, Weak};
@@ -32,6 +33,8 @@ struct Shared {
     table: Mutex<Table>,
     /// Wakes the task early; the task holds it without holding the rest.
     wake: Arc<Notify>,
+    /// No lease is renewed while the caller's loop has stalled.
+    stall: Arc<Stall>,
 }
 
 #[derive(Default)]
@@ -76,8 +79,9 @@ fn notice_at(lease: &Lease) -> Instant {
 }
 
 impl Supervisor {
-    pub(crate) fn new() -> Self {
-        Self { shared: Arc::new(Shared { table: Mutex::new(Table::default()), wake: Arc::new(Notify::new()) }) }
+    pub(crate) fn new(stall: Arc<Stall>) -> Self {
+        let table = Mutex::new(Table::default());
+        Self { shared: Arc::new(Shared { table, wake: Arc::new(Notify::new()), stall }) }
     }
 
     /// Supervises `lease` until it ends: renews it every ttl / [`RENEW_FRACTION`] when `auto_extend` and declares
@@ -196,6 +200,11 @@ fn attend(shared: &Arc<Shared>, id: u64, lease: Arc<Lease>, auto_extend: bool, r
     let lost_at = notice_at(&lease);
     if now >= lost_at {
         lease.mark_lost();
+    } else if auto_extend && now >= renew_at && shared.stall.stalled() {
+        // The caller's loop has not turned within maxStall: no renewal, and the lease lapses (told as a stall) unless
+        // the loop turns before its notice.
+        lease.mark_stalled();
+        shared.requeue(id, now + (lease.ttl() / 10).clamp(Duration::from_millis(1), Duration::from_millis(250)));
     } else if auto_extend && now >= renew_at {
         // In a task of its own, so that one slow server does not hold up the other leases.
         let (shared, period) = (Arc::downgrade(shared), lease.ttl() / RENEW_FRACTION);

@@ -46,6 +46,11 @@ impl OccurrenceHold {
         self.run.as_ref().unwrap_or(&self.claim)
     }
 
+    /// Whether a renewal of either lease was skipped because the caller's loop had stalled.
+    pub(crate) fn stalled(&self) -> bool {
+        self.claim.stalled() || self.run.as_ref().is_some_and(|run| run.stalled())
+    }
+
     /// Whether either lease lapsed: with its claim lost, another replica may run the attempt too.
     pub(crate) fn lapsed(&self) -> bool {
         self.claim.lapsed() || self.run.as_ref().is_some_and(|run| run.lapsed())
@@ -90,6 +95,14 @@ impl Hold {
     /// Whether the lock was taken by a direct call (a schedule's never is).
     pub(crate) fn direct(&self) -> bool {
         matches!(self, Self::Lease { direct: true, .. })
+    }
+
+    /// Whether a renewal was skipped because the caller's loop had stalled (a loss is then told as a stall).
+    pub(crate) fn stalled(&self) -> bool {
+        match self {
+            Self::Lease { lease, .. } => lease.stalled(),
+            Self::Occurrence(occurrence) => occurrence.stalled(),
+        }
     }
 }
 

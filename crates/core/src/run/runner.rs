@@ -271,7 +271,10 @@ impl Runner {
         let told = &mut out.told;
         match input {
             Input::Acquired { id, purpose, result, busy } => self.acquired(id, purpose, result, busy, false, told),
-            Input::Lost(id) => told.extend(self.runs.lost(id).map(|outcome| (id, outcome))),
+            Input::Lost(id) => {
+                let stalled = self.runs.held(id).is_some_and(Hold::stalled);
+                told.extend(self.runs.lost(id, stalled).map(|outcome| (id, outcome)));
+            }
             Input::Released(id) => told.extend(self.runs.released(id).map(|outcome| (id, outcome))),
             Input::Tell(id, outcome) => told.push((id, outcome)),
             Input::Closed(id) => {

@@ -512,6 +512,11 @@ impl Driver {
     /// back, until it is over.
     async fn run(self: Arc<Self>, start: Start) {
         let Start { attempt, why, follows } = start;
+        if self.locker.stalled() {
+            // The caller's loop has not turned within maxStall: its fn would not run. Another replica claims it (or it
+            // runs late, or is taken over, once this one turns again).
+            return;
+        }
         let policy = Policy {
             concurrency: self.options.concurrency,
             retries: self.options.retries,

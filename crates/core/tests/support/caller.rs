@@ -102,7 +102,7 @@ impl Caller {
                     let mut out = Output::default();
                     self.runner.handle(input, &mut out);
                     for (of, outcome) in out.told {
-                        if of == id && outcome == Outcome::Lost {
+                        if of == id && matches!(outcome, Outcome::Lost { .. }) {
                             lost_told = true;
                             lost.notify_one();
                         } else {
@@ -191,7 +191,7 @@ impl Caller {
         loop {
             while let Some(at) = self.told.iter().position(|(of, _)| *of == id) {
                 match self.told.remove(at).1 {
-                    Outcome::Lost => *lost_told = true,
+                    Outcome::Lost { .. } => *lost_told = true,
                     outcome => return outcome,
                 }
             }

@@ -40,6 +40,16 @@ export declare class NativeLocker {
    * ours.
    */
   extend(id: number, lock: number, ttl?: number | undefined | null): void
+  /**
+   * Hands lock `lock` over to another owner: it is no longer renewed nor released here. The milliseconds of validity
+   * left; `null` when it was no longer held. Throws for a semaphore's permit or a read-write lock's.
+   */
+  handOff(lock: number): number | null
+  /**
+   * Starts acquisition `id`: continue the lock of `key` handed over with `token` and `fence` (decimal digits), as
+   * a lock of `options` (`ttl`, `autoExtend`); not acquired when the key does not hold that token any more.
+   */
+  adopt(id: number, key: string, token: string, fence: string, options?: LockInit | undefined | null): void
   /** Starts operation `id`: what Redis holds for `key`. */
   inspect(id: number, key: string): void
   /** Starts operation `id`: delete `key`'s lock whoever holds it. Answers whether there was one. */

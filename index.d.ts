@@ -178,6 +178,12 @@ export declare class Locker {
   tryLock(key: string, options?: LockOptions): Promise<Lock | null>
   /** Wait up to options.wait; rejects LockTimeoutError. */
   lock(key: string, options?: WaitOptions): Promise<Lock>
+  /**
+   * Continues a lock another process handed over (`lock.handoff()`): renewed here (unless `autoExtend: false`) with
+   * `ttl` (default: the locker's); the original can no longer extend or release it. Rejects LockLostError (`reason:
+   * 'handoff'`) when the key no longer holds the handle's token.
+   */
+  adopt(handle: LockHandle, options?: LockOptions): Promise<Lock>
   /** Cluster-safe cron: each occurrence of `cron` runs fn on exactly one replica. Throws on a bad expression or zone. */
   schedule(name: string, cron: string, fn: (ctx: TickContext) => unknown, options?: ScheduleOptions): ScheduledTask
   /** A counting semaphore: at most `limit` holders of `key` at once, across every process (not on Redlock). */
@@ -492,7 +498,26 @@ export declare class Lock {
   extend(ttl?: number): Promise<boolean>
   /** false if it was no longer ours; never deletes another owner's key. */
   release(): Promise<boolean>
+  /**
+   * Hands the lock over to another process (`locker.adopt(handle)`): no longer renewed nor released here (its signal
+   * aborts). Throws LockLostError when it is no longer held here; a semaphore's permit or a read-write lock's cannot
+   * be handed over (ERR_SNATCH_INVALID_ARG).
+   */
+  handoff(): LockHandle
   [Symbol.asyncDispose](): Promise<void>
+}
+
+/**
+ * A lock handed over by `lock.handoff()`, JSON-safe. Whoever has the token can take the lock over: pass it as you
+ * would the lock.
+ */
+export interface LockHandle {
+  key: string
+  token: string
+  /** The fence, as decimal digits (a bigint is not JSON-safe). */
+  fence: string
+  /** Date.now()-based estimate of the end of the lease unless adopted (on the handing process's clock). */
+  validUntil: number
 }
 
 /** snatchTask on a default Locker built on first use from REDIS_URL. */
@@ -525,8 +550,11 @@ export declare class LockTimeoutError extends SnatchError {
 export declare class LockLostError extends SnatchError {
   readonly code: 'ERR_SNATCH_LOCK_LOST'
   readonly value?: unknown
-  /** 'stalled': not renewed because the event loop did not turn within `maxStall`. */
-  readonly reason?: 'stalled'
+  /**
+   * 'stalled': not renewed because the event loop did not turn within `maxStall`; 'handoff': `adopt()` found the key
+   * no longer holding the handle's token (expired, adopted already, or not the lock's token).
+   */
+  readonly reason?: 'stalled' | 'handoff'
 }
 /** ERR_SNATCH_CLOSED: the locker was closed. */
 export declare class ClosedError extends SnatchError {

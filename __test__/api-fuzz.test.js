@@ -1005,7 +1005,23 @@ function genLockOp(i) {
   const { lock } = entry
   call.key = lock.key
   call.locker = entry.call.locker
-  const op = weighted([[30, 'extend'], [30, 'release'], [10, 'asyncDispose'], [15, 'read'], [5, 'double-release']])
+  const op = weighted([[30, 'extend'], [30, 'release'], [10, 'asyncDispose'], [15, 'read'], [5, 'double-release'], [6, 'adopt']])
+  if (op === 'adopt') {
+    // A handle of this lock with a forged or odd token (and other fields valid or not): refused, never adopted.
+    call.method = 'adopt'
+    const forged = Array.from({ length: 32 }, () => '0123456789abcdef'[int(16)]).join('')
+    const fields = {
+      key: chance(0.8) ? L(lock.key, 'its key') : keyArg(call),
+      token: chance(0.6) ? L(forged, 'a forged token') : oddField('token', call),
+      fence: chance(0.6) ? L(String(lock.fence), 'its fence') : oddField('fence', call),
+      validUntil: chance(0.7) ? L(Date.now() + 1000, 'validUntil') : oddField('validUntil', call),
+    }
+    const handle = chance(0.9) ? optionsObject(fields, call) : anyValue(call)
+    call.labels = [handle.label]
+    call.mustFail = "the handle's token is not the lock's"
+    call.invoke = () => call.locker.adopt(handle.v)
+    return call
+  }
   if (op === 'read') {
     call.method = 'Lock properties'
     call.labels = ['signal, validUntil, key, token, fence']

@@ -4,7 +4,7 @@
 
 const { once } = require('node:events')
 const { createLocker, LockLostError, LockTimeoutError } = require('..')
-const { fleetChecks } = require('./support/every-method')
+const { fleetChecks, handOverChecks } = require('./support/every-method')
 const { uniqueKey } = require('./support/util')
 
 describe.each([
@@ -119,5 +119,12 @@ describe.each([
 
   test("the fleet's schedules, records, suspend, resume, trigger and locks", async () => {
     await fleetChecks({ locker: a, other: b })
+  })
+
+  test('a lock handed over is adopted by another locker, which renews and releases it', async () => {
+    await handOverChecks({ locker: a, other: b })
+    const permit = await a.semaphore(uniqueKey('permit-handoff'), 2).tryAcquire()
+    expect(() => permit.handoff()).toThrow(expect.objectContaining({ code: 'ERR_SNATCH_INVALID_ARG' }))
+    expect(await permit.release()).toBe(true)
   })
 })

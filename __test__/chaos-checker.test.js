@@ -31,3 +31,11 @@ test('readers may hold at once and take fences in any order; a writer may overla
   expect(check([writer, section('k', 105, 120, 11, true)])).toMatchObject({ overlaps: 1 })
   expect(check([writer, section('k', 111, 120, 9, true)])).toMatchObject({ overlaps: 0, fenceViolations: 1 })
 })
+
+test('the rest of a section handed over keeps its fence; it may overlap none, and a lower fence is out of order', () => {
+  const adopted = (enter, last, fence) => ({ ...section('h', enter, last, fence), adopted: true })
+  expect(check([section('h', 0, 10, 5), adopted(11, 20, 5), section('h', 21, 30, 6)])).toMatchObject({ overlaps: 0, fenceViolations: 0 })
+  expect(check([section('h', 0, 10, 5), adopted(9, 20, 5)])).toMatchObject({ overlaps: 1 })
+  expect(check([section('h', 0, 10, 5), adopted(11, 20, 4)])).toMatchObject({ fenceViolations: 1 })
+  expect(check([section('h', 0, 10, 5), adopted(11, 20, 5), section('h', 21, 30, 5)])).toMatchObject({ fenceViolations: 1 })
+})

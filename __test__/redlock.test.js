@@ -2,7 +2,7 @@
 
 const { createLocker, QuorumError, LockLostError } = require('..')
 const { startRedis, redisCommand } = require('./support/redis-server')
-const { fleetChecks } = require('./support/every-method')
+const { fleetChecks, handOverChecks } = require('./support/every-method')
 const { uniqueKey, heldBy } = require('./support/util')
 
 let servers
@@ -67,6 +67,19 @@ test('losing the majority mid-run aborts the signal and rejects LOCK_LOST', asyn
   expect(err).toBeInstanceOf(LockLostError)
   expect(err.value).toBe('saw abort')
   await locker.close()
+})
+
+test('a lock handed over is adopted on a majority; with one node down too, and a node the adopter could not reach keeps nothing of its', async () => {
+  const [a, b] = [createLocker({ urls: urls(), commandTimeout: 300 }), createLocker({ urls: urls(), commandTimeout: 300 })]
+  await handOverChecks({ locker: a, other: b })
+  const key = uniqueKey('handoff-down')
+  const held = await a.lock(key, { ttl: 10_000 })
+  await servers[2].kill()
+  const adopted = await b.adopt(held.handoff())
+  expect(adopted.fence).toBe(held.fence)
+  for (const s of servers.slice(0, 2)) expect(await redisCommand(s.url, 'GET', `snatch:${key}`)).toBe(heldBy(adopted))
+  expect(await adopted.release()).toBe(true)
+  await Promise.all([a.close(), b.close()])
 })
 
 test('urls must be an odd number of at least three', () => {

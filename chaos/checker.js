@@ -4,11 +4,12 @@
 // the order the sections started, and the takeover delay after a holder was killed.
 
 /**
- * Overlaps and fence violations among `sections` (`{ key, fence: bigint, enter: bigint, last: bigint, shared }`,
+ * Overlaps and fence violations among `sections` (`{ key, fence: bigint, enter: bigint, last: bigint, shared, adopted }`,
  * times in ns of one monotonic clock). A section acts from `enter` to `last`; two sections of a key overlap when one
  * starts before another's last act, unless both are `shared` (readers). Fences must rise in the order of `enter`,
  * except between shared sections (readers that hold at once take their fences in any order): an exclusive section's
- * fence is above every earlier section's, a shared one's above every earlier exclusive one's.
+ * fence is above every earlier section's, a shared one's above every earlier exclusive one's; an `adopted` one (the
+ * rest of a section handed over) keeps its fence, at least every earlier section's.
  */
 function check(sections) {
   const byKey = new Map()
@@ -30,7 +31,8 @@ function check(sections) {
         if (examples.length < 5) examples.push({ key: s.key, first: describe(against), second: describe(s) })
       }
       const above = s.shared ? fenceExclusive : fence
-      if (above !== null && s.fence <= above) fenceViolations++
+      // The rest of a section handed over goes on with its fence: the same as the highest so far, not lower.
+      if (above !== null && (s.adopted ? s.fence < above : s.fence <= above)) fenceViolations++
       if (!reach || s.last > reach.last) reach = s
       if (fence === null || s.fence > fence) fence = s.fence
       if (!s.shared) {

@@ -33,6 +33,8 @@ class Workers {
     /** Schedules' attempts, by `name/fence`: { worker, name, tick, manual, attempt, why, fence, end: 'ok' | 'cut' | 'killed' | undefined }. */
     this.attempts = new Map()
     this.nextId = 1
+    /** Locks handed over from one worker to another (handoff mode). */
+    this.handoffs = 0
   }
 
   /** Starts a worker with `config` (see worker.js) and `env` added to the environment. */
@@ -51,7 +53,8 @@ class Workers {
 
   #heard(worker, m) {
     if (m.type === 'enter') {
-      this.open.set(`${worker} ${m.key}`, { worker, key: m.key, fence: BigInt(m.fence), enter: BigInt(m.t), shared: m.shared })
+      const { key, shared, adopted } = m
+      this.open.set(`${worker} ${key}`, { worker, key, fence: BigInt(m.fence), enter: BigInt(m.t), shared, adopted })
     } else if (m.type === 'exit') {
       const s = this.open.get(`${worker} ${m.key}`)
       this.open.delete(`${worker} ${m.key}`)
@@ -71,6 +74,12 @@ class Workers {
       }
     } else if (m.type === 'error') {
       this.errors[m.code] = (this.errors[m.code] ?? 0) + 1
+    } else if (m.type === 'handoff') {
+      // To another worker that takes handed-over locks, at random (to none when there is none).
+      const takers = [...this.children.values()].filter((c) => c.id !== worker && c.config.mode === 'handoff' && c.child.connected)
+      const taker = takers[Math.floor(Math.random() * takers.length)]
+      this.handoffs++
+      taker?.child.send({ adopt: m.handle })
     } else if (m.type === 'attempt') {
       this.attempts.set(`${m.name}/${m.fence}`, { worker, ...m, end: undefined })
     }
@@ -468,6 +477,20 @@ const SCENARIOS = {
         scheduleFailures: audits.flatMap((a) => a.failures),
         notes: `${terminated} workers SIGTERMed; ${audits.map((a) => a.summary).join('; ')}`,
       }
+    },
+  },
+  handoff: {
+    title:
+      'adopted locks: 4 workers on 2 keys (ttl 1 s) each hand their lock over halfway through its section to another, ' +
+      'which adopts it and finishes the section (same fence); a holder SIGKILLed or SIGSTOPped for ttl + 0.7 s every ' +
+      '1.5 s, in turn (handles then expire, or are adopted by a worker stopped meanwhile)',
+    async run(context) {
+      const { notes } = await holdersKilledOrStopped(context, 'handoff', ['handoff', 'handoff', 'handoff', 'handoff'], {
+        acts: 4,
+        pauseMs: 5,
+      })
+      const { handoffs, errors } = context.workers
+      return { notes: `${notes}; ${handoffs} locks handed over, ${errors.ERR_SNATCH_LOCK_LOST ?? 0} handles refused` }
     },
   },
   'schedule-faults': {

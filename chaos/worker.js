@@ -1,18 +1,21 @@
 'use strict'
 // One worker process of the chaos suite (forked by chaos/run.js): loops critical sections on a few shared keys with
 // one way of locking (`lock`: Locker.lock + Lock.release; `withLock`; `snatchTask`; `read` and `write`: a read-write
-// lock's read() or write() + Lock.release, sections marked `shared` for reads) and reports each to the parent
+// lock's read() or write() + Lock.release, sections marked `shared` for reads; `handoff`: Locker.lock, then
+// Lock.handoff() halfway, the parent passing the handle to another worker, whose Locker.adopt() continues the section,
+// marked `adopted`) and reports each to the parent
 // over IPC, on process.hrtime.bigint() (CLOCK_MONOTONIC: one clock for every process of the host); or (`schedule`)
 // runs a schedule's job every second, each attempt a section (and reported as { type: 'attempt', … }, see schedule());
 // or (`lead`) campaigns for leadership, each term a section (see lead()); or (`nest`) is a NestJS application whose
 // @WithLock and @Snatch methods are the sections, and whose @Cron runs each attempt as a section (see nestSections()):
-//   { type: 'enter', key, fence, t, shared }  the section started (sent at once, so a SIGKILL cannot lose it)
+//   { type: 'enter', key, fence, t, shared, adopted }  the section started (sent at once, so a SIGKILL cannot lose it)
 //   { type: 'exit', key, fence, t, last, cut }
 //      `last`: the time of its last act; `cut`: it stopped acting because its lease could no longer be guaranteed
 //      (validUntil passed or signal aborted); sent before the lock is released, so that
 //      a SIGKILL during the release cannot leave the section open in the parent's eyes
 //   { type: 'released', enter, t, released }  a Lock's release, called at `t`, answered `released`
 //   { type: 'error', code, t }                a call failed (ERR_SNATCH_…)
+//   { type: 'handoff', handle }               a lock handed over, for the parent to pass on: `{ adopt: handle }`
 // A section acts a few times, each act only while the lease is still valid, checked synchronously right before it:
 // the parent checks that no two holders' acts overlap. It stops on 'stop', finishing its section first; on SIGTERM it
 // shuts down as the README says (close with a timeout of `config.drainMs`, then exit): sections under way finish, or
@@ -30,9 +33,32 @@ const [locker] = lockers
 /** The locker of `key`: by a hash of its name, the same in every worker. */
 const lockerOf = (key) => lockers[[...key].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 0) % lockers.length]
 let stopping = false
+/** Adoptions of locks handed over (handoff mode) under way: a stop waits for them. */
+const adoptions = new Set()
 process.on('message', (message) => {
   if (message === 'stop') stopping = true
+  if (message.adopt) {
+    const adoption = adopt(message.adopt).finally(() => adoptions.delete(adoption))
+    adoptions.add(adoption)
+  }
 })
+
+/** Handoff mode: continues the section of a lock another worker handed over, with its fence, and releases it. */
+async function adopt(handle) {
+  let lock
+  try {
+    lock = await lockerOf(handle.key).adopt(handle)
+  } catch (err) {
+    // Refused: the handle expired on its way (its sender or this worker was stopped or killed meanwhile).
+    send({ type: 'error', code: err.code || err.name, t: now() })
+    return
+  }
+  const valid = () => !lock.signal.aborted && lock.validUntil > Date.now()
+  const { enter, ...ended } = await section(handle.key, lock.fence, valid, false, true)
+  const t = now()
+  send({ type: 'exit', ...ended, t })
+  send({ type: 'released', enter, t, released: await lock.release() })
+}
 
 const now = () => process.hrtime.bigint().toString()
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -40,12 +66,12 @@ const pick = (list) => list[Math.floor(Math.random() * list.length)]
 const send = (message) => process.connected && process.send(message)
 
 /**
- * The acts of one section: `config.acts` times, a short pause then an act, while `valid()` holds. Reports the
- * section's end.
+ * The acts of one section (`adopted`: the rest of one another worker handed over, with its fence): `config.acts`
+ * times, a short pause then an act, while `valid()` holds. Reports the section's end.
  */
-async function section(key, fence, valid, shared = false) {
+async function section(key, fence, valid, shared = false, adopted = false) {
   const enter = now()
-  send({ type: 'enter', key, fence: String(fence), t: enter, shared })
+  send({ type: 'enter', key, fence: String(fence), t: enter, shared, adopted })
   let last = now()
   let cut = false
   for (let i = 0; i < config.acts; i++) {
@@ -89,6 +115,17 @@ async function once(key) {
       const t = now()
       send({ type: 'exit', ...ended, t })
       send({ type: 'released', enter, t, released: await lock.release() })
+      return true
+    }
+    case 'handoff': {
+      // Half a section here, the other half in whichever worker the parent hands the lock to.
+      const lock = await lockerOf(key).lock(key, { ...options, autoExtend: true })
+      const valid = () => !lock.signal.aborted && lock.validUntil > Date.now()
+      const { enter, ...ended } = await section(key, lock.fence, valid)
+      const t = now()
+      send({ type: 'exit', ...ended, t })
+      if (ended.cut) send({ type: 'released', enter, t, released: await lock.release() })
+      else send({ type: 'handoff', handle: lock.handoff() })
       return true
     }
     case 'withLock': {
@@ -262,6 +299,7 @@ async function main() {
       await sleep(20)
     }
   }
+  await Promise.all(adoptions)
   await Promise.all([...lockers.map((l) => l.close()), nestApp?.close()])
   process.disconnect()
 }

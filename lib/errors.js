@@ -30,15 +30,26 @@ class LockTimeoutError extends SnatchError {
   }
 }
 
+/** LockLostError's messages by reason. */
+const REASONS = {
+  __proto__: null,
+  stalled: (key) =>
+    `the lease of lock '${key}' was lost: the event loop was blocked for longer than maxStall, so it was not renewed`,
+  handoff: (key) =>
+    `the lock '${key}' handed over is not held by its handle any more: it expired, was adopted already, or its token is not the lock's`,
+}
+
 /** The lease was lost while the lock was held; `value` is what the task returned, if it returned. */
 class LockLostError extends SnatchError {
-  /** `options.reason` 'stalled': it lapsed because the event loop did not turn within `maxStall` (not renewed). */
+  /**
+   * `options.reason` 'stalled': it lapsed because the event loop did not turn within `maxStall` (not renewed);
+   * 'handoff': a handed-over lock that could not be adopted, its key no longer holding the handle's token.
+   */
   constructor(key, options) {
-    const stalled = options?.reason === 'stalled'
-    const why = stalled ? ': the event loop was blocked for longer than maxStall, so it was not renewed' : ''
-    super(`the lease of lock '${key}' was lost${why}`, 'ERR_SNATCH_LOCK_LOST', options)
+    const reason = options?.reason
+    super(`${REASONS[reason]?.(key) ?? `the lease of lock '${key}' was lost`}`, 'ERR_SNATCH_LOCK_LOST', options)
     this.value = undefined
-    if (stalled) this.reason = 'stalled'
+    if (reason in REASONS) this.reason = reason
   }
 }
 

@@ -22,7 +22,8 @@ class Lock {
 
   /**
    * @internal Built by the Locker from the outcome of its acquisition (`fence`, and the token as `extra`): `ops` runs
-   * this lock's native operations (extend, release: each resolves its outcome, the answer as `extra`; remainingMs);
+   * this lock's native operations (extend, release: each resolves its outcome, the answer as `extra`; remainingMs;
+   * handOff: the ms of validity left, null when no longer held);
    * `begun` is its call's start (diagnostics), `onEnd` runs once when the lock is released or lost.
    */
   constructor(key, id, locked, ops, begun, onEnd) {
@@ -72,6 +73,20 @@ class Lock {
     }
     this.#publishRelease(released)
     return released
+  }
+
+  /**
+   * Hands the lock over to another process, which continues it with `locker.adopt(handle)`: from now on it is neither
+   * renewed nor released here (its signal aborts as on release), and keeps its key until the handle's `validUntil`
+   * unless adopted. A plain object, JSON-safe: `{ key, token, fence, validUntil }`. The token lets whoever has it take
+   * the lock over: pass it as you would the lock. Throws LockLostError when the lock is no longer held here.
+   */
+  handoff() {
+    const left = this.#ended ? null : this.#ops.handOff(this.#id)
+    if (left === null) throw this.#reason instanceof LockLostError ? this.#reason : new LockLostError(this.key)
+    this.#publishRelease(true)
+    this.#end()
+    return { key: this.key, token: this.token, fence: String(this.fence), validUntil: Math.floor(Date.now() + left) }
   }
 
   async [Symbol.asyncDispose]() {

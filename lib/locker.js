@@ -2,7 +2,7 @@
 
 const { NativeLocker, OutcomeKind } = require('./native')
 const diagnostics = require('./diagnostics')
-const { fromNative, fromNativeError, invalidArg } = require('./errors')
+const { LockLostError, fromNative, fromNativeError, invalidArg } = require('./errors')
 const { KeepAlive } = require('./keep-alive')
 const { Lock } = require('./lock')
 const {
@@ -137,6 +137,13 @@ class Locker {
       extend: (id, ttl) => this.#call((op) => this.#native.extend(op, id, ttl)),
       release: (id) => this.#call((op) => startRelease(op, id)),
       remainingMs: (id) => this.#native.remainingMs(id),
+      handOff: (id) => {
+        try {
+          return this.#native.handOff(id)
+        } catch (err) {
+          throw fromNative(err)
+        }
+      },
     }
   }
 
@@ -170,6 +177,27 @@ class Locker {
   async lock(key, options) {
     const init = lockInit(options, { canWait: true })
     return this.#acquire(key, init, 'lock', (op) => this.#native.acquire(op, key, init))
+  }
+
+  /**
+   * Continues a lock another process handed over (`lock.handoff()`): the Lock is this locker's from now on, renewed
+   * (unless `autoExtend: false`) with `ttl` (default: the locker's), and the original can neither extend nor release
+   * it. Rejects LockLostError when the key no longer holds the handle's token: it expired, was adopted already, or the
+   * token is not the lock's.
+   */
+  async adopt(handle, options) {
+    const { key, token, fence, validUntil } = snapshot('handle', handle, ['key', 'token', 'fence', 'validUntil'])
+    checkKey(key)
+    checkString('token', token)
+    checkString('fence', fence)
+    checkType('validUntil', validUntil, 'number')
+    const init = lockInit(options, { canWait: false })
+    const autoExtend = init?.autoExtend ?? true
+    const lock = await this.#acquire(key, { ...init, autoExtend }, 'adopt', (op) =>
+      this.#native.adopt(op, key, token, fence, { ...init, autoExtend }),
+    )
+    if (lock === null) throw new LockLostError(key, { reason: 'handoff' })
+    return lock
   }
 
   /**

@@ -170,6 +170,33 @@ impl NativeLocker {
         self.step(&env, |runner| runner.extend(id, lock, ttl))
     }
 
+    /// Hands lock `lock` over to another owner: it is no longer renewed nor released here. The milliseconds of validity
+    /// left; `null` when it was no longer held. Throws for a semaphore's permit or a read-write lock's.
+    #[napi]
+    pub fn hand_off(&self, env: Env, lock: u32) -> napi::Result<Option<f64>> {
+        let left = self.host.step(|runner, _| runner.hand_off(lock)).map_err(|e| throw(&env, e))?;
+        Ok(left.map(|left| left.as_secs_f64() * 1000.0))
+    }
+
+    /// Starts acquisition `id`: continue the lock of `key` handed over with `token` and `fence` (decimal digits), as
+    /// a lock of `options` (`ttl`, `autoExtend`); not acquired when the key does not hold that token any more.
+    #[napi]
+    pub fn adopt(
+        &self,
+        env: Env,
+        id: u32,
+        key: String,
+        token: String,
+        fence: String,
+        options: Option<LockInit>,
+    ) -> napi::Result<()> {
+        let options = lock_options(options, false).map_err(|e| throw(&env, e))?;
+        let fence = fence.parse().map_err(|_| {
+            throw(&env, SnatchError::range_arg("a lock's fence is a positive integer below 2^63, in decimal digits"))
+        })?;
+        self.step(&env, |runner| runner.adopt(id, &key, &token, fence, &options))
+    }
+
     /// Starts operation `id`: what Redis holds for `key`.
     #[napi]
     pub fn inspect(&self, id: u32, key: String) {

@@ -118,6 +118,27 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
   await readWriteChecks({ locker, other, nodes, prefix })
   await fleetChecks({ locker, other })
   await leaderChecks({ locker, other })
+  await handOverChecks({ locker, other })
+}
+
+/**
+ * A lock handed over from `locker` to `other`: adopted with its fence, renewed and released there; the original can
+ * no longer release it, and the handle cannot be adopted twice.
+ */
+async function handOverChecks({ locker, other }) {
+  const key = uniqueKey('every-handoff')
+  const held = await locker.lock(key, { ttl: 10_000, autoExtend: true })
+  const handle = JSON.parse(JSON.stringify(held.handoff()))
+  expect(handle).toMatchObject({ key, token: held.token, fence: String(held.fence) })
+  expect(held.signal.aborted).toBe(true)
+  const adopted = await other.adopt(handle, { ttl: 10_000 })
+  expect(adopted.fence).toBe(held.fence)
+  expect(await held.release()).toBe(false)
+  await expect(locker.adopt(handle)).rejects.toMatchObject({ code: 'ERR_SNATCH_LOCK_LOST', reason: 'handoff' })
+  expect(await locker.tryLock(key)).toBeNull()
+  expect(await adopted.extend(5_000)).toBe(true)
+  expect(await adopted.release()).toBe(true)
+  expect(await locker.inspect(key)).toBeNull()
 }
 
 /**
@@ -257,4 +278,4 @@ async function fleetChecks({ locker, other }) {
   expect(new Set(ticks).size).toBe(ticks.length)
 }
 
-module.exports = { everyMethod, fleetChecks, until, publishes, subscribers }
+module.exports = { everyMethod, fleetChecks, handOverChecks, until, publishes, subscribers }

@@ -41,6 +41,7 @@ import {
   type ScheduleHealth,
   type CloseOptions,
   type LockerOptions,
+  type LockHandle,
   type LockOptions,
   type RedisClientLike,
   type ScheduledTask,
@@ -182,6 +183,12 @@ export async function usage(): Promise<void> {
   const { tick: manual }: { tick: Date } = await locker.trigger('report')
   const locks: HeldLock[] = await locker.locks({ match: 'orders:*', limit: 10 })
   void [next, outcome, manual, (locks[0]?.fence ?? 0n) + 1n]
+  const handed = await locker.lock('order:42', { ttl: 30_000, autoExtend: true })
+  const handle: LockHandle = JSON.parse(JSON.stringify(handed.handoff()))
+  const adopted: Lock = await locker.adopt(handle, { ttl: 30_000 })
+  void [adopted.fence + 1n, handle.validUntil - Date.now(), handle.fence.length]
+  // @ts-expect-error a handle's fence is decimal digits, JSON-safe
+  void ({ ...handle, fence: 1n } satisfies LockHandle)
   const closing: CloseOptions = { timeout: 20_000 }
   await locker.close(closing)
   await locker.close({ drain: false })

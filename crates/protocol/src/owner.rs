@@ -29,6 +29,14 @@ pub fn token(owner: &str) -> &str {
     owner.get(..TOKEN_LEN).unwrap_or(owner)
 }
 
+/// Checks a token given back by the caller (a handed-over lock's): [`TOKEN_LEN`] lowercase hex digits.
+pub fn check_token(token: &str) -> Result<(), String> {
+    if token.len() == TOKEN_LEN && token.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return Ok(());
+    }
+    Err(format!("a lock's token is {TOKEN_LEN} lowercase hex digits"))
+}
+
 /// The instance that holds a key whose value is `held` (a waiter's mark removed); `None` for a value that is no
 /// owner of ours (say, written by an older version, which stored the token alone).
 pub fn holder(held: &str) -> Option<&str> {
@@ -61,6 +69,10 @@ mod tests {
         assert_eq!(holder(&value), Some("web-1:4242"));
         assert_eq!(holder(&format!("{value}*")), Some("web-1:4242"), "a waiter's mark is not the instance's");
         assert_eq!(holder(token), None, "a bare token (an older version's) names nobody");
+        assert!(check_token(token).is_ok());
+        for bad in ["", "0123456789ABCDEF0123456789ABCDEF", &value, &token[1..]] {
+            assert!(check_token(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

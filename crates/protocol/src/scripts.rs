@@ -85,6 +85,13 @@ pub static RAISE_FENCE: LazyLock<Script> =
 /// KEYS: lock key. ARGV: token, ttl in ms. Returns 1 when the key was ours (waited for or not), else 0.
 pub static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/extend.lua").to_owned()));
 
+/// Continue a lock handed over by another owner (`Lock.handoff()`, `Locker.adopt()`): the key holds the new owner from
+/// now on, so the old one can neither extend nor release it, and the handle cannot be adopted twice.
+///
+/// KEYS: lock key. ARGV: the handed-over token (an owner's first [`crate::owner::TOKEN_LEN`] digits), the new owner,
+/// the ttl in ms. Returns 1 when the key held that token (waited for or not), else 0.
+pub static ADOPT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/adopt.lua").to_owned()));
+
 /// The argument that tells the scripts that wake waiters (wake.lua) that they run on a Redis Cluster: there, on Redis
 /// 7 or newer, they publish on sharded channels (`SPUBLISH`), which reach only the nodes of the channel's shard.
 pub const CLUSTER: &str = "1";

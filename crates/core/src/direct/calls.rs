@@ -136,7 +136,13 @@ impl DirectAcquire {
         match Acquisition::of(answer, self.way, valid_until.into_std(), Instant::now().into_std()) {
             Acquisition::Won { fence } => {
                 let grant = Grant { fence, started: self.started, valid_until };
-                AcquireSettled::Done(Ok(Some(self.locker.adopt(self.keys, self.owner, grant, self.ttl, &self.options))))
+                AcquireSettled::Done(Ok(Some(self.locker.supervise(
+                    self.keys,
+                    self.owner,
+                    grant,
+                    self.ttl,
+                    &self.options,
+                ))))
             }
             Acquisition::Taken => AcquireSettled::Done(Ok(None)),
             Acquisition::ByScript => AcquireSettled::Resend(DirectAcquire { way: Way::Script, ..self }),

@@ -240,6 +240,16 @@ impl Lease {
         self.nodes.try_release(&self.keys, &self.owner).await
     }
 
+    /// Hands the lock over to another owner ([`crate::Locker::adopt`]): no longer renewed nor released here, it keeps
+    /// its key for the validity left, which is returned; `None`, and nothing changes, once it lapsed or ended.
+    pub fn hand_off(&self) -> Option<Duration> {
+        let left = self.remaining();
+        if left.is_zero() || !self.end_released() {
+            return None;
+        }
+        Some(left)
+    }
+
     /// Gives the lock back but keeps the key (owner-checked) for `hold` more, so nobody acquires it before then.
     /// Returns whether the key was still ours in Redis; false without a round trip when already released.
     pub async fn release_keeping(&self, hold: Duration) -> Result<bool, SnatchError> {

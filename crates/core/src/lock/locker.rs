@@ -7,7 +7,7 @@ use crate::lock::lease::Lease;
 use crate::lock::place::Place;
 use crate::lock::stall::Stall;
 use crate::lock::supervisor::Supervisor;
-use crate::redlock::quorum::{Acquire, Grant, Nodes};
+use crate::redlock::quorum::{Acquire, Extend, Grant, Nodes};
 use crate::server::node::{Mark, Node, PLACE_LEASE};
 use crate::server::waker::Watch;
 use snatch_protocol::direct::kept::KeptCounters;
@@ -338,7 +338,7 @@ impl Locker {
 
     /// The lease of a won acquisition, under supervision (renewed, or declared lost) until it ends, and released
     /// by `close` if still held. Must be called within the Tokio runtime.
-    pub(crate) fn adopt(
+    pub(crate) fn supervise(
         &self,
         keys: LockKeys,
         token: String,
@@ -351,6 +351,29 @@ impl Locker {
         lease
     }
 
+    /// Continues the lock of `key` another owner handed over ([`Lease::hand_off`]) with `token` and `fence`: it is this
+    /// locker's from now on (a new owner, for `options.ttl`, renewed with `options.auto_extend`), so that the old
+    /// owner can neither extend nor release it and the handle cannot be adopted twice; `None`, and nothing changes,
+    /// when the key does not hold that token any more (it expired, was adopted already) or never did.
+    pub async fn adopt(
+        &self,
+        key: &str,
+        token: &str,
+        fence: i64,
+        options: &LockOptions,
+    ) -> Result<Option<Arc<Lease>>, SnatchError> {
+        check_handle(token, fence)?;
+        let keys = self.checked_keys(key, options)?;
+        let _busy = self.enter()?;
+        let (owner, ttl, started) = (self.new_owner(), self.lease_ttl(options), Instant::now());
+        Ok(match self.shared.nodes.adopt(&keys, token, &owner, ttl).await? {
+            Extend::Renewed { valid_until } => {
+                Some(self.supervise(keys, owner, Grant { fence, started, valid_until }, ttl, options))
+            }
+            Extend::Refused => None,
+        })
+    }
+
     /// One attempt on `keys` with `token`; `None` when not acquired.
     pub(crate) async fn attempt(
         &self,
@@ -360,7 +383,7 @@ impl Locker {
     ) -> Result<Option<Arc<Lease>>, SnatchError> {
         let ttl = self.lease_ttl(options);
         Ok(match self.shared.nodes.acquire(&keys, &token, ttl, Mark::None).await? {
-            Acquire::Won(grant) => Some(self.adopt(keys, token, grant, ttl, options)),
+            Acquire::Won(grant) => Some(self.supervise(keys, token, grant, ttl, options)),
             Acquire::Taken { .. } | Acquire::Split => None,
             Acquire::Contended { error, .. } => return Err(error),
         })
@@ -433,7 +456,7 @@ impl Locker {
                     Acquire::Won(grant) => {
                         // Its turn taken: the next waiter in this process is woken by the next release.
                         wake.iter_mut().flat_map(|(_, watches)| watches).for_each(Watch::took_turn);
-                        return Ok(Some(self.adopt(keys, token, grant, ttl, options)));
+                        return Ok(Some(self.supervise(keys, token, grant, ttl, options)));
                     }
                     Acquire::Contended { error, .. } if Instant::now() >= deadline => return Err(error),
                     // Maybe just taken (with some node failing): wait as for a taken key.
@@ -531,6 +554,15 @@ fn direct_route(config: &LockerConfig, nodes: &Nodes) -> Option<DirectRoute> {
         (None, Some(_)) => Some(DirectRoute::Cluster),
         (None, None) => None,
     }
+}
+
+/// Checks what a handed-over lock came with (see [`Locker::adopt`]): its token and fence.
+pub(crate) fn check_handle(token: &str, fence: i64) -> Result<(), SnatchError> {
+    owner::check_token(token).map_err(SnatchError::type_arg)?;
+    if fence < 1 {
+        return Err(SnatchError::range_arg(format!("a lock's fence is a positive integer, got {fence}")));
+    }
+    Ok(())
 }
 
 /// The error for a lock not acquired within `waited` (for a run that needed it: withLock).

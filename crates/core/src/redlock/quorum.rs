@@ -188,8 +188,35 @@ impl Nodes {
         let start = Instant::now();
         let ttl_ms = ttl.as_millis() as u64;
         let answers = join_all(self.nodes.iter().map(|n| n.extend(keys, token, ttl_ms))).await;
-        let valid_until = self.valid_until(start, ttl);
+        self.count_renewals(answers, self.valid_until(start, ttl))
+    }
 
+    /// Makes the lock handed over with `token` `owner`'s on every node, for `ttl`: a majority must, as for an extension;
+    /// when none did, those that did give it back.
+    pub(crate) async fn adopt(
+        self: &Arc<Self>,
+        keys: &LockKeys,
+        token: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Extend, SnatchError> {
+        let start = Instant::now();
+        let ttl_ms = ttl.as_millis() as u64;
+        let answers = join_all(self.nodes.iter().map(|n| n.adopt(keys, token, owner, ttl_ms))).await;
+        let adopted = self.count_renewals(answers, self.valid_until(start, ttl));
+        // Some node may have made it ours (one that failed to answer, too).
+        if !matches!(adopted, Ok(Extend::Renewed { .. })) && (self.nodes.len() > 1 || adopted.is_err()) {
+            self.release_later(keys, owner, Instant::now(), false);
+        }
+        adopted
+    }
+
+    /// A round of extensions (or adoptions), from each node's answer: whether the key was ours there.
+    fn count_renewals(
+        &self,
+        answers: Vec<Result<bool, SnatchError>>,
+        valid_until: Instant,
+    ) -> Result<Extend, SnatchError> {
         let mut renewed = 0;
         let mut failures = Vec::new();
         for answer in answers {

@@ -9,13 +9,14 @@
 use crate::config::{validate_ttl, LockOptions};
 use crate::direct::calls::{AcquireSettled, DirectAcquire, DirectRelease, ReleaseSettled};
 use crate::lock::lease::Lease;
-use crate::lock::locker::{not_acquired, Busy, Holder, Locker};
+use crate::lock::locker::{check_handle, not_acquired, Busy, Holder, Locker};
 use crate::run::call::Call;
 use crate::run::hold::{FnSettled, Hold, OccurrenceHold};
 use crate::run::input::{post_or_undo, Input, Post};
 use rustc_hash::FxHashMap;
 use snatch_protocol::attempt::{Ended, Ending};
 use snatch_protocol::direct::session::{CallReply, NoReply};
+use snatch_protocol::keys::Kind;
 use snatch_protocol::run::{Outcome, Purpose, Runs};
 use snatch_protocol::schedule::Attempt;
 use snatch_protocol::SnatchError;
@@ -183,6 +184,42 @@ impl Runner {
                 Ok(Outcome::Done(released?))
             }),
         }
+    }
+
+    /// The caller hands lock `lock` over to another owner ([`Lease::hand_off`]): it is no longer held, renewed nor
+    /// released here. The validity left; `None` when it was no longer held. Only a lock can be handed over, not a
+    /// semaphore's permit nor a read-write lock's.
+    pub fn hand_off(&mut self, lock: u32) -> Result<Option<Duration>, SnatchError> {
+        let Some(hold) = self.runs.lock(lock) else { return Ok(None) };
+        if hold.lease().keys().kind != Kind::Lock {
+            return Err(SnatchError::type_arg(
+                "only a lock can be handed over, not a semaphore's permit or a read-write lock's",
+            ));
+        }
+        Ok(self.runs.release_lock(lock).and_then(|hold| hold.lease().hand_off()))
+    }
+
+    /// Starts acquisition `id`: continue the lock of `key` handed over with `token` and `fence` ([`Locker::adopt`]),
+    /// for a lock the caller holds, or [`Outcome::NotAcquired`] when it does not hold that token any more.
+    pub fn adopt(
+        &mut self,
+        id: u32,
+        key: &str,
+        token: &str,
+        fence: i64,
+        options: &LockOptions,
+    ) -> Result<(), SnatchError> {
+        check_handle(token, fence)?;
+        let busy = self.enter(key, options)?;
+        self.runs.start(id, Purpose::Lock);
+        let (locker, key, token, options) = (self.locker.clone(), key.to_owned(), token.to_owned(), options.clone());
+        self.acquire_on_runtime(
+            id,
+            Purpose::Lock,
+            busy,
+            async move { locker.adopt(&key, &token, fence, &options).await },
+        );
+        Ok(())
     }
 
     /// Starts operation `id`: sets lock `lock`'s lease to `ttl` from now (default: its acquisition's). Answers

@@ -238,6 +238,20 @@ impl Node {
         Ok(self.invoke::<i64>(call).await? == 1)
     }
 
+    /// Runs ADOPT: the lock of `keys`, handed over with `token`, is `owner`'s from now on, for `ttl_ms`; false when it
+    /// does not hold that token.
+    pub(crate) async fn adopt(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        owner: &str,
+        ttl_ms: u64,
+    ) -> Result<bool, SnatchError> {
+        let mut call = ScriptCall::new(&scripts::ADOPT, 1);
+        call.arg(&keys.lock).arg(token).arg(owner).arg(ttl_ms);
+        Ok(self.invoke::<i64>(call).await? == 1)
+    }
+
     /// Runs RELEASE (PERMIT_RELEASE for a semaphore's permit or a read lock): deletes a key we own and wakes its
     /// waiters; false when it is not ours.
     pub(crate) async fn release(&self, keys: &LockKeys, token: &str) -> Result<bool, SnatchError> {

@@ -41,6 +41,11 @@ export declare class NativeLocker {
    */
   extend(id: number, lock: number, ttl?: number | undefined | null): void
   /**
+   * Starts the acquisition of every key of `keys` or none, as locks `ids` (one per key, in order): each id is told
+   * its lock, or the set's error (a timeout naming the first key not had in time). Waits up to `options.wait`.
+   */
+  lockAll(ids: Array<number>, keys: Array<string>, options?: LockInit | undefined | null): void
+  /**
    * Hands lock `lock` over to another owner: it is no longer renewed nor released here. The milliseconds of validity
    * left; `null` when it was no longer held. Throws for a semaphore's permit or a read-write lock's.
    */

@@ -179,6 +179,14 @@ export declare class Locker {
   /** Wait up to options.wait; rejects LockTimeoutError. */
   lock(key: string, options?: WaitOptions): Promise<Lock>
   /**
+   * Every key of `keys` or none, one Lock per key (its own fence), taken in a fixed order so that callers naming the
+   * same keys in any order never deadlock; waits up to `options.wait` in all, then rejects LockTimeoutError naming
+   * the first key not had in time. Renewed together with `autoExtend: true`.
+   */
+  lockAll(keys: readonly string[], options?: WaitOptions): Promise<MultiLock>
+  /** lockAll, fn, release every lock: withLock for several keys. `ctx.fences[i]` is `keys[i]`'s fence. */
+  withLocks<T>(keys: readonly string[], fn: (ctx: MultiTaskContext) => T | Promise<T>, options?: WaitOptions): Promise<T>
+  /**
    * Continues a lock another process handed over (`lock.handoff()`): renewed here (unless `autoExtend: false`) with
    * `ttl` (default: the locker's); the original can no longer extend or release it. Rejects LockLostError (`reason:
    * 'handoff'`) when the key no longer holds the handle's token.
@@ -348,7 +356,8 @@ export interface StartMessage {
   key: string
   /**
    * The Locker's method: 'withLock', 'snatchTask', 'lead' (a leader's campaign), 'tryLock', 'lock', 'tryAcquire',
-   * 'acquire' (a permit), 'read', 'write'; 'schedule' for a schedule's attempt run here (with its fields below).
+   * 'acquire' (a permit), 'read', 'write', 'adopt', 'lockAll' (one start per key of a set, withLocks' too);
+   * 'schedule' for a schedule's attempt run here (with its fields below).
    */
   method: string
   /** The Locker whose call it is. */
@@ -505,6 +514,30 @@ export declare class Lock {
    */
   handoff(): LockHandle
   [Symbol.asyncDispose](): Promise<void>
+}
+
+/** Several keys held together (`locker.lockAll()`): every one, or none. */
+export declare class MultiLock {
+  private constructor()
+  /** The keys, in the order given. */
+  readonly keys: readonly string[]
+  /** Each key's fence, in the order of `keys`. */
+  readonly fences: readonly bigint[]
+  /** Aborts when any of the locks is lost (reason: its LockLostError), or when the set is released. */
+  readonly signal: AbortSignal
+  /** Date.now()-based estimate of the guaranteed end of the set (its earliest lease's). */
+  readonly validUntil: number
+  /** Every lease to `ttl` from now; false (and signal aborted) if any was no longer ours. */
+  extend(ttl?: number): Promise<boolean>
+  /** Releases every lock; false if any was no longer ours. */
+  release(): Promise<boolean>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** What `withLocks`' fn receives: the set's signal, keys and fences; `key` and `fence` are the first key's. */
+export interface MultiTaskContext extends TaskContext {
+  readonly keys: readonly string[]
+  readonly fences: readonly bigint[]
 }
 
 /**

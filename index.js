@@ -3,6 +3,7 @@
 const errors = require('./lib/errors')
 const { Locker } = require('./lib/locker')
 const { Lock } = require('./lib/lock')
+const { MultiLock } = require('./lib/multi-lock')
 
 let defaultLocker = null
 
@@ -20,6 +21,7 @@ function snatchTask(key, fn, options) {
 module.exports = {
   Locker,
   Lock,
+  MultiLock,
   createLocker,
   snatchTask,
   SnatchError: errors.SnatchError,

@@ -4,7 +4,7 @@
 
 const { once } = require('node:events')
 const { createLocker, LockLostError, LockTimeoutError } = require('..')
-const { fleetChecks, handOverChecks } = require('./support/every-method')
+const { fleetChecks, handOverChecks, severalKeysChecks } = require('./support/every-method')
 const { uniqueKey } = require('./support/util')
 
 describe.each([
@@ -126,5 +126,9 @@ describe.each([
     const permit = await a.semaphore(uniqueKey('permit-handoff'), 2).tryAcquire()
     expect(() => permit.handoff()).toThrow(expect.objectContaining({ code: 'ERR_SNATCH_INVALID_ARG' }))
     expect(await permit.release()).toBe(true)
+  })
+
+  test('several keys at once: all or none, one fence per key, a waiting set gets them all', async () => {
+    await severalKeysChecks({ locker: a, other: b })
   })
 })

@@ -2,7 +2,7 @@
 
 const { createLocker, QuorumError, LockLostError } = require('..')
 const { startRedis, redisCommand } = require('./support/redis-server')
-const { fleetChecks, handOverChecks } = require('./support/every-method')
+const { fleetChecks, handOverChecks, severalKeysChecks } = require('./support/every-method')
 const { uniqueKey, heldBy } = require('./support/util')
 
 let servers
@@ -69,9 +69,10 @@ test('losing the majority mid-run aborts the signal and rejects LOCK_LOST', asyn
   await locker.close()
 })
 
-test('a lock handed over is adopted on a majority; with one node down too, and a node the adopter could not reach keeps nothing of its', async () => {
+test('several keys, and a lock handed over, over a majority (adopted with one node down too)', async () => {
   const [a, b] = [createLocker({ urls: urls(), commandTimeout: 300 }), createLocker({ urls: urls(), commandTimeout: 300 })]
   await handOverChecks({ locker: a, other: b })
+  await severalKeysChecks({ locker: a, other: b })
   const key = uniqueKey('handoff-down')
   const held = await a.lock(key, { ttl: 10_000 })
   await servers[2].kill()

@@ -493,6 +493,18 @@ const SCENARIOS = {
       return { notes: `${notes}; ${handoffs} locks handed over, ${errors.ERR_SNATCH_LOCK_LOST ?? 0} handles refused` }
     },
   },
+  'several-keys': {
+    title:
+      'several keys at once: 4 workers (lockAll + release, withLocks; ttl 1 s) each take 2 of 4 keys named in random ' +
+      'order; a holder SIGKILLed or SIGSTOPped for ttl + 0.7 s every 1.5 s, in turn',
+    async run({ url, workers, seconds }) {
+      const keys = keysOf('several', 4)
+      for (let i = 0; i < 4; i++) workers.spawn(worker('several', keys, { url, prefix: 'chaos:' }, { acts: 3, pauseMs: 2 }))
+      await sleep(1500)
+      const { kills, stops } = await workers.killOrStopHolders(seconds(20) * 1000)
+      return { notes: `${kills} holders killed, ${stops} stopped` }
+    },
+  },
   'schedule-faults': {
     title:
       "schedules on 3 processes (clocks 0, −300, +300 ms off; ttl 1 s), every second and every 10 s: their runner " +

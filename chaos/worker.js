@@ -3,7 +3,8 @@
 // one way of locking (`lock`: Locker.lock + Lock.release; `withLock`; `snatchTask`; `read` and `write`: a read-write
 // lock's read() or write() + Lock.release, sections marked `shared` for reads; `handoff`: Locker.lock, then
 // Lock.handoff() halfway, the parent passing the handle to another worker, whose Locker.adopt() continues the section,
-// marked `adopted`) and reports each to the parent
+// marked `adopted`; `several`: two keys at once by Locker.lockAll + MultiLock.release or withLocks, a section of
+// each key) and reports each to the parent
 // over IPC, on process.hrtime.bigint() (CLOCK_MONOTONIC: one clock for every process of the host); or (`schedule`)
 // runs a schedule's job every second, each attempt a section (and reported as { type: 'attempt', … }, see schedule());
 // or (`lead`) campaigns for leadership, each term a section (see lead()); or (`nest`) is a NestJS application whose
@@ -47,7 +48,7 @@ process.on('message', (message) => {
 async function adopt(handle) {
   let lock
   try {
-    lock = await lockerOf(handle.key).adopt(handle)
+    lock = await lockerOf(handle.key).adopt(handle, { ttl: config.ttl })
   } catch (err) {
     // Refused: the handle expired on its way (its sender or this worker was stopped or killed meanwhile).
     send({ type: 'error', code: err.code || err.name, t: now() })
@@ -66,12 +67,21 @@ const pick = (list) => list[Math.floor(Math.random() * list.length)]
 const send = (message) => process.connected && process.send(message)
 
 /**
- * The acts of one section (`adopted`: the rest of one another worker handed over, with its fence): `config.acts`
- * times, a short pause then an act, while `valid()` holds. Reports the section's end.
+ * The acts of one section of `key` (`adopted`: the rest of one another worker handed over, with its fence). Reports
+ * the section's end.
  */
 async function section(key, fence, valid, shared = false, adopted = false) {
+  const { enter, last, cut } = await acts([{ key, fence }], valid, shared, adopted)
+  return { key, fence: String(fence), last, cut, enter }
+}
+
+/**
+ * The acts of a section over `held` (`[{ key, fence }]`: a lock, or each key of a set) reported started for each:
+ * `config.acts` times, a short pause then an act, while `valid()` holds.
+ */
+async function acts(held, valid, shared = false, adopted = false) {
   const enter = now()
-  send({ type: 'enter', key, fence: String(fence), t: enter, shared, adopted })
+  for (const { key, fence } of held) send({ type: 'enter', key, fence: String(fence), t: enter, shared, adopted })
   let last = now()
   let cut = false
   for (let i = 0; i < config.acts; i++) {
@@ -85,7 +95,16 @@ async function section(key, fence, valid, shared = false, adopted = false) {
     }
     last = at
   }
-  return { key, fence: String(fence), last, cut, enter }
+  return { enter, last, cut }
+}
+
+/** A section over several keys held at once (`fences[i]` is `keys[i]`'s): its end reported for each key. */
+async function setSection(keys, fences, valid) {
+  const held = keys.map((key, i) => ({ key, fence: fences[i] }))
+  const { enter, ...ended } = await acts(held, valid)
+  const t = now()
+  for (const { key, fence } of held) send({ type: 'exit', key, fence: String(fence), ...ended, t })
+  return enter
 }
 
 /**
@@ -126,6 +145,28 @@ async function once(key) {
       send({ type: 'exit', ...ended, t })
       if (ended.cut) send({ type: 'released', enter, t, released: await lock.release() })
       else send({ type: 'handoff', handle: lock.handoff() })
+      return true
+    }
+    case 'several': {
+      // Two keys at once, named in random order: lockAll + release, or withLocks, at random.
+      const keys = [key, pick(config.keys.filter((k) => k !== key))]
+      if (Math.random() < 0.5) keys.reverse()
+      if (Math.random() < 0.5) {
+        const set = await lockerOf(key).lockAll(keys, { ...options, autoExtend: true })
+        const enter = await setSection(keys, set.fences, () => !set.signal.aborted && set.validUntil > Date.now())
+        send({ type: 'released', enter, t: now(), released: await set.release() })
+        return true
+      }
+      let ended = false
+      await lockerOf(key)
+        .withLocks(
+          keys,
+          (ctx) => setSection(keys, ctx.fences, () => !ctx.signal.aborted && ctx.validUntil > Date.now()).then(() => (ended = true)),
+          options,
+        )
+        .catch((err) => {
+          if (err.code !== 'ERR_SNATCH_LOCK_LOST' || !ended) throw err
+        })
       return true
     }
     case 'withLock': {

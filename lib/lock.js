@@ -127,18 +127,19 @@ class Lock {
 }
 
 /**
- * Waits up to `options.wait` ms for a lock by `acquire(init, wait)` (a permit, a read or a write lock), runs
- * `fn({ signal, fence, key })` under it (renewed while fn runs, unless `autoExtend: false`), releases it, and
- * resolves fn's value; fn's error, or LockLostError (fn's error as `cause`, its value as `value`) when it was lost.
+ * Waits up to `options.wait` ms for a lock by `acquire(init, wait)` (a permit, a read or a write lock, a set of
+ * locks), runs `fn(context(held))` under it (by default `{ signal, fence, key }`; renewed while fn runs, unless
+ * `autoExtend: false`), releases it, and resolves fn's value; fn's error, or LockLostError (fn's error as `cause`, its
+ * value as `value`) when it was lost.
  */
-async function withHeld(key, acquire, fn, options) {
+async function withHeld(key, acquire, fn, options, context = (held) => ({ signal: held.signal, fence: held.fence, key })) {
   checkFn(fn)
   const init = lockInit(options, { canWait: true })
   const held = await acquire({ ...init, autoExtend: init?.autoExtend ?? true }, true)
   let value, error
   let threw = false
   try {
-    value = await held._wrap(() => fn({ signal: held.signal, fence: held.fence, key }))
+    value = await held._wrap(() => fn(context(held)))
   } catch (err) {
     threw = true
     error = err

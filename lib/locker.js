@@ -4,7 +4,8 @@ const { NativeLocker, OutcomeKind } = require('./native')
 const diagnostics = require('./diagnostics')
 const { LockLostError, fromNative, fromNativeError, invalidArg } = require('./errors')
 const { KeepAlive } = require('./keep-alive')
-const { Lock } = require('./lock')
+const { Lock, withHeld } = require('./lock')
+const { MultiLock, checkKeys } = require('./multi-lock')
 const {
   lockerInit,
   lockInit,
@@ -177,6 +178,48 @@ class Locker {
   async lock(key, options) {
     const init = lockInit(options, { canWait: true })
     return this.#acquire(key, init, 'lock', (op) => this.#native.acquire(op, key, init))
+  }
+
+  /**
+   * Holds every key of `keys` or none (waiting up to `options.wait` ms in all; rejects LockTimeoutError naming the
+   * first key not had in time): a MultiLock of one Lock per key, taken in a fixed order so that callers naming the
+   * same keys in any order never deadlock, renewed together (with `autoExtend: true`).
+   */
+  async lockAll(keys, options) {
+    const list = checkKeys(keys)
+    const init = lockInit(options, { canWait: true })
+    const ids = list.map(() => this.#newId())
+    const started = diagnostics.now()
+    const begun = list.map((key) => diagnostics.begin(this, key, 'lockAll'))
+    let completions
+    try {
+      // Told together: every lock, or the set's error to each.
+      completions = await Promise.all(this.#callAll(ids, () => this.#native.lockAll(ids, list, init)))
+    } catch (err) {
+      list.forEach((key, i) => diagnostics.publishError(key, undefined, started, err, begun[i]))
+      throw err
+    }
+    const locks = list.map((key, i) => this.#held(key, ids[i], init, completions[i], started, begun[i]))
+    return new MultiLock(list, locks)
+  }
+
+  /**
+   * lockAll(keys, options), then `fn({ signal, fences, keys, fence, key, validUntil })` (`fences[i]` is `keys[i]`'s;
+   * `fence` and `key` the first key's), renewed while fn runs unless `autoExtend: false`, then every lock released.
+   * Resolves fn's value; fn's error, or LockLostError when a lease was lost.
+   */
+  async withLocks(keys, fn, options) {
+    const list = checkKeys(keys)
+    return withHeld(list[0], (init) => this.lockAll(list, init), fn, options, (held) => ({
+      signal: held.signal,
+      fences: held.fences,
+      keys: held.keys,
+      fence: held.fences[0],
+      key: held.keys[0],
+      get validUntil() {
+        return held.validUntil
+      },
+    }))
   }
 
   /**
@@ -398,6 +441,26 @@ class Locker {
     return outcome
   }
 
+  /**
+   * Starts a native operation told under each of `ids` (`start()` may throw for bad input); the outcome of each, as
+   * `#call` resolves one.
+   */
+  #callAll(ids, start) {
+    const outcomes = ids.map((id) => new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject })))
+    ids.forEach(() => this.#keepAlive.hold())
+    try {
+      start()
+    } catch (err) {
+      for (const id of ids) {
+        this.#pending.delete(id)
+        this.#keepAlive.drop()
+      }
+      const error = fromNative(err)
+      return ids.map(() => Promise.reject(error))
+    }
+    return outcomes
+  }
+
   /** Asks the fleet `question` (the binding's `FleetQuestion`); its answer, parsed. */
   async #ask(question) {
     const { extra } = await this.#call((op) => this.#native.ask(op, question))
@@ -428,6 +491,11 @@ class Locker {
       diagnostics.publishBusy(key, started, begun)
       return null
     }
+    return this.#held(key, id, init, completion, started, begun)
+  }
+
+  /** The Lock of acquisition `id` of `key` with `init`, acquired (`completion`) after starting at `started`. */
+  #held(key, id, init, completion, started, begun) {
     if (diagnostics.acquire.hasSubscribers) {
       const ms = diagnostics.since(started)
       diagnostics.acquire.publish({ key, fence: completion.fence, ms, direct: this.#wentDirect(id), start: begun })

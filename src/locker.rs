@@ -170,6 +170,14 @@ impl NativeLocker {
         self.step(&env, |runner| runner.extend(id, lock, ttl))
     }
 
+    /// Starts the acquisition of every key of `keys` or none, as locks `ids` (one per key, in order): each id is told
+    /// its lock, or the set's error (a timeout naming the first key not had in time). Waits up to `options.wait`.
+    #[napi]
+    pub fn lock_all(&self, env: Env, ids: Vec<u32>, keys: Vec<String>, options: Option<LockInit>) -> napi::Result<()> {
+        let options = lock_options(options, false).map_err(|e| throw(&env, e))?;
+        self.step(&env, |runner| runner.lock_all(ids, keys, &options))
+    }
+
     /// Hands lock `lock` over to another owner: it is no longer renewed nor released here. The milliseconds of validity
     /// left; `null` when it was no longer held. Throws for a semaphore's permit or a read-write lock's.
     #[napi]

@@ -119,6 +119,27 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
   await fleetChecks({ locker, other })
   await leaderChecks({ locker, other })
   await handOverChecks({ locker, other })
+  await severalKeysChecks({ locker, other })
+}
+
+/**
+ * Several keys at once: a set held by `locker` (one fence per key) keeps `other`'s set naming some of its keys in
+ * another order waiting, which gets them all once it is released; withLocks runs fn under every key.
+ */
+async function severalKeysChecks({ locker, other }) {
+  const keys = [uniqueKey('every-set-a'), uniqueKey('every-set-b'), uniqueKey('every-set-c')]
+  const set = await locker.lockAll(keys, { ttl: 10_000, autoExtend: true })
+  expect(set.fences).toHaveLength(3)
+  expect(await other.tryLock(keys[1])).toBeNull()
+  const waiter = other.lockAll([keys[2], keys[0]], { wait: 10_000 })
+  expect(await set.extend(5_000)).toBe(true)
+  expect(await set.release()).toBe(true)
+  const next = await waiter
+  expect(next.fences[1]).toBeGreaterThan(set.fences[0])
+  expect(await next.release()).toBe(true)
+  const ran = await locker.withLocks([keys[1], keys[0]], ({ fences, keys: held }) => [held, fences.length])
+  expect(ran).toEqual([[keys[1], keys[0]], 2])
+  expect(await locker.inspect(keys[0])).toBeNull()
 }
 
 /**
@@ -278,4 +299,4 @@ async function fleetChecks({ locker, other }) {
   expect(new Set(ticks).size).toBe(ticks.length)
 }
 
-module.exports = { everyMethod, fleetChecks, handOverChecks, until, publishes, subscribers }
+module.exports = { everyMethod, fleetChecks, handOverChecks, severalKeysChecks, until, publishes, subscribers }

@@ -42,6 +42,8 @@ import {
   type CloseOptions,
   type LockerOptions,
   type LockHandle,
+  MultiLock,
+  type MultiTaskContext,
   type LockOptions,
   type RedisClientLike,
   type ScheduledTask,
@@ -189,6 +191,11 @@ export async function usage(): Promise<void> {
   void [adopted.fence + 1n, handle.validUntil - Date.now(), handle.fence.length]
   // @ts-expect-error a handle's fence is decimal digits, JSON-safe
   void ({ ...handle, fence: 1n } satisfies LockHandle)
+  const set: MultiLock = await locker.lockAll(['stock:a', 'stock:b'], { wait: 5_000, ttl: 10_000 })
+  const [fenceA, fenceB]: readonly bigint[] = set.fences
+  void [set.keys[0], fenceA, fenceB, set.signal.aborted, set.validUntil, await set.extend(), await set.release()]
+  const moved: number = await locker.withLocks(['stock:b', 'stock:a'], (ctx: MultiTaskContext) => ctx.fences.length + ctx.keys.length, { wait: 5_000 })
+  void moved
   const closing: CloseOptions = { timeout: 20_000 }
   await locker.close(closing)
   await locker.close({ drain: false })

@@ -607,3 +607,61 @@ async fn inspect_reports_the_lease_and_fence_and_force_release_deletes_whoever_h
     assert_eq!(locker.inspect("").await.unwrap_err().code(), "ERR_SNATCH_INVALID_ARG");
     locker.close().await;
 }
+
+#[tokio::test]
+async fn a_lock_handed_over_is_adopted_once_and_the_original_can_no_longer_release_it() {
+    let (_server, url) = redis_url();
+    let (original, adopter) = (locker(&url), locker(&url));
+    let key = unique_key("handoff");
+    let lease = original.try_lock(&key, &ttl(5000)).await.unwrap().expect("free key");
+    let (token, fence) = (lease.token().to_owned(), lease.fence());
+    assert!(lease.hand_off().is_some_and(|left| left > Duration::ZERO));
+    assert_eq!(lease.hand_off(), None, "handed over once");
+    let forged = "0".repeat(32);
+    assert!(adopter.adopt(&key, &forged, fence, &ttl(5000)).await.unwrap().is_none());
+    let adopted = adopter.adopt(&key, &token, fence, &ttl(5000)).await.unwrap().expect("the handle's key");
+    assert_eq!(adopted.fence(), fence);
+    assert_ne!(adopted.token(), token);
+    assert!(!lease.release().await.unwrap());
+    assert!(adopter.adopt(&key, &token, fence, &ttl(5000)).await.unwrap().is_none(), "a handle is adopted once");
+    assert!(matches!(adopter.adopt(&key, "not hex", fence, &ttl(5000)).await, Err(SnatchError::InvalidArg { .. })));
+    assert!(adopted.release().await.unwrap());
+}
+
+#[tokio::test]
+async fn a_set_of_keys_is_held_whole_or_not_at_all_and_opposite_orders_never_deadlock() {
+    let (_server, url) = redis_url();
+    let locker = Arc::new(locker(&url));
+    let [x, y, z] = ["x", "y", "z"].map(unique_key);
+    let held = locker.try_lock(&y, &ttl(10_000)).await.unwrap().expect("free key");
+    let wait = LockOptions { wait: Duration::from_millis(50), ..ttl(10_000) };
+    let set = [z.clone(), y.clone(), x.clone()];
+    match locker.lock_all(&set, &wait).await {
+        Err(SnatchError::Timeout { key, .. }) => assert_eq!(key, y),
+        other => panic!("expected a timeout naming {y}, got {other:?}"),
+    }
+    for free in [&x, &z] {
+        assert!(locker.inspect(free).await.unwrap().is_none(), "{free} was given back");
+    }
+    assert!(held.release().await.unwrap());
+    let leases = locker.lock_all(&set, &wait).await.unwrap();
+    assert_eq!(leases.iter().map(|l| l.key()).collect::<Vec<_>>(), set.iter().map(String::as_str).collect::<Vec<_>>());
+    for lease in leases {
+        assert!(lease.release().await.unwrap());
+    }
+    // Two callers naming the same keys in opposite orders, again and again: both always get there.
+    let patient = LockOptions { wait: Duration::from_secs(10), ..ttl(10_000) };
+    let callers = [vec![x.clone(), y.clone()], vec![y.clone(), x.clone()]].map(|keys| {
+        let (locker, patient) = (locker.clone(), patient.clone());
+        tokio::spawn(async move {
+            for _ in 0..30 {
+                let leases = locker.lock_all(&keys, &patient).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                futures_util::future::join_all(leases.iter().map(|l| l.release())).await;
+            }
+        })
+    });
+    for caller in callers {
+        caller.await.unwrap();
+    }
+}

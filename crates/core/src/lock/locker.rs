@@ -32,6 +32,9 @@ const SPLIT_RETRY_DELAY_MS: std::ops::RangeInclusive<u64> = 2..=30;
 /// with a quorum error.
 const SPLIT_ROUNDS: u32 = 8;
 
+/// Most keys one set of locks (`lock_all`) may name.
+pub const MAX_SET_KEYS: usize = 1024;
+
 /// Acquires and releases locks on one Redis or on a Redlock set of independent masters. Cloning gives another
 /// handle to the same locker.
 #[derive(Clone)]
@@ -148,6 +151,51 @@ impl Locker {
     pub async fn lock(&self, key: &str, options: &LockOptions) -> Result<Arc<Lease>, SnatchError> {
         let _busy = self.enter()?;
         self.acquire(key, options).await?.ok_or_else(|| not_acquired(key, options.wait))
+    }
+
+    /// Holds every key of `keys` or none: each is a lock of its own (its fence, its lease), taken in the byte order of
+    /// the keys, waiting for each up to what is left of `options.wait` (with none, one attempt each), so that callers
+    /// naming the same keys in any order never deadlock. The leases are renewed together. In the order of `keys`;
+    /// [`SnatchError::Timeout`] naming the first key not had in time, once what was taken is given back.
+    pub async fn lock_all(&self, keys: &[String], options: &LockOptions) -> Result<Vec<Arc<Lease>>, SnatchError> {
+        let names = self.checked_set(keys, options)?;
+        let _busy = self.enter()?;
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_unstable_by(|&a, &b| keys[a].cmp(&keys[b]));
+        let deadline = Instant::now() + options.wait;
+        let mut held: Vec<Option<Arc<Lease>>> = vec![None; keys.len()];
+        for i in order {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            let acquired = self.acquire_keys(names[i].clone(), &LockOptions { wait, ..options.clone() }).await;
+            // A lease not renewed (no `auto_extend`) may have lapsed while later keys were waited for: none then.
+            let lapsed = held.iter().position(|lease| lease.as_ref().is_some_and(|lease| lease.lapsed()));
+            match (acquired, lapsed) {
+                (Ok(Some(lease)), None) => held[i] = Some(lease),
+                (acquired, lapsed) => {
+                    let taken = held.iter().flatten().chain(acquired.as_ref().ok().and_then(Option::as_ref));
+                    futures_util::future::join_all(taken.map(|lease| lease.release())).await;
+                    return Err(acquired
+                        .err()
+                        .unwrap_or_else(|| not_acquired(&keys[lapsed.unwrap_or(i)], options.wait)));
+                }
+            }
+        }
+        let leases: Vec<Arc<Lease>> = held.into_iter().flatten().collect();
+        self.shared.supervisor.align(&leases);
+        Ok(leases)
+    }
+
+    /// The names of the locks of `keys` once `keys` (1 to [`MAX_SET_KEYS`], no key twice) and `options` are checked.
+    pub(crate) fn checked_set(&self, keys: &[String], options: &LockOptions) -> Result<Vec<LockKeys>, SnatchError> {
+        if keys.is_empty() || keys.len() > MAX_SET_KEYS {
+            return Err(SnatchError::range_arg(format!("keys must hold 1 to {MAX_SET_KEYS} keys, got {}", keys.len())));
+        }
+        let mut sorted: Vec<&String> = keys.iter().collect();
+        sorted.sort_unstable();
+        if let Some(twice) = sorted.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(SnatchError::type_arg(format!("keys must not name a key twice, got '{}' twice", twice[0])));
+        }
+        keys.iter().map(|key| self.checked_keys(key, options)).collect()
     }
 
     /// One attempt to hold `key` as `holder`: a permit of a semaphore, a read or the write lock of a read-write lock;

@@ -114,6 +114,28 @@ impl Supervisor {
         });
     }
 
+    /// Renews `leases` (a set held together) together from now on: each next renewal at the earliest of theirs, so
+    /// that they come due in one pass and their extensions go out in one batch per server.
+    pub(crate) fn align(&self, leases: &[Arc<Lease>]) {
+        let mut table = self.shared.table.lock().expect("supervisor poisoned");
+        let Table { entries, due, .. } = &mut *table;
+        let mut set: Vec<(u64, &mut Entry)> = entries
+            .iter_mut()
+            .filter(|(_, entry)| leases.iter().any(|lease| Arc::ptr_eq(lease, &entry.lease)))
+            .map(|(id, entry)| (*id, entry))
+            .collect();
+        let Some(renew_at) = set.iter().map(|(_, entry)| entry.renew_at).min() else { return };
+        for (id, entry) in &mut set {
+            entry.renew_at = renew_at;
+            // One being renewed now is put back in line by its renewal.
+            let Some(queued_at) = entry.queued_at else { continue };
+            let at = entry.next_at();
+            entry.queued_at = Some(at);
+            due.remove(&(queued_at, *id));
+            due.insert((at, *id));
+        }
+    }
+
     /// The leases under supervision (those not yet ended).
     pub(crate) fn leases(&self) -> Vec<Arc<Lease>> {
         let table = self.shared.table.lock().expect("supervisor poisoned");

@@ -16,6 +16,9 @@ pub enum Input {
     /// The acquisition of run or lock `id` (for `purpose`), made on the locker's connection, came to `result`; `busy`
     /// counted it.
     Acquired { id: u32, purpose: Purpose, result: Result<Option<Arc<Lease>>, SnatchError>, busy: Busy },
+    /// The acquisition of locks `ids` (one per key of a set, see `Locker::lock_all`) came to `result`: every lease, in
+    /// the order of `ids`, or the error each is told; `busy` counted it.
+    AcquiredAll { ids: Vec<u32>, result: Result<Vec<Arc<Lease>>, SnatchError>, busy: Busy },
     /// The lease of run or lock `id` was lost.
     Lost(u32),
     /// The lock of run `id` was given back on the locker's connection.
@@ -47,6 +50,12 @@ impl Input {
             Self::Acquired { result: Ok(Some(lease)), busy, .. } => {
                 tokio::spawn(async move {
                     let _ = lease.release().await;
+                    drop(busy);
+                });
+            }
+            Self::AcquiredAll { result: Ok(leases), busy, .. } => {
+                tokio::spawn(async move {
+                    futures_util::future::join_all(leases.iter().map(|lease| lease.release())).await;
                     drop(busy);
                 });
             }

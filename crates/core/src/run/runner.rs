@@ -186,6 +186,23 @@ impl Runner {
         }
     }
 
+    /// Starts acquisition of every key of `keys` or none ([`Locker::lock_all`]), as locks `ids` (one per key, in order)
+    /// the caller holds: each is told its lock, or the set's error. Bad input is an error at once, and nothing starts.
+    pub fn lock_all(&mut self, ids: Vec<u32>, keys: Vec<String>, options: &LockOptions) -> Result<(), SnatchError> {
+        if ids.len() != keys.len() {
+            return Err(SnatchError::type_arg("a set of locks needs one id per key"));
+        }
+        self.locker.checked_set(&keys, options)?;
+        let busy = self.locker.enter()?;
+        ids.iter().for_each(|&id| self.runs.start(id, Purpose::Lock));
+        let (locker, options, post) = (self.locker.clone(), options.clone(), self.post.clone());
+        self.runtime.spawn(async move {
+            let result = locker.lock_all(&keys, &options).await;
+            post_or_undo(&*post, Input::AcquiredAll { ids, result, busy });
+        });
+        Ok(())
+    }
+
     /// The caller hands lock `lock` over to another owner ([`Lease::hand_off`]): it is no longer held, renewed nor
     /// released here. The validity left; `None` when it was no longer held. Only a lock can be handed over, not a
     /// semaphore's permit nor a read-write lock's.
@@ -307,7 +324,20 @@ impl Runner {
         let _runtime = self.runtime.enter();
         let told = &mut out.told;
         match input {
-            Input::Acquired { id, purpose, result, busy } => self.acquired(id, purpose, result, busy, false, told),
+            Input::Acquired { id, purpose, result, busy } => {
+                self.acquired(id, purpose, result, Some(busy), false, told)
+            }
+            Input::AcquiredAll { ids, result, busy } => {
+                match result {
+                    Ok(leases) => ids.into_iter().zip(leases).for_each(|(id, lease)| {
+                        self.acquired(id, Purpose::Lock, Ok(Some(lease)), None, false, told);
+                    }),
+                    Err(error) => ids.into_iter().for_each(|id| {
+                        self.acquired(id, Purpose::Lock, Err(error.clone()), None, false, told);
+                    }),
+                }
+                drop(busy);
+            }
             Input::Lost(id) => {
                 let stalled = self.runs.held(id).is_some_and(Hold::stalled);
                 told.extend(self.runs.lost(id, stalled).map(|outcome| (id, outcome)));
@@ -416,7 +446,7 @@ impl Runner {
                 let key = required.then(|| attempt.key().to_owned());
                 match attempt.settle(reply) {
                     AcquireSettled::Done(result) => {
-                        self.acquired(id, purpose, required_lock(result, key), busy, true, told)
+                        self.acquired(id, purpose, required_lock(result, key), Some(busy), true, told)
                     }
                     AcquireSettled::Resend(attempt) => {
                         out.calls.push(Call::Acquire { id, purpose, required, attempt, busy })
@@ -456,14 +486,14 @@ impl Runner {
         }
     }
 
-    /// Acquisition `id` for `purpose` came to `result` (by a direct call when `direct`): the step of the lifecycle,
-    /// with the lease watched for loss.
+    /// Acquisition `id` for `purpose` came to `result` (by a direct call when `direct`; `busy` counted it): the step
+    /// of the lifecycle, with the lease watched for loss.
     fn acquired(
         &mut self,
         id: u32,
         purpose: Purpose,
         result: Result<Option<Arc<Lease>>, SnatchError>,
-        busy: Busy,
+        busy: Option<Busy>,
         direct: bool,
         told: &mut Told,
     ) {
@@ -472,7 +502,7 @@ impl Runner {
         }
         // A run counts on the locker until its lock is given back; a lock the caller holds does not (`close` releases
         // it).
-        let busy = (purpose == Purpose::Run).then_some(busy);
+        let busy = busy.filter(|_| purpose == Purpose::Run);
         let step = self.runs.acquired(id, result.map(|lease| lease.map(|lease| Hold::Lease { lease, busy, direct })));
         if let Some(hold) = step.release {
             release_in_background(hold);

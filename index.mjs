@@ -5,6 +5,7 @@ import cjs from './index.js'
 export const {
   Locker,
   Lock,
+  MultiLock,
   createLocker,
   snatchTask,
   SnatchError,

@@ -1,8 +1,8 @@
 'use strict'
 // A replica for the shutdown tests, with the README's SIGTERM recipe (close with a timeout, then exit). On
 // `{ schedule, cron, fnMs }` it schedules `schedule`, whose fn reports `start`, runs `fnMs` or until its signal aborts,
-// then reports `end`; on `{ withLock, ms }` it runs a withLock whose fn takes `ms` (its signal ignored), reporting
-// `locked` and `unlocked`. REDIS_URL, SNATCH_PREFIX, TTL_MS and DRAIN_MS from the environment.
+// then reports `end` (and rejects when it aborted); on `{ withLock, ms }` it runs a withLock whose fn takes `ms` (its
+// signal ignored), reporting `locked` and `unlocked`. REDIS_URL, SNATCH_PREFIX, TTL_MS and DRAIN_MS from the environment.
 
 const { createLocker } = require('../..')
 
@@ -26,6 +26,8 @@ process.on('message', (message) => {
         signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true })
       })
       report({ event: 'end', tick: tick.getTime(), attempt, aborted: signal.aborted, reason: signal.reason?.code })
+      // Cut short: it did not finish (a fn that resolves is done, and not run again).
+      signal.throwIfAborted()
     })
     task.on('error', () => {})
     report({ event: 'ready' })

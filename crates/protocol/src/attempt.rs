@@ -378,7 +378,9 @@ impl AttemptRun {
             (true, ..) => Ending::Lost,
             (_, Some(AbortReason::Timeout), _) => Ending::TimedOut,
             (_, Some(AbortReason::Replaced), _) => Ending::Replaced,
-            (_, Some(AbortReason::Shutdown), _) => Ending::Interrupted,
+            // Its fn finished all the same (between the abort and its settling): done, not to run again.
+            (_, Some(AbortReason::Shutdown), None) => Ending::Ok,
+            (_, Some(AbortReason::Shutdown), Some(_)) => Ending::Interrupted,
             (_, None, Some(failure)) => Ending::Failed(failure),
             (_, None, None) => Ending::Ok,
         };
@@ -579,6 +581,15 @@ mod tests {
         assert_eq!((record.retry_at, open), (Some(1_000_300), Open::LookIn(Duration::ZERO)));
         assert_eq!(after[..2], [Do::HandOver, Do::Release]);
         assert!(matches!(after.last(), Some(Do::End(Ended { ending: Ending::Interrupted, .. }))));
+
+        // One whose fn finished all the same, between the abort and its settling, is done: not run again.
+        let mut finished = start(Why::OnTime, Concurrency::Forbid, 0);
+        running(&mut finished);
+        finished.abort(AbortReason::Shutdown);
+        let settled = finished.settled(None, false, now(300), 1.0);
+        let (record, _, after) = end(&mut finished, settled);
+        assert_eq!((record.outcome, record.retry_at), (Status::Ok, None));
+        assert!(!after.contains(&Do::HandOver));
     }
 
     #[test]

@@ -15,7 +15,7 @@ export declare class NativeLocker {
    * Validates the options. `deliver(kind, id, fence, extra)` hears every outcome (kinds and their arguments:
    * delivery.rs, `OutcomeKind`).
    */
-  constructor(init: LockerInit, deliver: (arg0: OutcomeKind, arg1: number, arg2?: bigint | undefined | null, arg3?: boolean | string | OccurrenceArgs | HeldArgs | NativeError | SkippedArgs | UnclaimedArgs | AttemptedArgs | undefined | null) => void)
+  constructor(init: LockerInit, deliver: (arg0: OutcomeKind, arg1: number, arg2?: bigint | undefined | null, arg3?: boolean | string | OccurrenceArgs | HeldArgs | NativeError | SkippedArgs | UnclaimedArgs | AttemptedArgs | StoredArgs | undefined | null) => void)
   /** The event loop turned now: leases are renewed while it beats within `maxStall` (the facade beats on a timer). */
   beat(): void
   /** The calls every run or one-attempt lock makes (calls.rs). */
@@ -45,6 +45,17 @@ export declare class NativeLocker {
    * its lock, or the set's error (a timeout naming the first key not had in time). Waits up to `options.wait`.
    */
   lockAll(ids: Array<number>, keys: Array<string>, options?: LockInit | undefined | null): void
+  /**
+   * Starts turn `id` at the shared result of `key`: `Stored` (the stored bytes), or `Locked` (the lock to compute
+   * it under, as lock `id`). Waits for a round under way up to `options.wait`. `storeErrors`: take a stored error of
+   * any round, not only of one waited for.
+   */
+  shared(id: number, key: string, options: LockInit | undefined | null, storeErrors: boolean): void
+  /**
+   * Starts operation `id`: stores `bytes` (`error`: fn's error rather than its value) as the shared result of lock
+   * `lock`'s key for `ttl` ms, while the lock is still ours. Answers whether it was.
+   */
+  storeShared(id: number, lock: number, error: boolean, bytes: Buffer, ttl: number): void
   /**
    * Hands lock `lock` over to another owner: it is no longer renewed nor released here. The milliseconds of validity
    * left; `null` when it was no longer held. Throws for a semaphore's permit or a read-write lock's.
@@ -234,6 +245,8 @@ export declare const enum OutcomeKind {
    * `superseded`, `overlap` or `suspended`).
    */
   Missed = 13,
+  /** Turn `id` at a shared result found it stored: `extra` is its [`StoredArgs`]. */
+  Stored = 14,
 }
 
 /** The calls every run or one-attempt lock makes, of one locker. */
@@ -285,6 +298,14 @@ export interface SkippedArgs {
   tick: number
   /** Skipped: `taken`, `overlap` or `suspended`; missed: `deadline`, `superseded`, `overlap` or `suspended`. */
   reason: string
+}
+
+/** `extra` of [`OutcomeKind::Stored`]. */
+export interface StoredArgs {
+  /** The runner's error rather than its value. */
+  error: boolean
+  /** The facade's bytes. */
+  bytes: Buffer
 }
 
 /** TLS options, PEM text (the facade has turned Buffers into strings and read `NODE_EXTRA_CA_CERTS`). */

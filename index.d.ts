@@ -179,6 +179,12 @@ export declare class Locker {
   /** Wait up to options.wait; rejects LockTimeoutError. */
   lock(key: string, options?: WaitOptions): Promise<Lock>
   /**
+   * One caller across the fleet runs fn under the lock `key` and stores its value (or error) for `resultTtl` ms; the
+   * other callers, now and within `resultTtl`, get that value without running fn. Waits up to `wait` (default 30 s)
+   * for a round under way. Not on Redlock (ERR_SNATCH_INVALID_ARG).
+   */
+  shared<T>(key: string, fn: (ctx: TaskContext) => T | Promise<T>, options?: SharedOptions<T>): Promise<T>
+  /**
    * Every key of `keys` or none, one Lock per key (its own fence), taken in a fixed order so that callers naming the
    * same keys in any order never deadlock; waits up to `options.wait` in all, then rejects LockTimeoutError naming
    * the first key not had in time. Renewed together with `autoExtend: true`.
@@ -356,7 +362,7 @@ export interface StartMessage {
   key: string
   /**
    * The Locker's method: 'withLock', 'snatchTask', 'lead' (a leader's campaign), 'tryLock', 'lock', 'tryAcquire',
-   * 'acquire' (a permit), 'read', 'write', 'adopt', 'lockAll' (one start per key of a set, withLocks' too);
+   * 'acquire' (a permit), 'read', 'write', 'adopt', 'lockAll' (one start per key of a set, withLocks' too), 'shared';
    * 'schedule' for a schedule's attempt run here (with its fields below).
    */
   method: string
@@ -516,6 +522,21 @@ export declare class Lock {
   [Symbol.asyncDispose](): Promise<void>
 }
 
+/** Options of `locker.shared()`: the lock's (renewed by default), and the result's. */
+export interface SharedOptions<T = unknown> extends WaitOptions {
+  /** How long the value (or a stored error) is kept for later callers, ms (default 60 000). */
+  resultTtl?: number
+  /** Stops this caller's wait (it rejects with the signal's reason); a fn already running for it goes on. */
+  signal?: AbortSignal
+  /** The largest value stored, in bytes once serialized (default 1 MiB); a larger one is ERR_SNATCH_RESULT. */
+  maxResultBytes?: number
+  /** Keep fn's error for later callers too (default: only the callers waiting for that run get it). */
+  storeErrors?: boolean
+  /** Both or neither: how a value is stored (default JSON with bigint and Date; Buffers as bytes). */
+  serialize?: (value: T) => string | Buffer
+  deserialize?: (stored: Buffer) => T
+}
+
 /** Several keys held together (`locker.lockAll()`): every one, or none. */
 export declare class MultiLock {
   private constructor()
@@ -588,6 +609,10 @@ export declare class LockLostError extends SnatchError {
    * no longer holding the handle's token (expired, adopted already, or not the lock's token).
    */
   readonly reason?: 'stalled' | 'handoff'
+}
+/** ERR_SNATCH_RESULT: a shared result's value cannot be stored (not serializable, or over `maxResultBytes`). */
+export declare class ResultError extends SnatchError {
+  readonly code: 'ERR_SNATCH_RESULT'
 }
 /** ERR_SNATCH_CLOSED: the locker was closed. */
 export declare class ClosedError extends SnatchError {

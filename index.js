@@ -33,4 +33,5 @@ module.exports = {
   NoReplicaError: errors.NoReplicaError,
   RunTimeoutError: errors.RunTimeoutError,
   RunReplacedError: errors.RunReplacedError,
+  ResultError: errors.ResultError,
 }

@@ -17,4 +17,5 @@ export const {
   NoReplicaError,
   RunTimeoutError,
   RunReplacedError,
+  ResultError,
 } = cjs

@@ -4,7 +4,7 @@
 
 const { once } = require('node:events')
 const { createLocker, LockLostError, LockTimeoutError } = require('..')
-const { fleetChecks, handOverChecks, severalKeysChecks } = require('./support/every-method')
+const { fleetChecks, handOverChecks, severalKeysChecks, sharedChecks } = require('./support/every-method')
 const { uniqueKey } = require('./support/util')
 
 describe.each([
@@ -130,5 +130,9 @@ describe.each([
 
   test('several keys at once: all or none, one fence per key, a waiting set gets them all', async () => {
     await severalKeysChecks({ locker: a, other: b })
+  })
+
+  test('shared results: one run, every caller gets its value, errors shared', async () => {
+    await sharedChecks({ locker: a, other: b })
   })
 })

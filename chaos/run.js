@@ -35,6 +35,8 @@ class Workers {
     this.nextId = 1
     /** Locks handed over from one worker to another (handoff mode). */
     this.handoffs = 0
+    /** The values shared() callers got (shared mode): `{ key, got, fence }`. */
+    this.values = []
   }
 
   /** Starts a worker with `config` (see worker.js) and `env` added to the environment. */
@@ -74,6 +76,8 @@ class Workers {
       }
     } else if (m.type === 'error') {
       this.errors[m.code] = (this.errors[m.code] ?? 0) + 1
+    } else if (m.type === 'value') {
+      this.values.push({ key: m.key, got: m.got, fence: BigInt(m.fence) })
     } else if (m.type === 'handoff') {
       // To another worker that takes handed-over locks, at random (to none when there is none).
       const takers = [...this.children.values()].filter((c) => c.id !== worker && c.config.mode === 'handoff' && c.child.connected)
@@ -503,6 +507,23 @@ const SCENARIOS = {
       await sleep(1500)
       const { kills, stops } = await workers.killOrStopHolders(seconds(20) * 1000)
       return { notes: `${kills} holders killed, ${stops} stopped` }
+    },
+  },
+  shared: {
+    title:
+      'shared results: 4 workers call shared() on 2 keys (ttl 1 s, resultTtl 20 ms), the runner has the section; a ' +
+      'holder SIGKILLed or SIGSTOPped for ttl + 0.7 s every 1.5 s, in turn; every value a caller got must be of its key ' +
+      'and of a run that happened',
+    async run(context) {
+      const { notes } = await holdersKilledOrStopped(context, 'shared', ['shared', 'shared', 'shared', 'shared'])
+      const { values, sections } = context.workers
+      const ran = new Set(sections.map((s) => `${s.key} ${s.fence}`))
+      const wrong = values.filter((v) => v.got !== v.key || !ran.has(`${v.key} ${v.fence}`))
+      const shared = values.length - new Set(values.map((v) => `${v.key} ${v.fence}`)).size
+      return {
+        scheduleFailures: wrong.length ? [`${wrong.length} values of another key or of no run`] : [],
+        notes: `${notes}; ${values.length} values got, ${shared} of them without a run of their own, ${wrong.length} wrong`,
+      }
     },
   },
   'schedule-faults': {

@@ -4,7 +4,8 @@
 // lock's read() or write() + Lock.release, sections marked `shared` for reads; `handoff`: Locker.lock, then
 // Lock.handoff() halfway, the parent passing the handle to another worker, whose Locker.adopt() continues the section,
 // marked `adopted`; `several`: two keys at once by Locker.lockAll + MultiLock.release or withLocks, a section of
-// each key) and reports each to the parent
+// each key; `shared`: Locker.shared, whose runner has the section, every caller reporting the value it got) and
+// reports each to the parent
 // over IPC, on process.hrtime.bigint() (CLOCK_MONOTONIC: one clock for every process of the host); or (`schedule`)
 // runs a schedule's job every second, each attempt a section (and reported as { type: 'attempt', … }, see schedule());
 // or (`lead`) campaigns for leadership, each term a section (see lead()); or (`nest`) is a NestJS application whose
@@ -17,6 +18,7 @@
 //   { type: 'released', enter, t, released }  a Lock's release, called at `t`, answered `released`
 //   { type: 'error', code, t }                a call failed (ERR_SNATCH_…)
 //   { type: 'handoff', handle }               a lock handed over, for the parent to pass on: `{ adopt: handle }`
+//   { type: 'value', key, got, fence }        shared mode: the value a caller of `key` got (its key, its fence)
 // A section acts a few times, each act only while the lease is still valid, checked synchronously right before it:
 // the parent checks that no two holders' acts overlap. It stops on 'stop', finishing its section first; on SIGTERM it
 // shuts down as the README says (close with a timeout of `config.drainMs`, then exit): sections under way finish, or
@@ -167,6 +169,20 @@ async function once(key) {
         .catch((err) => {
           if (err.code !== 'ERR_SNATCH_LOCK_LOST' || !ended) throw err
         })
+      return true
+    }
+    case 'shared': {
+      // A shared result: the caller that runs fn has the section; every caller reports the value it got.
+      const value = await lockerOf(key).shared(
+        key,
+        async (ctx) => {
+          const { enter, ...ended } = await section(key, ctx.fence, () => !ctx.signal.aborted && ctx.validUntil > Date.now())
+          send({ type: 'exit', ...ended, t: now() })
+          return { key, fence: ctx.fence }
+        },
+        { ttl: config.ttl, wait: config.wait, resultTtl: 20 },
+      )
+      send({ type: 'value', key, got: value.key, fence: String(value.fence) })
       return true
     }
     case 'withLock': {

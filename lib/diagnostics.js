@@ -7,7 +7,7 @@ const { performance } = require('node:perf_hooks')
 
 /**
  * `{ key, method, locker }`: a call of `locker` starts (`withLock`, `snatchTask`, `lead`, `lock`, `tryLock`, `acquire`,
- * `tryAcquire`, `read`, `write`, `adopt`, `lockAll`: one per key of a set; `schedule` for a schedule's attempt run here, with `schedule`, `tick`, `attempt`,
+ * `tryAcquire`, `read`, `write`, `adopt`, `lockAll`: one per key of a set, `shared`; `schedule` for a schedule's attempt run here, with `schedule`, `tick`, `attempt`,
  * `why`, `fence`), published in the caller's own async context. The same object is the `start` of that call's later
  * messages.
  */

@@ -81,6 +81,13 @@ class RunReplacedError extends SnatchError {
   }
 }
 
+/** A shared result's value cannot be stored: it cannot be serialized, or is over `maxResultBytes`. */
+class ResultError extends SnatchError {
+  constructor(message, options) {
+    super(message, 'ERR_SNATCH_RESULT', options)
+  }
+}
+
 const INVALID_ARG = 'ERR_SNATCH_INVALID_ARG'
 
 /** A TypeError or RangeError (`Class`) with code ERR_SNATCH_INVALID_ARG. */
@@ -145,6 +152,7 @@ module.exports = {
   NoReplicaError,
   RunTimeoutError,
   RunReplacedError,
+  ResultError,
   invalidArg,
   emitError,
   CLASSES,

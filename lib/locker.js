@@ -2,10 +2,11 @@
 
 const { NativeLocker, OutcomeKind } = require('./native')
 const diagnostics = require('./diagnostics')
-const { LockLostError, fromNative, fromNativeError, invalidArg } = require('./errors')
+const { LockLostError, LockTimeoutError, fromNative, fromNativeError, invalidArg } = require('./errors')
 const { KeepAlive } = require('./keep-alive')
 const { Lock, withHeld } = require('./lock')
 const { MultiLock, checkKeys } = require('./multi-lock')
+const { sharedOptions, encodeValue, decodeValue, encodeError, decodeError } = require('./shared')
 const {
   lockerInit,
   lockInit,
@@ -32,6 +33,7 @@ const FAILED = OutcomeKind.Failed
 const SKIPPED = OutcomeKind.Skipped
 const UNCLAIMED = OutcomeKind.Unclaimed
 const MISSED = OutcomeKind.Missed
+const STORED = OutcomeKind.Stored
 
 /** The keys of the Locker's methods that only the dashboard asks (lib/dashboard): the deployment, the semaphores. */
 const deployment = Symbol('redis-snatch deployment')
@@ -100,6 +102,8 @@ class Locker {
   #observers = new Set()
   /** This replica's name in lock values (`instanceId`). */
   #instanceId
+  /** Key → the shared() round under way in this process, which its other callers here wait for. */
+  #rounds = new Map()
   /** Acquisition id → a Lock not yet released or lost. */
   #locks = new Map()
   /** Alive while operations are pending or autoExtend locks are held. */
@@ -178,6 +182,87 @@ class Locker {
   async lock(key, options) {
     const init = lockInit(options, { canWait: true })
     return this.#acquire(key, init, 'lock', (op) => this.#native.acquire(op, key, init))
+  }
+
+  /**
+   * One caller across the fleet runs `fn` under the lock `key` and stores its value (or error) for `resultTtl` ms;
+   * the others, now and within `resultTtl`, get that value without running fn (see the README, "Shared results").
+   * Waits up to `wait` ms (default 30 s) for a round under way, or until `signal` aborts.
+   */
+  async shared(key, fn, options) {
+    checkKey(key)
+    checkFn(fn)
+    const o = sharedOptions(options)
+    o.signal?.throwIfAborted()
+    const deadline = Date.now() + o.wait
+    for (;;) {
+      let round = this.#rounds.get(key)
+      const mine = round === undefined
+      if (mine) {
+        round = this.#sharedRound(key, fn, o, deadline - Date.now())
+        const forget = () => this.#rounds.get(key) === round && this.#rounds.delete(key)
+        round.then(forget, forget)
+        this.#rounds.set(key, round)
+      }
+      let outcome
+      try {
+        // This caller's own bounds apply while it waits; its own round's fn, once running, is not cut short by them.
+        outcome = await (mine ? aborted(round, o.signal) : bounded(round, o.signal, deadline, key, o.wait))
+      } catch (err) {
+        if (!mine && err?.code === 'ERR_SNATCH_TIMEOUT' && Date.now() < deadline) continue
+        throw err
+      }
+      if (mine) {
+        if ('error' in outcome.own) throw outcome.own.error
+        return outcome.own.value
+      }
+      if (outcome.entry?.error) throw decodeError(outcome.entry.bytes)
+      if (outcome.entry) return decodeValue(outcome.entry.bytes, o)
+      // That round stored nothing (its runner lost its lease): another one, while there is time.
+      if (Date.now() >= deadline) throw new LockTimeoutError(`could not get the shared result of '${key}' within ${o.wait} ms`)
+    }
+  }
+
+  /**
+   * One round of shared() in this process: the turn at `key` (waiting up to `waitMs`), then, holding the lock, fn
+   * run, its value or error stored and the lock released. Resolves `{ entry, own }`: what is stored (`{ error, bytes
+   * }`, or null), and for the caller that started it, fn's `{ value }` or `{ error }`.
+   */
+  async #sharedRound(key, fn, o, waitMs) {
+    const init = { ...o.lock, wait: Math.max(0, waitMs) }
+    const id = this.#newId()
+    const started = diagnostics.now()
+    const begun = diagnostics.begin(this, key, 'shared')
+    const turn = await this.#call((op) => this.#native.shared(op, key, init, o.storeErrors), id)
+    if (turn.kind === STORED) {
+      const entry = { error: turn.extra.error, bytes: turn.extra.bytes }
+      return { entry, own: entry.error ? { error: decodeError(entry.bytes) } : { value: decodeValue(entry.bytes, o) } }
+    }
+    const lock = this.#held(key, id, init, turn, started, begun)
+    let own
+    try {
+      own = { value: await lock._wrap(() => fn(taskContext(lock, key))) }
+    } catch (err) {
+      own = { error: err }
+    }
+    let payload
+    try {
+      payload = 'error' in own ? encodeError(own.error) : encodeValue(own.value, o)
+    } catch (err) {
+      own = { error: err }
+      payload = encodeError(err)
+    }
+    const error = 'error' in own
+    const lost = lock.signal.aborted || lock.validUntil <= Date.now()
+    const stored = !lost && (await this.#call((op) => this.#native.storeShared(op, id, error, payload, o.resultTtl)).then((s) => s.extra, () => false))
+    await lock.release().catch(() => {})
+    if (lost) {
+      const err = lock.signal.reason instanceof LockLostError ? lock.signal.reason : new LockLostError(key)
+      if (error) err.cause = own.error
+      else err.value = own.value
+      own = { error: err }
+    }
+    return { entry: stored ? { error, bytes: payload } : null, own }
   }
 
   /**
@@ -535,6 +620,47 @@ class Locker {
     }
     return run.outcome(completion)
   }
+}
+
+/** What fn gets under a Lock: its signal, fence, key and validUntil (a getter, as a run's context has). */
+function taskContext(lock, key) {
+  return {
+    signal: lock.signal,
+    fence: lock.fence,
+    key,
+    get validUntil() {
+      return lock.validUntil
+    },
+  }
+}
+
+/** `promise`, or `signal`'s reason once it aborts. */
+function aborted(promise, signal) {
+  return signal === undefined ? promise : bounded(promise, signal, Infinity)
+}
+
+/** `promise`, or `signal`'s reason once it aborts, or a LockTimeoutError at `deadline` (epoch ms). */
+function bounded(promise, signal, deadline, key, wait) {
+  return new Promise((resolve, reject) => {
+    const done = (settle) => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', onAbort)
+      settle()
+    }
+    const onAbort = () => done(() => reject(signal.reason))
+    const timer =
+      deadline === Infinity
+        ? undefined
+        : setTimeout(
+            () => done(() => reject(new LockTimeoutError(`could not get the shared result of '${key}' within ${wait} ms`))),
+            Math.max(0, deadline - Date.now()),
+          )
+    signal?.addEventListener('abort', onAbort, { once: true })
+    promise.then(
+      (value) => done(() => resolve(value)),
+      (err) => done(() => reject(err)),
+    )
+  })
 }
 
 /** The native side's default `maxStall`, in ms. */

@@ -4,7 +4,7 @@
 
 use crate::errors::NativeError;
 use crate::ffi::napi::{Arg, Caller};
-use napi::bindgen_prelude::{BigInt, Either8, FnArgs, FunctionRef};
+use napi::bindgen_prelude::{BigInt, Buffer, Either9, FnArgs, FunctionRef};
 use napi::Env;
 use napi_derive::napi;
 use snatch_core::protocol::attempt::{AbortReason, SkipReason};
@@ -20,7 +20,7 @@ pub(crate) type DeliverArgs = FnArgs<(OutcomeKind, u32, Option<BigInt>, Option<E
 
 /// The `extra` of an outcome (see [`OutcomeKind`]).
 pub(crate) type Extra =
-    Either8<bool, String, OccurrenceArgs, HeldArgs, NativeError, SkippedArgs, UnclaimedArgs, AttemptedArgs>;
+    Either9<bool, String, OccurrenceArgs, HeldArgs, NativeError, SkippedArgs, UnclaimedArgs, AttemptedArgs, StoredArgs>;
 
 /// The `kind` of `deliver(kind, id, fence, extra)`, with what `fence` and `extra` then are; the facade reads the
 /// values from the binding (`OutcomeKind` of binding.js), so that both sides share one definition.
@@ -57,6 +57,17 @@ pub enum OutcomeKind {
     /// Schedule `id` recorded an occurrence missed: `extra` is its [`SkippedArgs`] (the reason: `deadline`,
     /// `superseded`, `overlap` or `suspended`).
     Missed = 13,
+    /// Turn `id` at a shared result found it stored: `extra` is its [`StoredArgs`].
+    Stored = 14,
+}
+
+/// `extra` of [`OutcomeKind::Stored`].
+#[napi(object)]
+pub struct StoredArgs {
+    /// The runner's error rather than its value.
+    pub error: bool,
+    /// The facade's bytes.
+    pub bytes: Buffer,
 }
 
 /// `extra` of [`OutcomeKind::Attempted`].
@@ -131,6 +142,9 @@ fn arguments(id: u32, outcome: Outcome) -> [Arg; 4] {
             (OutcomeKind::Aborted, None, Some(Arg::Text(reason.to_owned())))
         }
         Outcome::Answered(json) => (OutcomeKind::Answered, None, Some(Arg::Text(json))),
+        Outcome::Stored { error, bytes } => {
+            (OutcomeKind::Stored, None, Some(Arg::of(StoredArgs { error, bytes: bytes.into() })))
+        }
         Outcome::Ran { fence, lost } => (OutcomeKind::Ran, Some(fence), Some(Arg::Bool(lost))),
         Outcome::Attempted(ended) => {
             let args = AttemptedArgs {

@@ -3,7 +3,9 @@
 //! (calls.rs).
 
 use crate::calls::RunCalls;
-use crate::delivery::{AttemptedArgs, Delivery, HeldArgs, OccurrenceArgs, OutcomeKind, SkippedArgs, UnclaimedArgs};
+use crate::delivery::{
+    AttemptedArgs, Delivery, HeldArgs, OccurrenceArgs, OutcomeKind, SkippedArgs, StoredArgs, UnclaimedArgs,
+};
 use crate::direct_sockets::DirectSockets;
 use crate::errors::throw;
 use crate::errors::NativeError;
@@ -11,7 +13,7 @@ use crate::host::Host;
 use crate::inbox::Inbox;
 use crate::options::{lock_options, millis, FleetQuestion, LockInit, LockerInit, ScheduleInit};
 use crate::schedule::NativeSchedule;
-use napi::bindgen_prelude::{within_runtime_if_available, BigInt, Either8, FnArgs, Function};
+use napi::bindgen_prelude::{within_runtime_if_available, BigInt, Buffer, Either9, FnArgs, Function};
 use napi::Env;
 use napi_derive::napi;
 use snatch_core::protocol::run::Outcome;
@@ -42,7 +44,7 @@ impl NativeLocker {
                 u32,
                 Option<BigInt>,
                 Option<
-                    Either8<
+                    Either9<
                         bool,
                         String,
                         OccurrenceArgs,
@@ -51,6 +53,7 @@ impl NativeLocker {
                         SkippedArgs,
                         UnclaimedArgs,
                         AttemptedArgs,
+                        StoredArgs,
                     >,
                 >,
             )>,
@@ -176,6 +179,32 @@ impl NativeLocker {
     pub fn lock_all(&self, env: Env, ids: Vec<u32>, keys: Vec<String>, options: Option<LockInit>) -> napi::Result<()> {
         let options = lock_options(options, false).map_err(|e| throw(&env, e))?;
         self.step(&env, |runner| runner.lock_all(ids, keys, &options))
+    }
+
+    /// Starts turn `id` at the shared result of `key`: `Stored` (the stored bytes), or `Locked` (the lock to compute
+    /// it under, as lock `id`). Waits for a round under way up to `options.wait`. `storeErrors`: take a stored error of
+    /// any round, not only of one waited for.
+    #[napi]
+    pub fn shared(
+        &self,
+        env: Env,
+        id: u32,
+        key: String,
+        options: Option<LockInit>,
+        store_errors: bool,
+    ) -> napi::Result<()> {
+        let options = lock_options(options, true).map_err(|e| throw(&env, e))?;
+        self.step(&env, |runner| runner.shared(id, &key, &options, store_errors))
+    }
+
+    /// Starts operation `id`: stores `bytes` (`error`: fn's error rather than its value) as the shared result of lock
+    /// `lock`'s key for `ttl` ms, while the lock is still ours. Answers whether it was.
+    #[napi]
+    pub fn store_shared(&self, env: Env, id: u32, lock: u32, error: bool, bytes: Buffer, ttl: f64) -> napi::Result<()> {
+        let ttl = millis("resultTtl", ttl).map_err(|e| throw(&env, e))?;
+        let payload = bytes.to_vec();
+        self.host.step(|runner, _| runner.store_shared(id, lock, error, payload, ttl));
+        Ok(())
     }
 
     /// Hands lock `lock` over to another owner: it is no longer renewed nor released here. The milliseconds of validity

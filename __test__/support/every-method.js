@@ -120,6 +120,27 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
   await leaderChecks({ locker, other })
   await handOverChecks({ locker, other })
   await severalKeysChecks({ locker, other })
+  await sharedChecks({ locker, other })
+}
+
+/** Shared results: one run for callers of both lockers, the stored value read by a later one, an error shared. */
+async function sharedChecks({ locker, other }) {
+  const key = uniqueKey('every-shared')
+  let runs = 0
+  const fn = async ({ fence }) => {
+    runs++
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    return { fence, at: new Date(0) }
+  }
+  const values = await Promise.all([locker.shared(key, fn), other.shared(key, fn), other.shared(key, fn)])
+  expect(runs).toBe(1)
+  expect(values[1]).toEqual(values[0])
+  expect(values[2]).toEqual(values[0])
+  expect(await locker.shared(key, () => 'not run')).toEqual(values[0])
+  const failing = uniqueKey('every-shared-error')
+  const thrown = () => Promise.reject(Object.assign(new Error('nope'), { code: 'E_NOPE' }))
+  await expect(other.shared(failing, thrown)).rejects.toMatchObject({ code: 'E_NOPE', message: 'nope' })
+  expect(await locker.shared(failing, () => 'ran again')).toBe('ran again')
 }
 
 /**
@@ -299,4 +320,4 @@ async function fleetChecks({ locker, other }) {
   expect(new Set(ticks).size).toBe(ticks.length)
 }
 
-module.exports = { everyMethod, fleetChecks, handOverChecks, severalKeysChecks, until, publishes, subscribers }
+module.exports = { everyMethod, fleetChecks, handOverChecks, severalKeysChecks, sharedChecks, until, publishes, subscribers }

@@ -44,6 +44,8 @@ import {
   type LockHandle,
   MultiLock,
   type MultiTaskContext,
+  ResultError,
+  type SharedOptions,
   type LockOptions,
   type RedisClientLike,
   type ScheduledTask,
@@ -196,6 +198,13 @@ export async function usage(): Promise<void> {
   void [set.keys[0], fenceA, fenceB, set.signal.aborted, set.validUntil, await set.extend(), await set.release()]
   const moved: number = await locker.withLocks(['stock:b', 'stock:a'], (ctx: MultiTaskContext) => ctx.fences.length + ctx.keys.length, { wait: 5_000 })
   void moved
+  const sharedOptions: SharedOptions<{ total: bigint }> = { resultTtl: 60_000, wait: 10_000, signal: AbortSignal.timeout(5_000) }
+  const { total }: { total: bigint } = await locker.shared('report:2026-11', async ({ fence }) => ({ total: fence }), sharedOptions)
+  const map: Map<string, number> = await locker.shared('map', () => new Map([['a', 1]]), {
+    serialize: (m) => JSON.stringify([...m]),
+    deserialize: (stored) => new Map(JSON.parse(stored.toString())),
+  })
+  void [total, map, new ResultError().code === 'ERR_SNATCH_RESULT']
   const closing: CloseOptions = { timeout: 20_000 }
   await locker.close(closing)
   await locker.close({ drain: false })

@@ -21,6 +21,7 @@ pub use direct::routes::{RouteSocket, Routes};
 pub use direct::stream::DirectStream;
 pub use lock::lease::{Lease, LeaseState};
 pub use lock::locker::{DirectRoute, Holder, Locker};
+pub use lock::shared::Turn;
 pub use run::call::Call;
 pub use run::input::{Input, Post};
 pub use run::runner::{Output, Runner, Told};

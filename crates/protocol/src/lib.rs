@@ -16,5 +16,6 @@ pub mod resp;
 pub mod run;
 pub mod schedule;
 pub mod scripts;
+pub mod shared;
 
 pub use error::{ArgKind, SnatchError};

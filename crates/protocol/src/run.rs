@@ -77,6 +77,8 @@ pub enum Outcome {
     Done(bool),
     /// Operation `id`, a question to the fleet, answered with this JSON (see fleet.rs).
     Answered(String),
+    /// Turn `id` of a shared result found it stored: the value's bytes, or (`error`) its runner's error's.
+    Stored { error: bool, bytes: Vec<u8> },
     /// Operation `id`, an inspection, found this (`None`: the key is free).
     Inspected(Option<Inspection>),
     /// Run, acquisition or operation `id` failed.

@@ -92,6 +92,15 @@ pub static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!(
 /// the ttl in ms. Returns 1 when the key held that token (waited for or not), else 0.
 pub static ADOPT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/adopt.lua").to_owned()));
 
+/// Read a shared result (`locker.shared`): KEYS: its key. Returns the entry, or nil.
+pub static SHARED_READ: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/shared_read.lua").to_owned()));
+
+/// Store a shared result while its lock is ours. KEYS: the lock, the result. ARGV: the owner, the entry, its ttl in
+/// ms. Returns 1 when stored, 0 when the lock is not ours (then nothing is).
+pub static SHARED_STORE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/shared_store.lua").to_owned()));
+
 /// The argument that tells the scripts that wake waiters (wake.lua) that they run on a Redis Cluster: there, on Redis
 /// 7 or newer, they publish on sharded channels (`SPUBLISH`), which reach only the nodes of the channel's shard.
 pub const CLUSTER: &str = "1";

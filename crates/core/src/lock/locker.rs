@@ -290,6 +290,11 @@ impl Locker {
         self.shared.closing.notify_waiters();
     }
 
+    /// Resolves when `close` is called (register it before reading [`Locker::is_closed`]).
+    pub(crate) fn closing(&self) -> tokio::sync::futures::Notified<'_> {
+        self.shared.closing.notified()
+    }
+
     /// Resolves once no call is under way.
     async fn idle(&self) {
         let shared = &self.shared;

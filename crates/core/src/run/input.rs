@@ -3,6 +3,7 @@
 
 use crate::lock::lease::Lease;
 use crate::lock::locker::Busy;
+use crate::lock::shared::Turn;
 use crate::run::hold::FnSettled;
 use snatch_protocol::attempt::{AbortReason, Ended};
 use snatch_protocol::run::{Occurrence, Outcome, Purpose};
@@ -19,6 +20,8 @@ pub enum Input {
     /// The acquisition of locks `ids` (one per key of a set, see `Locker::lock_all`) came to `result`: every lease, in
     /// the order of `ids`, or the error each is told; `busy` counted it.
     AcquiredAll { ids: Vec<u32>, result: Result<Vec<Arc<Lease>>, SnatchError>, busy: Busy },
+    /// Turn `id` at a shared result came to `turn` (the lock, as lock `id`, or a stored result); `busy` counted it.
+    Shared { id: u32, turn: Result<Turn, SnatchError>, busy: Busy },
     /// The lease of run or lock `id` was lost.
     Lost(u32),
     /// The lock of run `id` was given back on the locker's connection.
@@ -56,6 +59,12 @@ impl Input {
             Self::AcquiredAll { result: Ok(leases), busy, .. } => {
                 tokio::spawn(async move {
                     futures_util::future::join_all(leases.iter().map(|lease| lease.release())).await;
+                    drop(busy);
+                });
+            }
+            Self::Shared { turn: Ok(Turn::Run(lease)), busy, .. } => {
+                tokio::spawn(async move {
+                    let _ = lease.release().await;
                     drop(busy);
                 });
             }

@@ -10,6 +10,7 @@ use crate::config::{validate_ttl, LockOptions};
 use crate::direct::calls::{AcquireSettled, DirectAcquire, DirectRelease, ReleaseSettled};
 use crate::lock::lease::Lease;
 use crate::lock::locker::{check_handle, not_acquired, Busy, Holder, Locker};
+use crate::lock::shared::Turn;
 use crate::run::call::Call;
 use crate::run::hold::{FnSettled, Hold, OccurrenceHold};
 use crate::run::input::{post_or_undo, Input, Post};
@@ -203,6 +204,31 @@ impl Runner {
         Ok(())
     }
 
+    /// Starts turn `id` at the shared result of `key` ([`Locker::shared_turn`]): [`Outcome::Stored`], or the lock to
+    /// compute it under, held by the caller as lock `id` ([`Outcome::Locked`]). Bad input is an error at once.
+    pub fn shared(&mut self, id: u32, key: &str, options: &LockOptions, store_errors: bool) -> Result<(), SnatchError> {
+        let busy = self.enter(key, options)?;
+        self.runs.start(id, Purpose::Lock);
+        let (locker, key, options, post) = (self.locker.clone(), key.to_owned(), options.clone(), self.post.clone());
+        self.runtime.spawn(async move {
+            let turn = locker.shared_turn(&key, &options, store_errors).await;
+            post_or_undo(&*post, Input::Shared { id, turn, busy });
+        });
+        Ok(())
+    }
+
+    /// Starts operation `id`: stores what the round of lock `lock` came to (`error`: fn's error) for `ttl`, while the
+    /// lock is still ours. Answers whether it was.
+    pub fn store_shared(&mut self, id: u32, lock: u32, error: bool, payload: Vec<u8>, ttl: Duration) {
+        let (locker, lease) = (self.locker.clone(), self.runs.lock(lock).map(|hold| hold.lease().clone()));
+        self.answer(id, async move {
+            Ok(Outcome::Done(match lease {
+                Some(lease) => locker.store_shared(&lease, error, payload, ttl).await?,
+                None => false,
+            }))
+        });
+    }
+
     /// The caller hands lock `lock` over to another owner ([`Lease::hand_off`]): it is no longer held, renewed nor
     /// released here. The validity left; `None` when it was no longer held. Only a lock can be handed over, not a
     /// semaphore's permit nor a read-write lock's.
@@ -338,6 +364,16 @@ impl Runner {
                 }
                 drop(busy);
             }
+            Input::Shared { id, turn, busy } => match turn {
+                Ok(Turn::Stored(entry)) => {
+                    // The turn ends without the lock.
+                    let _ = self.runs.acquired(id, Ok(None));
+                    told.push((id, Outcome::Stored { error: entry.error, bytes: entry.payload }));
+                    drop(busy);
+                }
+                Ok(Turn::Run(lease)) => self.acquired(id, Purpose::Lock, Ok(Some(lease)), Some(busy), false, told),
+                Err(error) => self.acquired(id, Purpose::Lock, Err(error), Some(busy), false, told),
+            },
             Input::Lost(id) => {
                 let stalled = self.runs.held(id).is_some_and(Hold::stalled);
                 told.extend(self.runs.lost(id, stalled).map(|outcome| (id, outcome)));

@@ -252,6 +252,27 @@ impl Node {
         Ok(self.invoke::<i64>(call).await? == 1)
     }
 
+    /// Runs SHARED_READ: what the shared result of `keys` holds, if anything.
+    pub(crate) async fn read_shared(&self, keys: &LockKeys) -> Result<Option<Vec<u8>>, SnatchError> {
+        let mut call = ScriptCall::new(&scripts::SHARED_READ, 1);
+        call.arg(keys.companion("result", self.is_cluster()));
+        self.invoke(call).await
+    }
+
+    /// Runs SHARED_STORE: `entry` is the shared result of `keys` for `ttl_ms`, while the lock is `owner`'s; false (and
+    /// nothing stored) when it is not.
+    pub(crate) async fn store_shared(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        entry: &[u8],
+        ttl_ms: u64,
+    ) -> Result<bool, SnatchError> {
+        let mut call = ScriptCall::new(&scripts::SHARED_STORE, 2);
+        call.arg(&keys.lock).arg(keys.companion("result", self.is_cluster())).arg(owner).arg(entry).arg(ttl_ms);
+        Ok(self.invoke::<i64>(call).await? == 1)
+    }
+
     /// Runs RELEASE (PERMIT_RELEASE for a semaphore's permit or a read lock): deletes a key we own and wakes its
     /// waiters; false when it is not ours.
     pub(crate) async fn release(&self, keys: &LockKeys, token: &str) -> Result<bool, SnatchError> {

@@ -84,7 +84,8 @@ async function section(key, fence, valid, shared = false, adopted = false) {
 async function acts(held, valid, shared = false, adopted = false) {
   const enter = now()
   for (const { key, fence } of held) send({ type: 'enter', key, fence: String(fence), t: enter, shared, adopted })
-  let last = now()
+  // No act yet: the section's start (a process stopped right here acts next only if its lease is still valid).
+  let last = enter
   let cut = false
   for (let i = 0; i < config.acts; i++) {
     await sleep(Math.random() * config.pauseMs)

@@ -4,7 +4,7 @@
 
 const { once } = require('node:events')
 const { createLocker, LockLostError, LockTimeoutError } = require('..')
-const { fleetChecks, handOverChecks, severalKeysChecks, sharedChecks } = require('./support/every-method')
+const { fleetChecks, handOverChecks, severalKeysChecks, sharedChecks, idempotencyChecks } = require('./support/every-method')
 const { uniqueKey } = require('./support/util')
 
 describe.each([
@@ -132,7 +132,8 @@ describe.each([
     await severalKeysChecks({ locker: a, other: b })
   })
 
-  test('shared results: one run, every caller gets its value, errors shared', async () => {
+  test('shared results: one run, every caller gets its value, errors shared; idempotency keys on them', async () => {
     await sharedChecks({ locker: a, other: b })
+    await idempotencyChecks({ locker: a, other: b })
   })
 })

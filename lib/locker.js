@@ -38,6 +38,8 @@ const STORED = OutcomeKind.Stored
 /** The keys of the Locker's methods that only the dashboard asks (lib/dashboard): the deployment, the semaphores. */
 const deployment = Symbol('redis-snatch deployment')
 const semaphores = Symbol('redis-snatch semaphores')
+/** The key of the Locker's method that shared() and redis-snatch/idempotency take a turn with. */
+const sharedTurn = Symbol('redis-snatch shared turn')
 
 /** The ids the facade gives its operations and schedules: below 2^31 (the native side numbers its own runs above). */
 const MAX_ID = 2 ** 31 - 1
@@ -229,16 +231,12 @@ class Locker {
    * }`, or null), and for the caller that started it, fn's `{ value }` or `{ error }`.
    */
   async #sharedRound(key, fn, o, waitMs) {
-    const init = { ...o.lock, wait: Math.max(0, waitMs) }
-    const id = this.#newId()
-    const started = diagnostics.now()
-    const begun = diagnostics.begin(this, key, 'shared')
-    const turn = await this.#call((op) => this.#native.shared(op, key, init, o.storeErrors), id)
-    if (turn.kind === STORED) {
-      const entry = { error: turn.extra.error, bytes: turn.extra.bytes }
+    const turn = await this[sharedTurn](key, { ...o.lock, wait: Math.max(0, waitMs) }, o.storeErrors, 'shared')
+    if (turn.stored) {
+      const entry = turn.stored
       return { entry, own: entry.error ? { error: decodeError(entry.bytes) } : { value: decodeValue(entry.bytes, o) } }
     }
-    const lock = this.#held(key, id, init, turn, started, begun)
+    const { lock, store } = turn
     let own
     try {
       own = { value: await lock._wrap(() => fn(taskContext(lock, key))) }
@@ -254,7 +252,7 @@ class Locker {
     }
     const error = 'error' in own
     const lost = lock.signal.aborted || lock.validUntil <= Date.now()
-    const stored = !lost && (await this.#call((op) => this.#native.storeShared(op, id, error, payload, o.resultTtl)).then((s) => s.extra, () => false))
+    const stored = !lost && (await store(error, payload, o.resultTtl).catch(() => false))
     await lock.release().catch(() => {})
     if (lost) {
       const err = lock.signal.reason instanceof LockLostError ? lock.signal.reason : new LockLostError(key)
@@ -263,6 +261,23 @@ class Locker {
       own = { error: err }
     }
     return { entry: stored ? { error, bytes: payload } : null, own }
+  }
+
+  /**
+   * A turn at the shared result of `key` (for `method`, in diagnostics), for shared() and redis-snatch/idempotency
+   * (not public API): waits up to `init.wait` for a run under way, then resolves `{ stored: { error, bytes } }`, or
+   * `{ lock, store(error, bytes, ttlMs) }`: the Lock to compute the result under, and how to store it while the lock
+   * is ours (resolves whether it was). `storeErrors`: take a stored error of any run.
+   */
+  async [sharedTurn](key, init, storeErrors, method) {
+    const id = this.#newId()
+    const started = diagnostics.now()
+    const begun = diagnostics.begin(this, key, method)
+    const turn = await this.#call((op) => this.#native.shared(op, key, init, storeErrors), id)
+    if (turn.kind === STORED) return { stored: { error: turn.extra.error, bytes: turn.extra.bytes } }
+    const lock = this.#held(key, id, init, turn, started, begun)
+    const store = (error, bytes, ttl) => this.#call((op) => this.#native.storeShared(op, id, error, bytes, ttl)).then((s) => s.extra)
+    return { lock, store }
   }
 
   /**
@@ -691,4 +706,4 @@ function checkLimitOption(limit) {
   }
 }
 
-module.exports = { Locker, deployment, semaphores }
+module.exports = { Locker, deployment, semaphores, sharedTurn }

@@ -121,6 +121,37 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
   await handOverChecks({ locker, other })
   await severalKeysChecks({ locker, other })
   await sharedChecks({ locker, other })
+  await idempotencyChecks({ locker, other })
+}
+
+/** redis-snatch/idempotency: an Express app on each locker; duplicates of a key run once, and are replayed. */
+async function idempotencyChecks({ locker, other }) {
+  const express = require('express')
+  const { idempotency } = require('../../idempotency')
+  let runs = 0
+  const servers = await Promise.all(
+    [locker, other].map(async (l) => {
+      const app = express()
+      app.post('/pay', idempotency(l), async (req, res) => {
+        runs++
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        res.status(201).send(`paid ${runs}`)
+      })
+      const server = app.listen(0, '127.0.0.1')
+      await new Promise((resolve) => server.once('listening', resolve))
+      return server
+    }),
+  )
+  const key = uniqueKey('every-idempotency')
+  const pay = (server) =>
+    fetch(`http://127.0.0.1:${server.address().port}/pay`, { method: 'POST', headers: { 'idempotency-key': key } }).then(
+      async (res) => [res.status, await res.text()],
+    )
+  const answers = await Promise.all([pay(servers[0]), pay(servers[1])])
+  expect(answers.map(([status]) => status).sort()).toEqual([201, 409])
+  expect(await pay(servers[1])).toEqual([201, 'paid 1'])
+  expect(runs).toBe(1)
+  servers.forEach((server) => server.close())
 }
 
 /** Shared results: one run for callers of both lockers, the stored value read by a later one, an error shared. */
@@ -320,4 +351,4 @@ async function fleetChecks({ locker, other }) {
   expect(new Set(ticks).size).toBe(ticks.length)
 }
 
-module.exports = { everyMethod, fleetChecks, handOverChecks, severalKeysChecks, sharedChecks, until, publishes, subscribers }
+module.exports = { everyMethod, fleetChecks, handOverChecks, severalKeysChecks, sharedChecks, idempotencyChecks, until, publishes, subscribers }

@@ -1,0 +1,26 @@
+import type { Locker } from './index'
+
+/** Options of the idempotency middleware and plugin; `req` is the framework's request. */
+export interface IdempotencyOptions {
+  /** The request header that carries the key (default 'Idempotency-Key'). */
+  header?: string
+  /** A request without the header gets 400 (default false: it runs as usual). */
+  required?: boolean
+  /** How long a response is kept for replay, ms (default 24 h). */
+  ttl?: number
+  /** Whose keys these are (say, the authenticated user): the same key in two scopes is two keys. Default: one scope. */
+  scope?: (req: any) => string | Promise<string>
+  /** What makes two requests the same (default: a hash of method, URL and body): another one under a key gets 422. */
+  fingerprint?: (req: any) => string | Promise<string>
+  /** The largest response body stored, bytes (default 1 MiB); a larger one is not stored, and a retry runs again. */
+  maxBytes?: number
+}
+
+/** Express middleware (any `(req, res, next)` framework on node:http): see the README, "HTTP idempotency keys". */
+export declare function idempotency(
+  locker: Locker,
+  options?: IdempotencyOptions,
+): (req: any, res: import('node:http').ServerResponse, next: (err?: unknown) => void) => void
+
+/** Fastify plugin: `await fastify.register(fastifyIdempotency, { locker, ...options })`. */
+export declare function fastifyIdempotency(fastify: any, options: IdempotencyOptions & { locker: Locker }): Promise<void>

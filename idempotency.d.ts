@@ -16,6 +16,19 @@ export interface IdempotencyOptions {
   maxBytes?: number
 }
 
+/**
+ * What a handler that runs for a key finds on its request as `req.idempotency` (Express) / `request.idempotency`
+ * (Fastify): the key's lock, renewed while it runs.
+ */
+export interface IdempotencyRun {
+  /** Aborts when the lock is lost: stop, another request with the key may run. */
+  readonly signal: AbortSignal
+  /** The lock's fence: pass it to writes that must not be overtaken by an older run's. */
+  readonly fence: bigint
+  /** Date.now()-based end of the lock's guarantee. */
+  readonly validUntil: number
+}
+
 /** Express middleware (any `(req, res, next)` framework on node:http): see the README, "HTTP idempotency keys". */
 export declare function idempotency(
   locker: Locker,

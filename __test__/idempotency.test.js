@@ -116,7 +116,11 @@ test('5xx responses are not stored (a retry runs again); a response over maxByte
   let runs = 0
   const app = express()
   const guard = idempotency(locker, { maxBytes: 1000 })
-  app.post('/flaky', guard, (req, res) => res.status(runs++ === 0 ? 503 : 200).send(`try ${runs}`))
+  app.post('/flaky', guard, (req, res) => {
+    expect(typeof req.idempotency.fence).toBe('bigint')
+    expect([req.idempotency.signal.aborted, req.idempotency.validUntil > Date.now()]).toEqual([false, true])
+    res.status(runs++ === 0 ? 503 : 200).send(`try ${runs}`)
+  })
   app.post('/big', guard, (req, res) => res.send('x'.repeat(2000 + runs++)))
   app.post('/stream', guard, async (req, res) => {
     runs++

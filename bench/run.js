@@ -2,7 +2,7 @@
 // `npm run bench`: redis-snatch against other Redis lock libraries and a raw ioredis floor, each library and
 // scenario in a fresh process, interleaved and repeated; plus the redis-benchmark floor. The cluster and TLS
 // scenarios run on deployments of the test harness, started only when selected. Writes results/<date>.md and
-// prints it. `npm run bench -- --help` lists the options.
+// prints it; a full run (no --scenarios, --libs or --soak) then runs bench/shared.js into results/<date>-shared.md. `npm run bench -- --help` lists the options.
 
 const { fork, spawnSync } = require('node:child_process')
 const fs = require('node:fs')
@@ -355,6 +355,15 @@ async function soak(options, redis) {
   publish(renderSoak({ header, seconds: options.soak, result }), '-soak')
 }
 
+/** The shared-results rounds (bench/shared.js: shared() against every caller running fn and a polling version). */
+function sharedRounds(options) {
+  const out = path.join(__dirname, 'results', `${new Date().toISOString().slice(0, 10)}-shared.md`)
+  const run = spawnSync(process.execPath, [path.join(__dirname, 'shared.js'), '--seconds', String(options.seconds), '--out', out], {
+    stdio: 'inherit',
+  })
+  if (run.status !== 0) throw new Error('bench/shared.js failed')
+}
+
 async function main() {
   const options = parseArgs(process.argv.slice(2))
   ensurePeersInstalled()
@@ -364,6 +373,7 @@ async function main() {
   try {
     if (!options.soak) deployments = await startDeployments(selectedScenarios(options))
     await (options.soak ? soak(options, redis) : compare(options, redis, deployments))
+    if (!options.soak && !options.scenarios && !options.libs) sharedRounds(options)
   } finally {
     await stopDeployments(deployments)
     await redis.stop()

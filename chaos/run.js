@@ -220,6 +220,17 @@ async function holdersKilledOrStopped({ url, workers, seconds }, name, modes, ex
   return { notes: `${kills} holders killed, ${stops} stopped` }
 }
 
+/** The values callers got (shared and idempotency modes), each of its key and of a run that happened on it. */
+function auditValues({ values, sections }) {
+  const ran = new Set(sections.map((s) => `${s.key} ${s.fence}`))
+  const wrong = values.filter((v) => v.got !== v.key || !ran.has(`${v.key} ${v.fence}`))
+  const reused = values.length - new Set(values.map((v) => `${v.key} ${v.fence}`)).size
+  return {
+    scheduleFailures: wrong.length ? [`${wrong.length} values of another key or of no run`] : [],
+    notes: `${values.length} values got, ${reused} of them without a run of their own, ${wrong.length} wrong`,
+  }
+}
+
 /** The scenarios: each runs its workers and faults and returns what the table reports beyond the checks. */
 const SCENARIOS = {
   steady: {
@@ -509,21 +520,27 @@ const SCENARIOS = {
       return { notes: `${kills} holders killed, ${stops} stopped` }
     },
   },
+  idempotency: {
+    title:
+      'idempotency keys: 4 replicas (Express, redis-snatch/idempotency; ttl 1 s, responses kept 30 ms) each sending ' +
+      'requests with 2 keys to its own app, the handler having the section; a holder SIGKILLed or SIGSTOPped for ttl + ' +
+      '0.7 s every 1.5 s, in turn; every answer must be of its key and of a run that happened',
+    async run(context) {
+      const modes = ['idempotency', 'idempotency', 'idempotency', 'idempotency']
+      const { notes } = await holdersKilledOrStopped(context, 'idempotency', modes, { acts: 4, pauseMs: 10 })
+      const audit = auditValues(context.workers)
+      return { ...audit, notes: `${notes}; ${audit.notes}` }
+    },
+  },
   shared: {
     title:
       'shared results: 4 workers call shared() on 2 keys (ttl 1 s, resultTtl 20 ms), the runner has the section; a ' +
       'holder SIGKILLed or SIGSTOPped for ttl + 0.7 s every 1.5 s, in turn; every value a caller got must be of its key ' +
       'and of a run that happened',
     async run(context) {
-      const { notes } = await holdersKilledOrStopped(context, 'shared', ['shared', 'shared', 'shared', 'shared'])
-      const { values, sections } = context.workers
-      const ran = new Set(sections.map((s) => `${s.key} ${s.fence}`))
-      const wrong = values.filter((v) => v.got !== v.key || !ran.has(`${v.key} ${v.fence}`))
-      const shared = values.length - new Set(values.map((v) => `${v.key} ${v.fence}`)).size
-      return {
-        scheduleFailures: wrong.length ? [`${wrong.length} values of another key or of no run`] : [],
-        notes: `${notes}; ${values.length} values got, ${shared} of them without a run of their own, ${wrong.length} wrong`,
-      }
+      const { notes } = await holdersKilledOrStopped(context, 'shared', ['shared', 'shared', 'shared', 'shared'], { acts: 4, pauseMs: 10 })
+      const audit = auditValues(context.workers)
+      return { ...audit, notes: `${notes}; ${audit.notes}` }
     },
   },
   'schedule-faults': {

@@ -4,8 +4,9 @@
 // lock's read() or write() + Lock.release, sections marked `shared` for reads; `handoff`: Locker.lock, then
 // Lock.handoff() halfway, the parent passing the handle to another worker, whose Locker.adopt() continues the section,
 // marked `adopted`; `several`: two keys at once by Locker.lockAll + MultiLock.release or withLocks, a section of
-// each key; `shared`: Locker.shared, whose runner has the section, every caller reporting the value it got) and
-// reports each to the parent
+// each key; `shared`: Locker.shared, whose runner has the section, every caller reporting the value it got;
+// `idempotency`: requests with keys to its own Express app under redis-snatch/idempotency, whose handler has the
+// section, every answer reported as a value) and reports each to the parent
 // over IPC, on process.hrtime.bigint() (CLOCK_MONOTONIC: one clock for every process of the host); or (`schedule`)
 // runs a schedule's job every second, each attempt a section (and reported as { type: 'attempt', … }, see schedule());
 // or (`lead`) campaigns for leadership, each term a section (see lead()); or (`nest`) is a NestJS application whose
@@ -27,11 +28,12 @@
 const { createLocker } = require('..')
 
 const config = JSON.parse(process.argv[2])
-// With `config.prefixes`, that many lockers, one per prefix (`<prefix><n>:`), and each key always locked by the same
+// Idempotency mode's locker leases for `config.ttl` (the middleware's lock has the locker's). With `config.prefixes`,
+// that many lockers, one per prefix (`<prefix><n>:`), and each key always locked by the same
 // one: a prefix's fence counter is then counted up by a few keys only, and can expire between their sections.
 const lockers = config.prefixes
   ? Array.from({ length: config.prefixes }, (_, n) => createLocker({ ...config.locker, prefix: `${config.locker.prefix}${n}:` }))
-  : [createLocker(config.locker)]
+  : [createLocker(config.mode === 'idempotency' ? { ttl: config.ttl, ...config.locker } : config.locker)]
 const [locker] = lockers
 /** The locker of `key`: by a hash of its name, the same in every worker. */
 const lockerOf = (key) => lockers[[...key].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 0) % lockers.length]
@@ -184,6 +186,16 @@ async function once(key) {
         { ttl: config.ttl, wait: config.wait, resultTtl: 20 },
       )
       send({ type: 'value', key, got: value.key, fence: String(value.fence) })
+      return true
+    }
+    case 'idempotency': {
+      // A request with the key to this replica's app: its handler has the section (when it runs); the answer, run
+      // or replayed, is reported as a value.
+      const res = await fetch(`http://127.0.0.1:${httpPort}/pay`, { method: 'POST', headers: { 'idempotency-key': key } })
+      if (res.status === 409) return false
+      if (res.status !== 201) throw Object.assign(new Error(`HTTP ${res.status}`), { code: `HTTP_${res.status}` })
+      const value = await res.json()
+      send({ type: 'value', key, got: value.key, fence: value.fence })
       return true
     }
     case 'withLock': {
@@ -341,8 +353,29 @@ process.once('SIGTERM', async () => {
   process.exit(0)
 })
 
+/** Idempotency mode: the port of this replica's Express app, whose POST /pay runs under redis-snatch/idempotency. */
+let httpPort
+
+/** Idempotency mode: starts the app; its handler is a section on the request's key, answering `{ key, fence }`. */
+async function serve() {
+  const express = require('express')
+  const { idempotency } = require('../idempotency')
+  const app = express()
+  app.post('/pay', idempotency(locker, { ttl: 30 }), async (req, res) => {
+    const key = req.get('idempotency-key')
+    const run = req.idempotency
+    const { enter, ...ended } = await section(key, run.fence, () => !run.signal.aborted && run.validUntil > Date.now())
+    send({ type: 'exit', ...ended, t: now() })
+    res.status(201).json({ key, fence: String(run.fence) })
+  })
+  const server = app.listen(0, '127.0.0.1')
+  await new Promise((resolve) => server.once('listening', resolve))
+  httpPort = server.address().port
+}
+
 async function main() {
   if (config.mode === 'schedule') return schedule()
+  if (config.mode === 'idempotency') await serve()
   if (config.mode === 'lead') return lead()
   if (config.mode === 'nest') nestApp = await nestSections()
   while (!stopping) {

@@ -101,9 +101,23 @@ function idempotency(locker, options) {
   return function idempotencyMiddleware(req, res, next) {
     decide(locker, s, req, req.headers[s.header]).then((decision) => {
       if (decision.respond) return send(res, decision.respond)
-      if (decision.run) capture(res, s, decision.run)
+      if (decision.run) {
+        req.idempotency = runContext(decision.run)
+        capture(res, s, decision.run)
+      }
       next()
     }, next)
+  }
+}
+
+/** What the handler of a run finds on its request as `idempotency`: the lock's signal, fence and validUntil. */
+function runContext({ lock }) {
+  return {
+    signal: lock.signal,
+    fence: lock.fence,
+    get validUntil() {
+      return lock.validUntil
+    },
   }
 }
 
@@ -156,7 +170,10 @@ async function fastifyIdempotency(fastify, options) {
       const { status, headers, body } = decision.respond
       return reply.code(status).headers(headers).send(body)
     }
-    if (decision.run) runs.set(request, decision.run)
+    if (decision.run) {
+      request.idempotency = runContext(decision.run)
+      runs.set(request, decision.run)
+    }
   })
   fastify.addHook('onSend', async (request, reply, payload) => {
     const run = runs.get(request)

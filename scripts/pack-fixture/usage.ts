@@ -58,7 +58,7 @@ import {
 } from 'redis-snatch'
 import { createDashboard, type DashboardOptions } from 'redis-snatch/dashboard'
 import { createMetricsHandler, type MetricsHandlerOptions } from 'redis-snatch/prometheus'
-import { idempotency, fastifyIdempotency, type IdempotencyOptions } from 'redis-snatch/idempotency'
+import { idempotency, fastifyIdempotency, type IdempotencyOptions, type IdempotencyRun } from 'redis-snatch/idempotency'
 import { createServer } from 'node:http'
 
 /** Uses every export the way the README does; never called, only type-checked. */
@@ -207,7 +207,8 @@ export async function usage(): Promise<void> {
   })
   void [total, map, new ResultError().code === 'ERR_SNATCH_RESULT']
   const idem: IdempotencyOptions = { required: true, scope: () => 'tenant-1' }
-  void [idempotency(locker, idem), fastifyIdempotency]
+  const run: IdempotencyRun | undefined = undefined as IdempotencyRun | undefined
+  void [idempotency(locker, idem), fastifyIdempotency, run?.fence, run?.signal.aborted, run?.validUntil]
   const closing: CloseOptions = { timeout: 20_000 }
   await locker.close(closing)
   await locker.close({ drain: false })

@@ -98,7 +98,11 @@ test('a @Cron method that throws is retried per @SnatchSchedule({ retries })', a
   await startApps(2, { options: { url: process.env.REDIS_URL, prefix }, cron })
   const retry = await replicas.next((e) => e.event === 'end' && e.attempt === 2, 'a retried attempt')
   expect(retry.why).toBe('retry')
-  const records = (await locker.history('flaky')).filter((r) => r.tick.getTime() === retry.tick)
+  // The method's end is told before its attempt's record is written: read the records once it is.
+  let records
+  do {
+    records = (await locker.history('flaky')).filter((r) => r.tick.getTime() === retry.tick)
+  } while (records.some((r) => r.outcome === 'running') && (await new Promise((resolve) => setTimeout(resolve, 20)), true))
   expect(records.map((r) => [r.attempt, r.outcome]).sort()).toEqual([
     [1, 'failed'],
     [2, 'ok'],

@@ -79,19 +79,20 @@ async function decide(locker, s, req, key) {
 }
 
 /**
- * The handler's response ended (`done`: sent whole) with `status`, `headers` and `body` (null when not kept: over
- * maxBytes, or a stream): stored unless it is a server error, not whole or not kept; the lock released either way.
+ * Stores the handler's response (`status`, `headers`, `body`: null when not kept, over maxBytes or a stream) unless
+ * it is a server error or not kept, or the lock was lost. Before the response goes out, so that a client's retry
+ * right after it finds it.
  */
-async function finish(s, run, { done, status, headers, body }) {
-  try {
-    if (done && body !== null && status < 500 && !run.lock.signal.aborted) {
-      const kept = Object.entries(headers).filter(([name, value]) => !UNSTORED_HEADERS.has(name.toLowerCase()) && value !== undefined)
-      const record = { fingerprint: run.fingerprint, status, headers: kept, body: body.toString('base64') }
-      await run.store(false, Buffer.from(JSON.stringify(record)), s.ttl)
-    }
-  } finally {
-    await run.lock.release().catch(() => {})
-  }
+async function store(s, run, { status, headers, body }) {
+  if (body === null || status >= 500 || run.lock.signal.aborted) return
+  const kept = Object.entries(headers).filter(([name, value]) => !UNSTORED_HEADERS.has(name.toLowerCase()) && value !== undefined)
+  const record = { fingerprint: run.fingerprint, status, headers: kept, body: body.toString('base64') }
+  await run.store(false, Buffer.from(JSON.stringify(record)), s.ttl).catch(() => false)
+}
+
+/** Gives the run's lock back (the request is over, its response stored or not). */
+async function release(run) {
+  await run.lock.release().catch(() => {})
 }
 
 /** Express middleware: see the README, "HTTP idempotency keys". */
@@ -128,7 +129,10 @@ function send(res, { status, headers, body }) {
   res.end(body)
 }
 
-/** Keeps what the handler writes on `res` (up to maxBytes) and finishes `run` when the response ends or is cut. */
+/**
+ * Keeps what the handler writes on `res` (up to maxBytes); when it ends the response, stores it before the end goes
+ * out; gives the lock back once the response is over (sent or cut).
+ */
 function capture(res, s, run) {
   const chunks = []
   let size = 0
@@ -143,19 +147,16 @@ function capture(res, s, run) {
     keep(chunk, encoding)
     return write.call(this, chunk, encoding, ...rest)
   }
+  let stored = Promise.resolve()
   res.end = function (chunk, encoding, ...rest) {
+    res.end = end
     keep(chunk, encoding)
-    return end.call(this, chunk, encoding, ...rest)
-  }
-  let finished = false
-  const ended = (done) => {
-    if (finished) return
-    finished = true
     const body = size <= s.maxBytes ? Buffer.concat(chunks) : null
-    finish(s, run, { done, status: res.statusCode, headers: res.getHeaders(), body })
+    stored = store(s, run, { status: res.statusCode, headers: res.getHeaders(), body })
+    stored.then(() => end.call(this, chunk, encoding, ...rest))
+    return this
   }
-  res.once('finish', () => ended(true))
-  res.once('close', () => ended(false))
+  res.once('close', () => stored.then(() => release(run)))
 }
 
 /** Fastify plugin: `fastify.register(fastifyIdempotency, { locker, ...options })`; see the README. */
@@ -181,14 +182,15 @@ async function fastifyIdempotency(fastify, options) {
     runs.delete(request)
     const body = typeof payload === 'string' ? Buffer.from(payload) : Buffer.isBuffer(payload) ? payload : null
     const kept = body !== null && body.length <= s.maxBytes ? body : null
-    await finish(s, run, { done: true, status: reply.statusCode, headers: reply.getHeaders(), body: kept })
+    await store(s, run, { status: reply.statusCode, headers: reply.getHeaders(), body: kept })
+    await release(run)
     return payload
   })
   fastify.addHook('onResponse', async (request) => {
     const run = runs.get(request)
     if (run === undefined) return
     runs.delete(request)
-    await finish(s, run, { done: false })
+    await release(run)
   })
 }
 // Its hooks apply where it is registered, not in a scope of its own (as fastify-plugin does).

@@ -112,12 +112,15 @@ function encodeError(err) {
   return Buffer.from(JSON.stringify(described), 'utf8')
 }
 
+/** The built-in error classes an error is told again as (their constructors take the message first). */
+const BUILT_IN = [Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError]
+
 /** The error a payload describes: of the same class when it is ours or a built-in one, with its `code` and message. */
 function decodeError(payload) {
   const { name, message, code } = JSON.parse(payload.toString('utf8'))
   const classes = [errors.SnatchError, errors.RedisError, errors.QuorumError, errors.LockTimeoutError, errors.LockLostError, errors.ClosedError, errors.NoReplicaError, errors.RunTimeoutError, errors.RunReplacedError, errors.ResultError]
   const ours = classes.find((Class) => Class.name === name)
-  const builtIn = globalThis[name]?.prototype instanceof Error || name === 'Error' ? globalThis[name] : null
+  const builtIn = BUILT_IN.find((Class) => Class.name === name) ?? null
   let err
   if (ours) {
     err = new Error(message)

@@ -28,7 +28,12 @@ export interface LockerOptions {
    * Sentinel: the sentinels' URLs (their credentials, if any, in these URLs) and the monitored master's name. The
    * locker follows failovers. Exclusive with url, urls, cluster.
    */
-  sentinel?: { urls: string[]; name: string }
+  sentinel?: {
+    /** The sentinels, 'redis://' or 'rediss://' (credentials in the URLs). */
+    urls: string[]
+    /** The monitored master's name (`sentinel monitor <name> …`). */
+    name: string
+  }
   /**
    * A client you already configured (an ioredis `Redis` or `Cluster`, a node-redis client or cluster): the locker
    * connects where and as it does (host and port or nodes, TLS, username and password, database, sentinels), over
@@ -63,7 +68,17 @@ export interface LockerOptions {
 }
 
 /** What `client` takes: an ioredis `Redis` or `Cluster` (`status`, `isCluster`), a node-redis client or cluster (`isOpen`). */
-export type RedisClientLike = { readonly status: string; readonly isCluster: boolean } | { readonly isOpen: boolean }
+export type RedisClientLike =
+  | {
+      /** ioredis' connection status. */
+      readonly status: string
+      /** Whether it is an ioredis `Cluster`. */
+      readonly isCluster: boolean
+    }
+  | {
+      /** Whether the node-redis client is connected. */
+      readonly isOpen: boolean
+    }
 
 /** TLS options of a Locker, as Node's `tls.connect` names them. */
 export interface TlsOptions {
@@ -109,6 +124,7 @@ export interface TaskContext {
   signal: AbortSignal
   /** Fencing token: strictly increasing per key across all holders. */
   fence: bigint
+  /** The key the run holds, as given. */
   key: string
   /**
    * Date.now()-based end of the lease's guarantee (now once lost), as Lock.validUntil. Check it right before an act
@@ -132,6 +148,7 @@ export type RevokeReason = 'returned' | 'resigned' | 'stopped' | 'lost' | 'error
  * for fn's errors and failed campaigns (without a listener the first is logged; the campaign goes on).
  */
 export interface Leadership extends EventEmitter {
+  /** Whether this replica leads now (a term is under way). */
   readonly isLeader: boolean
   /** The current leader's instance id, as last seen (looked up each `retry` while campaigning), or null. */
   readonly leader: string | null
@@ -149,6 +166,7 @@ export interface Leadership extends EventEmitter {
 
 /** Who leads a name, without campaigning (an EventEmitter of 'change' and 'error'); asks Redis twice a second. */
 export interface LeaderObserver extends EventEmitter {
+  /** The leader's instance id as last seen, or null without a leader. */
   readonly leader: string | null
   /** Stops watching. */
   close(): void
@@ -161,11 +179,29 @@ export interface LeaderObserver extends EventEmitter {
 
 /** lead()'s options: the lease, and `retry` (ms between a campaign's looks, and the pause after a term; 1000). */
 export interface LeadOptions {
+  /** The leadership lock's lease, ms (default: the locker's ttl), renewed while the term lasts. */
   ttl?: number
+  /** Ms between a campaign's looks, and the pause after a term before campaigning again (default 1000). */
   retry?: number
 }
 
-export type SnatchResult<T> = { ran: true; value: T; fence: bigint } | { ran: false }
+/**
+ * What snatchTask resolves: `{ ran: true, value, fence }` (fn ran here, under `fence`, and returned `value`), or
+ * `{ ran: false }` (another replica held the key).
+ */
+export type SnatchResult<T> =
+  | {
+      /** fn ran here. */
+      ran: true
+      /** What fn returned. */
+      value: T
+      /** The fence fn ran under. */
+      fence: bigint
+    }
+  | {
+      /** Another replica held the key: fn did not run. */
+      ran: false
+    }
 
 /** Acquires locks and runs tasks under them, on one Redis (`url`, `cluster` or `sentinel`) or a Redlock set (`urls`). */
 export declare class Locker {
@@ -219,10 +255,14 @@ export declare class Locker {
   history(name: string, options?: { limit?: number }): Promise<OccurrenceRecord[]>
   /** Every replica skips the schedule's occurrences (reason 'suspended') until `resume`. */
   suspend(name: string): Promise<void>
+  /** The schedule runs again on every replica (undoes `suspend`). */
   resume(name: string): Promise<void>
   /** One run now, on exactly one live replica that registered `name` (excluded against its scheduled runs by the run
    *  lock); rejects NoReplicaError when none is live. */
-  trigger(name: string): Promise<{ tick: Date }>
+  trigger(name: string): Promise<{
+    /** The manual run's tick: when it was asked for. */
+    tick: Date
+  }>
   /** Locks held now under this locker's prefix (SCAN; each master on a cluster). `key` and `match` (a glob) are the
    *  names given to lock()/snatchTask(), without the prefix. `limit` default 1000. */
   locks(options?: { match?: string; limit?: number }): Promise<HeldLock[]>
@@ -250,14 +290,22 @@ export interface OccurrenceRecord {
   tick: Date
   /** 1 for the first. */
   attempt: number
+  /** Why it ran: on time, late (a replica caught up after a gap), a retry, or a manual run. */
   why: 'on-time' | 'late' | 'retry' | 'manual'
   /** A manual run (`trigger`), or a retry of one. */
   manual: boolean
   /** Who ran it (null when missed). */
   instance: string | null
+  /** The fence fn ran under (null when missed). */
   fence: bigint | null
+  /** When fn was called (null when missed). */
   started: Date | null
+  /** How long fn took (null while running, or when missed). */
   durationMs: number | null
+  /**
+   * How it came out: running, ok, failed (fn threw), timeout (past its `timeout`), lost (its lease), crashed (its
+   * replica died), interrupted (its replica shut down: run again at once), missed (did not run).
+   */
   outcome: 'running' | 'ok' | 'failed' | 'timeout' | 'lost' | 'crashed' | 'interrupted' | 'missed'
   /** The error's message, at most 500 characters. */
   error?: string
@@ -269,22 +317,37 @@ export interface OccurrenceRecord {
 
 /** A schedule as its live replicas registered it (`schedules()`). */
 export interface ScheduleInfo {
+  /** The schedule's name. */
   name: string
+  /** Its cron expression. */
   cron: string
+  /** The IANA zone its expression is read in. */
   timezone: string
   /** Instance ids of the live replicas that registered it (none: orphaned). */
   replicas: string[]
+  /** Whether `suspend` holds it (its occurrences are skipped). */
   suspended: boolean
+  /** Its next occurrence, or null when there is none. */
   next: Date | null
   /** Its next occurrences (up to 3). */
   upcoming: Date[]
+  /** The records of its attempts running now. */
   running: OccurrenceRecord[]
   /** The newest record of an attempt that is not running. */
   last: OccurrenceRecord | null
   /** When its newest ok attempt ended (its record written, on the Redis server's clock); null when none ever was. */
   lastSuccess: Date | null
   /** How its newest records (up to 50) came out: `failed` counts failed, timed out, lost and crashed attempts. */
-  recent: { records: number; ok: number; failed: number; missed: number }
+  recent: {
+    /** The records counted. */
+    records: number
+    /** Attempts that came out ok. */
+    ok: number
+    /** Attempts that failed, timed out, lost their lease or crashed. */
+    failed: number
+    /** Occurrences recorded missed. */
+    missed: number
+  }
   /**
    * Whether it does what it is for (the first that holds): 'orphaned' when no live replica registers it any more
    * (its records stay 7 days); 'stuck' when an attempt runs past its `timeout` or `maxRuntime`; 'missed' when its
@@ -300,6 +363,7 @@ export type ScheduleHealth = 'ok' | 'failing' | 'missed' | 'stuck' | 'orphaned'
 
 /** A lock held now (`locks()`). */
 export interface HeldLock {
+  /** The key, without the prefix. */
   key: string
   /** The holder's instance id (null when its value does not say). */
   holder: string | null
@@ -311,7 +375,9 @@ export interface HeldLock {
 
 /** A counting semaphore (`Locker.semaphore`); expiry is judged on the Redis server's clock. */
 export interface Semaphore {
+  /** The semaphore's key. */
   readonly key: string
+  /** At most this many holders at once. */
   readonly limit: number
   /** Waits up to options.wait for a permit (a Lock); rejects LockTimeoutError. */
   acquire(options?: WaitOptions): Promise<Lock>
@@ -326,6 +392,7 @@ export interface Semaphore {
  * expiry judged on the Redis server's clock. A writer that waits keeps new readers out (readers cannot starve it).
  */
 export interface ReadWriteLock {
+  /** The read-write lock's key. */
   readonly key: string
   /** Waits up to options.wait for a read lock; rejects LockTimeoutError. */
   read(options?: WaitOptions): Promise<Lock>
@@ -359,6 +426,7 @@ export interface Inspection {
  * the `start` of the call's later messages.
  */
 export interface StartMessage {
+  /** The key of the call (a schedule's attempt: `name:tick`). */
   key: string
   /**
    * The Locker's method: 'withLock', 'snatchTask', 'lead' (a leader's campaign), 'tryLock', 'lock', 'tryAcquire',
@@ -368,17 +436,24 @@ export interface StartMessage {
   method: string
   /** The Locker whose call it is. */
   locker: Locker
+  /** A schedule's attempt: the schedule's name. */
   schedule?: string
+  /** A schedule's attempt: its occurrence. */
   tick?: Date
+  /** A schedule's attempt: 1 for the first. */
   attempt?: number
+  /** A schedule's attempt: why it runs. */
   why?: 'on-time' | 'late' | 'retry' | 'manual'
+  /** A schedule's attempt: the fence it runs under. */
   fence?: bigint
 }
 /** `redis-snatch:lost`: a lease lost while held, `ms` held until then. */
 export interface LeaseMessage {
   /** The lock's key (a schedule's occurrence: `name:tick`). */
   key: string
+  /** The lease's fence. */
   fence: bigint
+  /** Milliseconds: how long it was held, or waited for (see each message). */
   ms: number
   /** On `redis-snatch:lost`: 'stalled' when the lease lapsed because the event loop did not turn within maxStall. */
   reason?: 'stalled'
@@ -400,41 +475,60 @@ export interface ReleaseMessage extends LeaseMessage {
 }
 /** On `redis-snatch:busy`: a one-attempt call found the key held (`{ ran: false }`, null), `ms` after it was made. */
 export interface BusyMessage {
+  /** The key found held. */
   key: string
+  /** Since the call was made. */
   ms: number
+  /** The call's start message (undefined when no one listened to `redis-snatch:start` then). */
   start?: StartMessage
 }
 /** On `redis-snatch:error`: a call failed, `ms` after it was made. */
 export interface ErrorMessage {
+  /** The key of the call. */
   key: string
   /** A lock's release that failed: its fence. */
   fence?: bigint
+  /** Since the call was made. */
   ms: number
+  /** What the call rejected with. */
   error: Error
+  /** The call's start message (undefined when no one listened to `redis-snatch:start` then). */
   start?: StartMessage
 }
 /** On `redis-snatch:attempt`: a schedule's attempt run here ended, as its record says. */
 export interface AttemptMessage {
+  /** The schedule's name. */
   schedule: string
+  /** The occurrence. */
   tick: Date
+  /** 1 for the first. */
   attempt: number
+  /** Why it ran. */
   why: 'on-time' | 'late' | 'retry' | 'manual'
+  /** The fence it ran under. */
   fence: bigint
   /** This replica's `instanceId`. */
   instance: string
   /** From its tick to fn's call, in ms. */
   lagMs: number
+  /** From fn's call to its settling, in ms. */
   durationMs: number
+  /** How it ended, as its record says. */
   ending: 'ok' | 'failed' | 'timeout' | 'replaced' | 'lost' | 'interrupted'
   /** What it came to for the 'error' event, unless ok. */
   error?: unknown
+  /** The attempt's start message (undefined when no one listened to `redis-snatch:start` then). */
   start?: StartMessage
 }
 /** On `redis-snatch:missed`: this replica recorded an occurrence of a schedule missed. */
 export interface MissedMessage {
+  /** The schedule's name. */
   schedule: string
+  /** The occurrence missed. */
   tick: Date
+  /** Why: past its startingDeadline, a later one came first, the previous still ran, or suspended. */
   reason: 'deadline' | 'superseded' | 'overlap' | 'suspended'
+  /** The Locker of the replica that recorded it. */
   locker: Locker
 }
 
@@ -475,18 +569,23 @@ export interface TickContext extends TaskContext {
   tick: Date
   /** 1 for the first attempt of the occurrence. */
   attempt: number
+  /** Why it runs: on time, late, a retry, or a manual run. */
   why: RunReason
 }
 
 /** What a 'run' or 'error' event is about: an attempt run here. */
 export interface AttemptInfo {
+  /** The occurrence. */
   tick: Date
+  /** 1 for the first. */
   attempt: number
+  /** Why it ran. */
   why: RunReason
 }
 
 /** A running schedule (an EventEmitter). */
 export interface ScheduledTask extends EventEmitter {
+  /** The schedule's name. */
   readonly name: string
   /** No new occurrences; waits for the attempts running here. */
   stop(): Promise<void>
@@ -501,9 +600,11 @@ export interface ScheduledTask extends EventEmitter {
 /** A held lock. */
 export declare class Lock {
   private constructor()
+  /** The key, as given. */
   readonly key: string
   /** >= 128 random bits, unique per acquisition. */
   readonly token: string
+  /** The fencing token: strictly increasing per key across all holders. */
   readonly fence: bigint
   /** Aborts when the lock is lost (reason: LockLostError), or released. */
   readonly signal: AbortSignal
@@ -519,6 +620,7 @@ export declare class Lock {
    * be handed over (ERR_SNATCH_INVALID_ARG).
    */
   handoff(): LockHandle
+  /** `await using lock = …`: released when the scope ends. */
   [Symbol.asyncDispose](): Promise<void>
 }
 
@@ -534,6 +636,7 @@ export interface SharedOptions<T = unknown> extends WaitOptions {
   storeErrors?: boolean
   /** Both or neither: how a value is stored (default JSON with bigint and Date; Buffers as bytes). */
   serialize?: (value: T) => string | Buffer
+  /** What `serialize` made, back to a value (both or neither). */
   deserialize?: (stored: Buffer) => T
 }
 
@@ -552,13 +655,18 @@ export declare class MultiLock {
   extend(ttl?: number): Promise<boolean>
   /** Releases every lock; false if any was no longer ours. */
   release(): Promise<boolean>
+  /** `await using set = …`: released when the scope ends. */
   [Symbol.asyncDispose](): Promise<void>
 }
 
 /** What `withLocks`' fn receives: the set's signal, keys and fences; `key` and `fence` are the first key's. */
 export interface MultiTaskContext extends TaskContext {
+  /** The keys, in the order given. */
   readonly keys: readonly string[]
+  /** Each key's fence, in the order of `keys`. */
   readonly fences: readonly bigint[]
+  /** The first key. */
+  key: string
 }
 
 /**
@@ -566,7 +674,9 @@ export interface MultiTaskContext extends TaskContext {
  * would the lock.
  */
 export interface LockHandle {
+  /** The lock's key (the adopter needs the same prefix). */
   key: string
+  /** The lock's token (`lock.token`): the key must still hold it for `adopt` to take the lock. */
   token: string
   /** The fence, as decimal digits (a bigint is not JSON-safe). */
   fence: string
@@ -586,23 +696,29 @@ export declare function createLocker(options?: LockerOptions): Locker
 
 /** Base of every error redis-snatch raises; `code` is stable. */
 export declare class SnatchError extends Error {
+  /** The stable code: ERR_SNATCH_… (the README's error table). */
   readonly code: string
 }
 /** ERR_SNATCH_REDIS: connection refused / timed out / command failed; `cause` says why. */
 export declare class RedisError extends SnatchError {
+  /** Always 'ERR_SNATCH_REDIS'. */
   readonly code: 'ERR_SNATCH_REDIS'
 }
 /** ERR_SNATCH_QUORUM: Redlock could not reach a majority within the validity window. */
 export declare class QuorumError extends SnatchError {
+  /** Always 'ERR_SNATCH_QUORUM'. */
   readonly code: 'ERR_SNATCH_QUORUM'
 }
 /** ERR_SNATCH_TIMEOUT: `wait` elapsed without getting the lock. */
 export declare class LockTimeoutError extends SnatchError {
+  /** Always 'ERR_SNATCH_TIMEOUT'. */
   readonly code: 'ERR_SNATCH_TIMEOUT'
 }
 /** ERR_SNATCH_LOCK_LOST: the lease was lost while held; `value` is what the task returned, if it returned. */
 export declare class LockLostError extends SnatchError {
+  /** Always 'ERR_SNATCH_LOCK_LOST'. */
   readonly code: 'ERR_SNATCH_LOCK_LOST'
+  /** What fn returned, when it returned (withLock, snatchTask, shared). */
   readonly value?: unknown
   /**
    * 'stalled': not renewed because the event loop did not turn within `maxStall`; 'handoff': `adopt()` found the key
@@ -612,21 +728,26 @@ export declare class LockLostError extends SnatchError {
 }
 /** ERR_SNATCH_RESULT: a shared result's value cannot be stored (not serializable, or over `maxResultBytes`). */
 export declare class ResultError extends SnatchError {
+  /** Always 'ERR_SNATCH_RESULT'. */
   readonly code: 'ERR_SNATCH_RESULT'
 }
 /** ERR_SNATCH_CLOSED: the locker was closed. */
 export declare class ClosedError extends SnatchError {
+  /** Always 'ERR_SNATCH_CLOSED'. */
   readonly code: 'ERR_SNATCH_CLOSED'
 }
 /** ERR_SNATCH_NO_REPLICA: `trigger()` found no live replica that registered the schedule. */
 export declare class NoReplicaError extends SnatchError {
+  /** Always 'ERR_SNATCH_NO_REPLICA'. */
   readonly code: 'ERR_SNATCH_NO_REPLICA'
 }
 /** ERR_SNATCH_RUN_TIMEOUT: a schedule's attempt ran past its `timeout` (its signal's reason). */
 export declare class RunTimeoutError extends SnatchError {
+  /** Always 'ERR_SNATCH_RUN_TIMEOUT'. */
   readonly code: 'ERR_SNATCH_RUN_TIMEOUT'
 }
 /** ERR_SNATCH_REPLACED: a later occurrence replaced a schedule's running attempt (its signal's reason). */
 export declare class RunReplacedError extends SnatchError {
+  /** Always 'ERR_SNATCH_REPLACED'. */
   readonly code: 'ERR_SNATCH_REPLACED'
 }

@@ -3,6 +3,7 @@ import type { LockerOptions, LockOptions, ScheduleOptions, TaskContext, TickCont
 
 /** SnatchModule.forRoot's options: a Locker's, and whether every module can inject it (`global`, default true). */
 export interface SnatchModuleOptions extends LockerOptions {
+  /** Whether every module can inject the Locker without importing SnatchModule (default true). */
   global?: boolean
   /**
    * How long running methods get to finish at application shutdown, in ms: then their signals abort (ClosedError),
@@ -14,11 +15,13 @@ export interface SnatchModuleOptions extends LockerOptions {
 
 /** SnatchModule.forRootAsync's options: the LockerOptions from a factory of injected providers (ConfigService). */
 export interface SnatchModuleAsyncOptions {
+  /** The modules whose providers `inject` names (say, ConfigModule). */
   imports?: ModuleMetadata['imports']
+  /** The providers `useFactory` gets, in order (say, ConfigService). */
   inject?: any[]
-  useFactory: (
-    ...deps: any[]
-  ) => (LockerOptions & { shutdownTimeout?: number }) | Promise<LockerOptions & { shutdownTimeout?: number }>
+  /** Makes the Locker's options (and `shutdownTimeout`) from the injected providers. */
+  useFactory: (...deps: any[]) => Omit<SnatchModuleOptions, 'global'> | Promise<Omit<SnatchModuleOptions, 'global'>>
+  /** Whether every module can inject the Locker without importing SnatchModule (default true). */
   global?: boolean
 }
 
@@ -29,7 +32,9 @@ export interface SnatchModuleAsyncOptions {
  * `@Timeout` and `SchedulerRegistry`, which stay per replica.
  */
 export declare class SnatchModule {
+  /** The module with a Locker of `options`. */
   static forRoot(options?: SnatchModuleOptions): DynamicModule
+  /** The module with a Locker whose options a factory makes from injected providers. */
   static forRootAsync(options: SnatchModuleAsyncOptions): DynamicModule
 }
 

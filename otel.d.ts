@@ -27,4 +27,7 @@ export interface InstrumentOptions {
  * from 1.3 (the first with metrics); tested with 1.9 and the SDK 2.x. Off (before it, or after `disable()`), nothing
  * is recorded and nothing is paid.
  */
-export function instrument(options?: InstrumentOptions): { disable(): void }
+export function instrument(options?: InstrumentOptions): {
+  /** Turns it off again: no spans or metrics from now on. */
+  disable(): void
+}

@@ -52,6 +52,8 @@ function main() {
   run('facade type test', 'npx', ['tsc', '-p', '__test__/types/facade.tsconfig.json'])
   // redis-snatch/nest with Nest's compiler settings, and `client` with ioredis' and node-redis' own types.
   run('integrations type test', 'npx', ['tsc', '-p', '__test__/types/integrations.tsconfig.json'])
+  // The API reference with the docs (docs/site): fails on an export, option or error code without a doc comment.
+  run('docs', 'npm', ['run', 'docs'])
   run('Jest tests', 'npx', ['jest', ...process.argv.slice(2)])
   run('packaging test', 'node', ['scripts/pack-test.js'])
   for (const [name, node] of pairs('SNATCH_TEST_NODES')) onNode(name, node)

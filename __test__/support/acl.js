@@ -1,15 +1,16 @@
 'use strict'
-// The minimal ACL a locker needs, as the README documents it: the tests create their users with exactly that line.
+// The minimal ACL a locker needs, as docs/deployments.md documents it: the tests create their users with exactly that
+// line.
 
 const fs = require('node:fs')
 const path = require('node:path')
 const { redisCommand } = require('./redis-server')
 
-/** The README's `ACL SETUSER snatch …` line, as the arguments after ACL, with `password` for the placeholder. */
-function readmeAcl(password) {
-  const readme = fs.readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8')
-  const line = readme.split('\n').find((l) => l.startsWith('ACL SETUSER snatch on >'))
-  if (!line) throw new Error('README.md has no `ACL SETUSER snatch on >…` line')
+/** The documented `ACL SETUSER snatch …` line, as the arguments after ACL, with `password` for the placeholder. */
+function documentedAcl(password) {
+  const guide = fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'deployments.md'), 'utf8')
+  const line = guide.split('\n').find((l) => l.startsWith('ACL SETUSER snatch on >'))
+  if (!line) throw new Error('docs/deployments.md has no `ACL SETUSER snatch on >…` line')
   return line
     .split(' ')
     .slice(1)
@@ -17,10 +18,10 @@ function readmeAcl(password) {
 }
 
 /**
- * Creates the README's user `snatch` (or `username`) with `password` on each of `nodes` (redis:// URLs with admin
+ * Creates the documented user `snatch` (or `username`) with `password` on each of `nodes` (redis:// URLs with admin
  * credentials), with the sharded pub/sub commands on Redis 7 and newer (unless `sharded` is false: an ACL from before
  * them) and `+client|setinfo` on 6.2 and on 7.2 and newer (Valkey answers as 7.2; 7.0 and 7.1 refuse it), as the
- * README says to add there.
+ * guide says to add there.
  */
 async function createSnatchUser(nodes, password, { username = 'snatch', sharded = true } = {}) {
   await Promise.all(
@@ -28,7 +29,7 @@ async function createSnatchUser(nodes, password, { username = 'snatch', sharded 
       const [, major, minor] = /redis_version:(\d+)\.(\d+)/.exec(await redisCommand(node, 'INFO', 'server')).map(Number)
       const shardedPubsub = sharded && major >= 7 ? ['+spublish', '+ssubscribe', '+sunsubscribe'] : []
       const setinfo = major !== 7 || minor >= 2 ? ['+client|setinfo'] : []
-      const [setuser, , ...rules] = readmeAcl(password)
+      const [setuser, , ...rules] = documentedAcl(password)
       await redisCommand(node, 'ACL', setuser, username, ...rules, ...shardedPubsub, ...setinfo)
     }),
   )

@@ -1,7 +1,7 @@
 'use strict'
 // What operators watch, read from Redis: the Prometheus metrics of the handler, of the dashboard and of
 // `redis-snatch metrics` while replica processes run schedules (one failing, one suspended, one whose only replica was
-// SIGKILLed), parsed with a real parser (and linted by promtool, with the README's alert rules, where it is
+// SIGKILLed), parsed with a real parser (and linted by promtool, with docs/operating.md's alert rules, where it is
 // installed); and `redis-snatch check` with a schedule of each health.
 
 const { execFile, spawn, spawnSync } = require('node:child_process')
@@ -167,11 +167,11 @@ describe('Prometheus', () => {
     expect(text.split('\n').filter((line) => line.startsWith('cleanup'))).toEqual([])
   })
 
-  withPromtool('promtool finds the exposition well-formed and the README\'s alert rules fire as written', () => {
+  withPromtool('promtool finds the exposition well-formed and the documented alert rules fire as written', () => {
     const lint = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8' })
     expect({ status: lint.status, output: lint.stdout + lint.stderr }).toEqual({ status: 0, output: '' })
-    const readme = fs.readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8')
-    const rules = readme.match(/<!-- alert rules -->\n```yaml\n([\s\S]*?)```/)[1]
+    const guide = fs.readFileSync(path.join(__dirname, '..', 'docs', 'operating.md'), 'utf8')
+    const rules = guide.match(/<!-- alert rules -->\n```yaml\n([\s\S]*?)```/)[1]
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snatch-rules-'))
     try {
       fs.writeFileSync(path.join(dir, 'rules.yml'), rules)

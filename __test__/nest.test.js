@@ -73,6 +73,18 @@ test('@Cron runs each occurrence on exactly one of three replicas, recorded unde
   await locker.close()
 })
 
+/**
+ * Schedule `name`'s records of occurrence `tick` once none is running: a method's end is told before its attempt's
+ * record is written.
+ */
+async function settledRecords(locker, name, tick) {
+  for (;;) {
+    const records = (await locker.history(name)).filter((r) => r.tick.getTime() === tick)
+    if (!records.some((r) => r.outcome === 'running')) return records
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
 test('a replica SIGKILLed while its @Cron method runs: the occurrence runs again on another, with a higher fence', async () => {
   const { prefix, locker } = fleet()
   // One occurrence (a daily cron, its tick in 4 s), so that no later one keeps the other replica busy.
@@ -87,7 +99,7 @@ test('a replica SIGKILLed while its @Cron method runs: the occurrence runs again
   expect(second.pid).not.toBe(first.pid)
   expect(second.attempt).toBe(2)
   expect(BigInt(second.fence)).toBeGreaterThan(BigInt(first.fence))
-  const records = (await locker.history('hangs')).filter((r) => r.tick.getTime() === first.tick)
+  const records = await settledRecords(locker, 'hangs', first.tick)
   expect(records.map((r) => r.outcome).sort()).toEqual(['crashed', 'ok'])
   await locker.close()
 })
@@ -98,11 +110,7 @@ test('a @Cron method that throws is retried per @SnatchSchedule({ retries })', a
   await startApps(2, { options: { url: process.env.REDIS_URL, prefix }, cron })
   const retry = await replicas.next((e) => e.event === 'end' && e.attempt === 2, 'a retried attempt')
   expect(retry.why).toBe('retry')
-  // The method's end is told before its attempt's record is written: read the records once it is.
-  let records
-  do {
-    records = (await locker.history('flaky')).filter((r) => r.tick.getTime() === retry.tick)
-  } while (records.some((r) => r.outcome === 'running') && (await new Promise((resolve) => setTimeout(resolve, 20)), true))
+  const records = await settledRecords(locker, 'flaky', retry.tick)
   expect(records.map((r) => [r.attempt, r.outcome]).sort()).toEqual([
     [1, 'failed'],
     [2, 'ok'],

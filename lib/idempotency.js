@@ -7,7 +7,7 @@
 const crypto = require('node:crypto')
 const { Locker, sharedTurn } = require('./locker')
 const { invalidArg } = require('./errors')
-const { checkType, snapshot } = require('./options')
+const { checkType, positiveOption, snapshot } = require('./options')
 
 const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000
 const DEFAULT_MAX_BYTES = 1024 * 1024
@@ -23,19 +23,13 @@ function settingsOf(options) {
   checkType('required', o.required, 'boolean')
   checkType('scope', o.scope, 'function')
   checkType('fingerprint', o.fingerprint, 'function')
-  for (const name of ['ttl', 'maxBytes']) {
-    checkType(name, o[name], 'number')
-    if (o[name] !== undefined && !(Number.isSafeInteger(o[name]) && o[name] > 0 && o[name] <= 2 ** 31 - 1)) {
-      throw invalidArg(RangeError, `${name} must be a positive integer up to ${2 ** 31 - 1}, got ${o[name]}`)
-    }
-  }
   return {
     header: (o.header ?? 'Idempotency-Key').toLowerCase(),
     required: o.required ?? false,
-    ttl: o.ttl ?? DEFAULT_TTL_MS,
+    ttl: positiveOption('ttl', o.ttl, DEFAULT_TTL_MS),
     scope: o.scope ?? (() => ''),
     fingerprint: o.fingerprint ?? defaultFingerprint,
-    maxBytes: o.maxBytes ?? DEFAULT_MAX_BYTES,
+    maxBytes: positiveOption('maxBytes', o.maxBytes, DEFAULT_MAX_BYTES),
   }
 }
 

@@ -221,7 +221,7 @@ class Locker {
       if (outcome.entry?.error) throw decodeError(outcome.entry.bytes)
       if (outcome.entry) return decodeValue(outcome.entry.bytes, o)
       // That round stored nothing (its runner lost its lease): another one, while there is time.
-      if (Date.now() >= deadline) throw new LockTimeoutError(`could not get the shared result of '${key}' within ${o.wait} ms`)
+      if (Date.now() >= deadline) throw sharedTimeout(key, o.wait)
     }
   }
 
@@ -649,6 +649,11 @@ function taskContext(lock, key) {
   }
 }
 
+/** The error of a shared() caller that did not get `key`'s result within its `wait` ms. */
+function sharedTimeout(key, wait) {
+  return new LockTimeoutError(`could not get the shared result of '${key}' within ${wait} ms`)
+}
+
 /** `promise`, or `signal`'s reason once it aborts. */
 function aborted(promise, signal) {
   return signal === undefined ? promise : bounded(promise, signal, Infinity)
@@ -667,7 +672,7 @@ function bounded(promise, signal, deadline, key, wait) {
       deadline === Infinity
         ? undefined
         : setTimeout(
-            () => done(() => reject(new LockTimeoutError(`could not get the shared result of '${key}' within ${wait} ms`))),
+            () => done(() => reject(sharedTimeout(key, wait))),
             Math.max(0, deadline - Date.now()),
           )
     signal?.addEventListener('abort', onAbort, { once: true })

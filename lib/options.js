@@ -222,6 +222,16 @@ function lockInit(options, { canWait }) {
 /** The longest duration option, in ms (the native side's bound). */
 const MAX_DURATION_MS = 2 ** 31 - 1
 
+/** A positive integer option `name` (ms or bytes) up to MAX_DURATION_MS, or `fallback` when not given. */
+function positiveOption(name, value, fallback) {
+  checkType(name, value, 'number')
+  if (value === undefined) return fallback
+  if (!(Number.isSafeInteger(value) && value > 0 && value <= MAX_DURATION_MS)) {
+    throw invalidArg(RangeError, `${name} must be a positive integer up to ${MAX_DURATION_MS}, got ${value}`)
+  }
+  return value
+}
+
 /**
  * Checks close()'s options: how long the fns running get to finish, in ms (`drain: false`: none; `timeout`: an integer
  * of ms, or Infinity, the default: all the time they take): undefined for no limit.
@@ -292,6 +302,7 @@ module.exports = {
   lockInit,
   scheduleInit,
   closeDrain,
+  positiveOption,
   checkKey,
   checkFn,
   checkString,

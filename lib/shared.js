@@ -4,13 +4,12 @@
 
 const errors = require('./errors')
 const { ResultError, invalidArg } = errors
-const { checkType, lockInit, snapshot } = require('./options')
+const { checkType, lockInit, positiveOption, snapshot } = require('./options')
 
 /** Default `resultTtl`, `wait` and `maxResultBytes`. */
 const DEFAULT_RESULT_TTL_MS = 60_000
 const DEFAULT_WAIT_MS = 30_000
 const DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
-const MAX_DURATION_MS = 2 ** 31 - 1
 
 /** The first byte of a payload: how the rest is encoded. */
 const JSON_VALUE = 0x6a // 'j': JSON, with bigints and dates marked
@@ -31,21 +30,11 @@ function sharedOptions(options) {
     throw invalidArg(TypeError, 'serialize and deserialize go together: give both or neither')
   }
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw invalidArg(TypeError, 'signal must be an AbortSignal')
-  const resultTtl = positive('resultTtl', o.resultTtl, DEFAULT_RESULT_TTL_MS)
-  const maxResultBytes = positive('maxResultBytes', o.maxResultBytes, DEFAULT_MAX_RESULT_BYTES)
+  const resultTtl = positiveOption('resultTtl', o.resultTtl, DEFAULT_RESULT_TTL_MS)
+  const maxResultBytes = positiveOption('maxResultBytes', o.maxResultBytes, DEFAULT_MAX_RESULT_BYTES)
   const wait = o.wait === undefined ? DEFAULT_WAIT_MS : o.wait
   const lock = lockInit({ ttl: o.ttl, minHold: o.minHold, autoExtend: o.autoExtend ?? true, fair: o.fair, wait }, { canWait: true })
   return { lock, resultTtl, maxResultBytes, wait, signal: o.signal, storeErrors: o.storeErrors ?? false, serialize: o.serialize, deserialize: o.deserialize }
-}
-
-/** A positive integer option `name` (ms or bytes) up to 2^31 − 1, or `fallback` when not given. */
-function positive(name, value, fallback) {
-  checkType(name, value, 'number')
-  if (value === undefined) return fallback
-  if (!(Number.isSafeInteger(value) && value > 0 && value <= MAX_DURATION_MS)) {
-    throw invalidArg(RangeError, `${name} must be a positive integer up to ${MAX_DURATION_MS}, got ${value}`)
-  }
-  return value
 }
 
 /** The payload of fn's value; ResultError when it cannot be serialized or is over `maxResultBytes`. */

@@ -483,15 +483,9 @@ const SCENARIOS = {
       }
       const audited = Date.now() - 5000
       await sleep(seconds(3) * 1000 + 4000)
-      const audits = [
-        await auditSchedule(operator, workers, 'chaos-job', 1000, started + 1000, audited),
-        await auditSchedule(operator, workers, 'chaos-sparse', 10_000, started + 1000, audited),
-      ]
+      const audit = await auditSchedules(operator, workers, started + 1000, audited)
       await operator.close()
-      return {
-        scheduleFailures: audits.flatMap((a) => a.failures),
-        notes: `${terminated} workers SIGTERMed; ${audits.map((a) => a.summary).join('; ')}`,
-      }
+      return { scheduleFailures: audit.failures, notes: `${terminated} workers SIGTERMed; ${audit.summary}` }
     },
   },
   handoff: {
@@ -582,16 +576,13 @@ const SCENARIOS = {
       // Past the faults: taken over, retried, run late and recorded before the audit.
       const audited = Date.now() - 10_000
       await sleep(seconds(4) * 1000 + 8000)
-      const audits = [
-        await auditSchedule(operator, workers, 'chaos-job', 1000, started + 1000, audited),
-        await auditSchedule(operator, workers, 'chaos-sparse', 10_000, started + 1000, audited),
-      ]
+      const audit = await auditSchedules(operator, workers, started + 1000, audited)
       await operator.close()
       return {
-        scheduleFailures: audits.flatMap((a) => a.failures),
+        scheduleFailures: audit.failures,
         notes:
           `${faults.kills} runners killed, ${faults.stops} stopped, ${faults.outages} outages of every process, ` +
-          `${faults.triggers} manual runs asked for; ${audits.map((a) => a.summary).join('; ')}`,
+          `${faults.triggers} manual runs asked for; ${audit.summary}`,
       }
     },
   },
@@ -622,6 +613,15 @@ async function runnerWithin(workers, ms, which) {
     await sleep(10)
   }
   return null
+}
+
+/** auditSchedule of the scheduler workers' two schedules, chaos-job (every second) and chaos-sparse (every 10 s). */
+async function auditSchedules(operator, workers, from, to) {
+  const audits = [
+    await auditSchedule(operator, workers, 'chaos-job', 1000, from, to),
+    await auditSchedule(operator, workers, 'chaos-sparse', 10_000, from, to),
+  ]
+  return { failures: audits.flatMap((a) => a.failures), summary: audits.map((a) => a.summary).join('; ') }
 }
 
 /**

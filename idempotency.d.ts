@@ -29,7 +29,7 @@ export interface IdempotencyRun {
   readonly validUntil: number
 }
 
-/** Express middleware (any `(req, res, next)` framework on node:http): see the README, "HTTP idempotency keys". */
+/** Express middleware (any `(req, res, next)` framework on node:http): see the guide "Locks and snatchTask", "HTTP idempotency keys". */
 export declare function idempotency(
   locker: Locker,
   options?: IdempotencyOptions,

@@ -696,7 +696,7 @@ export declare function createLocker(options?: LockerOptions): Locker
 
 /** Base of every error redis-snatch raises; `code` is stable. */
 export declare class SnatchError extends Error {
-  /** The stable code: ERR_SNATCH_… (the README's error table). */
+  /** The stable code: ERR_SNATCH_… (the error table of the guide "Locks and snatchTask"). */
   readonly code: string
 }
 /** ERR_SNATCH_REDIS: connection refused / timed out / command failed; `cause` says why. */

@@ -1,6 +1,6 @@
 'use strict'
 // One suite, two backends: the locker's contract on a real Redis and on `memory://`, the in-process store for
-// users' tests (README, "Testing your code without Redis").
+// users' tests (docs/testing.md).
 
 const { once } = require('node:events')
 const { createLocker, LockLostError, LockTimeoutError } = require('..')

@@ -40,7 +40,7 @@ afterAll(async () => {
   await cluster?.stop()
 })
 
-test('every method works on the cluster (seed nodes; the rest discovered), as the README\'s minimal ACL user', async () => {
+test('every method works on the cluster (seed nodes; the rest discovered), as the docs\' minimal ACL user', async () => {
   await createSnatchUser(cluster.urls, USER_PASSWORD)
   const user = { username: 'snatch', password: USER_PASSWORD }
   await everyMethod({ locker: locker(user), other: locker(user), nodes: cluster.urls })

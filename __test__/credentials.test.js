@@ -1,6 +1,6 @@
 'use strict'
 // Credentials: username/password as options or in the URL, a wrong password that never shows in an error, and every
-// method as a user with exactly the minimal ACL the README documents (read from the README, so the two agree).
+// method as a user with exactly the minimal ACL the docs document (read from docs/deployments.md, so the two agree).
 
 const { createLocker } = require('..')
 const { createSnatchUser, aclDenials } = require('./support/acl')
@@ -34,7 +34,7 @@ afterAll(async () => {
   await server?.stop()
 })
 
-test('every method works as a user with exactly the README\'s minimal ACL, with no command refused', async () => {
+test('every method works as a user with exactly the docs\' minimal ACL, with no command refused', async () => {
   await redisCommand(admin, 'ACL', 'LOG', 'RESET')
   const options = { username: 'snatch', password: USER_PASSWORD }
   const [l, other] = [locker(options), locker(options)]

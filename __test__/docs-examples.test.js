@@ -1,16 +1,17 @@
 'use strict'
-// The README's examples against the package's types: every ```js and ```ts block of README.md and docs/*.md is
+// The docs' examples against the package's types: every ```js and ```ts block of README.md and docs/*.md is
 // type-checked (strict TypeScript, as an ES module: `require` of a package becomes its import), unless the line
-// before it is `<!-- fragment -->`. The names an example takes from its surroundings (your app, your database, a
-// job) are declared in one prelude; redis-snatch's own names come from its types, so a changed API fails here.
+// before it is `<!-- fragment -->` (those marked `<!-- run: name -->` are also run, by docs-run.test.js). The names
+// an example takes from its surroundings (your app, your database, a job) are declared in one prelude;
+// redis-snatch's own names come from its types, so a changed API fails here.
 
 const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
 
-const root = path.join(__dirname, '..')
+const { root, pages, blocks, asModule } = require('./support/doc-blocks')
+
 const dir = path.join(root, 'target', 'doc-examples')
-const pages = ['README.md', ...fs.readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
 
 /** What the examples take from a user's application: declared, not ours to check. */
 const PRELUDE = `
@@ -42,6 +43,7 @@ declare global {
   function sendReport(...args: any[]): Promise<unknown>
   function decrementStock(...args: any[]): Promise<unknown>
   function work(...args: any[]): Promise<unknown>
+  function flushOutbox(...args: any[]): Promise<unknown>
   function render(...args: any[]): any
   function load(...args: any[]): any
   function save(...args: any[]): any
@@ -54,33 +56,13 @@ declare global {
 export {}
 `
 
-/** The blocks of `page` to check: `{ line, code }`. */
-function examples(page) {
-  const lines = fs.readFileSync(path.join(root, page), 'utf8').split('\n')
-  const found = []
-  for (let i = 0; i < lines.length; i++) {
-    if (!/^```(js|ts)\s*$/.test(lines[i])) continue
-    const end = lines.indexOf('```', i + 1)
-    if (lines[i - 1]?.trim() !== '<!-- fragment -->') found.push({ line: i + 1, code: lines.slice(i + 1, end).join('\n') })
-    i = end
-  }
-  return found
-}
-
-/** `code` as an ES module: `require('x')` of a package as its import. */
-function asModule(code) {
-  return `${code
-    .replace(/^const (\{[^}]*\}) = require\(('[^']+')\)/gm, (_, names, from) => `import ${names.replace(/:\s*/g, ' as ')} from ${from}`)
-    .replace(/^const (\w+) = require\(('[^']+')\)/gm, 'import $1 from $2')}\nexport {}\n`
-}
-
 test('the examples type-check against the package', () => {
   fs.rmSync(dir, { recursive: true, force: true })
   fs.mkdirSync(dir, { recursive: true })
   fs.writeFileSync(path.join(dir, 'prelude.d.ts'), PRELUDE)
   const files = []
   for (const page of pages) {
-    for (const { line, code } of examples(page)) {
+    for (const { line, code } of blocks(page).filter((block) => !block.fragment)) {
       const file = `${page.replace(/\W/g, '_')}_line${line}.mts`
       fs.writeFileSync(path.join(dir, file), asModule(code))
       files.push(file)

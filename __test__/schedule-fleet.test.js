@@ -152,7 +152,7 @@ test('suspend from a fourth process stops runs on all three replicas until resum
 })
 
 // locks() and schedules() (so the command line and the dashboard) scanned for ever, a core busy, under a prefix with a
-// '}' (say '{app}:', the README's advice for a cluster): the key that routes the scan, `{<prefix><n>}`, had its hash
+// '}' (say '{app}:', the docs' advice for a cluster): the key that routes the scan, `{<prefix><n>}`, had its hash
 // tag closed inside the prefix, and a key for the slot wanted was looked for among keys all in one other slot.
 test("under a prefix that is a hash tag ('{app}:'), locks() and schedules() answer", async () => {
   const tagged = createLocker({ url: process.env.REDIS_URL, prefix: `{app-${process.pid}}:` })

@@ -44,7 +44,7 @@ afterAll(async () => {
 /** The plain URLs (with the password) of the master and the replica, for inspection. */
 const dataNodes = () => [deployment.master.inspectUrl, deployment.replica.inspectUrl]
 
-test('every method works on the master the sentinels name, as the README\'s minimal ACL user', async () => {
+test('every method works on the master the sentinels name, as the docs\' minimal ACL user', async () => {
   await createSnatchUser(dataNodes(), USER_PASSWORD)
   const user = { username: 'snatch', password: USER_PASSWORD }
   await everyMethod({ locker: locker(user), other: locker(user), nodes: dataNodes() })
@@ -129,7 +129,7 @@ test('after a SENTINEL FAILOVER (the old master stays up, as a replica), the loc
   await redisCommand(sentinel.inspectUrl, 'SENTINEL', 'FAILOVER', deployment.name)
   const newPort = await deployment.waitForFailover(oldPort)
   // Sentinel turns the old master into a replica a moment after promoting the new one; a write to the old master
-  // in between is lost (README: what a failover means for a held lock). Once it is a replica, the locker's
+  // in between is lost (docs/deployments.md: what a failover means for a held lock). Once it is a replica, the locker's
   // connection to it has its next write refused (READONLY), after which the locker asks the sentinels again.
   const old = [deployment.master, deployment.replica].find((node) => node.port === oldPort)
   await waitFor('the old master to become a replica', async () => (await redisCommand(old.inspectUrl, 'ROLE'))[0] === 'slave')

@@ -1,5 +1,5 @@
 'use strict'
-// Shutdown: close({ drain, timeout }) in one process; a replica SIGTERMed with the README's recipe while it runs a
+// Shutdown: close({ drain, timeout }) in one process; a replica SIGTERMed with the docs' recipe while it runs a
 // scheduled occurrence and a withLock (the withLock finishes, the occurrence is handed over at once, nothing of the
 // process is left, it exits); a runner SIGKILLed in the middle of a long occurrence, taken over within ttl + 1 s.
 
@@ -92,7 +92,7 @@ describe('replica processes', () => {
   })
   afterEach(() => replicas.killAll())
 
-  test('SIGTERM with the README recipe: the withLock finishes, the occurrence is handed over at once, nothing is left', async () => {
+  test('SIGTERM with the docs' recipe: the withLock finishes, the occurrence is handed over at once, nothing is left', async () => {
     const { prefix, locker } = freshLocker()
     const env = { SNATCH_PREFIX: prefix, TTL_MS: '10000', DRAIN_MS: '1000' }
     const job = { schedule: 'report', cron: '*/2 * * * * *', fnMs: 30_000 }

@@ -141,7 +141,7 @@ class Workers {
     this.spawn(entry.config, entry.env)
   }
 
-  /** SIGTERMs `entry` (it shuts down as the README says: see worker.js) and starts another worker in its place. */
+  /** SIGTERMs `entry` (it shuts down as docs/locks.md says: see worker.js) and starts another worker in its place. */
   terminate(entry) {
     entry.child.kill('SIGTERM')
     this.children.delete(entry.id)
@@ -456,7 +456,7 @@ const SCENARIOS = {
   drain: {
     title:
       'shutdown: workers (lock, withLock, snatchTask; ttl 1 s) on 2 keys and schedules on 3 processes, one SIGTERMed ' +
-      'every 0.7 s as the README says (close with a timeout of 0, 100 or 400 ms, then exit) and a new one in its ' +
+      'every 0.7 s as the guide says (close with a timeout of 0, 100 or 400 ms, then exit) and a new one in its ' +
       'place: sections under way finish or are cut, an interrupted attempt runs again at once elsewhere; then the ' +
       'records audited against what ran',
     async run({ url, workers, seconds }) {

@@ -22,7 +22,7 @@
 //   { type: 'value', key, got, fence }        shared mode: the value a caller of `key` got (its key, its fence)
 // A section acts a few times, each act only while the lease is still valid, checked synchronously right before it:
 // the parent checks that no two holders' acts overlap. It stops on 'stop', finishing its section first; on SIGTERM it
-// shuts down as the README says (close with a timeout of `config.drainMs`, then exit): sections under way finish, or
+// shuts down as docs/locks.md says (close with a timeout of `config.drainMs`, then exit): sections under way finish, or
 // are cut when their signal aborts.
 
 const { createLocker } = require('..')
@@ -114,7 +114,7 @@ async function setSection(keys, fences, valid) {
 
 /**
  * A run's section (withLock, snatchTask), its end reported from inside fn: before the run's lock is released. Each
- * act checks `validUntil` besides the signal, as the README advises: a process stopped (SIGSTOP) in the middle may
+ * act checks `validUntil` besides the signal, as docs/locks.md advises: a process stopped (SIGSTOP) in the middle may
  * run its next act before it hears that its signal aborted meanwhile.
  */
 async function run(key, ctx) {
@@ -346,7 +346,7 @@ async function nestSections() {
 /** The Nest application of nest mode. */
 let nestApp
 
-// The README's shutdown recipe: nothing new is taken, what runs gets `config.drainMs` to finish, then the process exits.
+// The shutdown recipe of docs/locks.md: nothing new is taken, what runs gets `config.drainMs` to finish, then the process exits.
 process.once('SIGTERM', async () => {
   stopping = true
   await Promise.all([...lockers.map((l) => l.close({ timeout: config.drainMs ?? 0 })), nestApp?.close()])

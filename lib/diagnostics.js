@@ -14,7 +14,7 @@ const { performance } = require('node:perf_hooks')
 const start = dc.channel('redis-snatch:start')
 /**
  * `{ key, fence, ms, direct, start }`: a lock was acquired or a task's lease taken; `ms` since the call (schedules: the
- * tick); `direct` whether it was taken by a direct call (the direct connection, under the README's How it works).
+ * tick); `direct` whether it was taken by a direct call (the direct connection: docs/how-it-works.md).
  */
 const acquire = dc.channel('redis-snatch:acquire')
 /** `{ key, ms, start }`: a one-attempt call found the key held (snatchTask's `{ ran: false }`, tryLock's null). */

@@ -1,6 +1,6 @@
 'use strict'
 
-/** Base class of every error redis-snatch raises itself; `code` is stable (see the README's error table). */
+/** Base class of every error redis-snatch raises itself; `code` is stable (docs/locks.md, "Errors"). */
 class SnatchError extends Error {
   constructor(message, code, options) {
     super(message, options)

@@ -89,7 +89,7 @@ async function release(run) {
   await run.lock.release().catch(() => {})
 }
 
-/** Express middleware: see the README, "HTTP idempotency keys". */
+/** Express middleware: see docs/locks.md, "HTTP idempotency keys". */
 function idempotency(locker, options) {
   checkLocker(locker)
   const s = settingsOf(options)
@@ -153,7 +153,7 @@ function capture(res, s, run) {
   res.once('close', () => stored.then(() => release(run)))
 }
 
-/** Fastify plugin: `fastify.register(fastifyIdempotency, { locker, ...options })`; see the README. */
+/** Fastify plugin: `fastify.register(fastifyIdempotency, { locker, ...options })`; see docs/locks.md, "HTTP idempotency keys". */
 async function fastifyIdempotency(fastify, options) {
   const { locker, ...rest } = options ?? {}
   checkLocker(locker)

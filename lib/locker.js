@@ -188,7 +188,7 @@ class Locker {
 
   /**
    * One caller across the fleet runs `fn` under the lock `key` and stores its value (or error) for `resultTtl` ms;
-   * the others, now and within `resultTtl`, get that value without running fn (see the README, "Shared results").
+   * the others, now and within `resultTtl`, get that value without running fn (docs/locks.md, "Shared results").
    * Waits up to `wait` ms (default 30 s) for a round under way, or until `signal` aborts.
    */
   async shared(key, fn, options) {

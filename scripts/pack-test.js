@@ -137,23 +137,23 @@ function packTarballs(platform, addon, dest, env) {
     const native = pack(platformDir, dest, env)
     assert.ok(native.files.some((file) => file.path === path.basename(addon)), `${native.filename} lacks the .node`)
     ok(`${native.filename}: ${formatSize(native.size)} (the .node unpacked: ${formatSize(native.unpackedSize)})`)
-    checkReadmeSizes(native)
+    checkStatedSizes(native)
     return [main, native].map((report) => path.join(dest, report.filename))
   } finally {
     if (!existed) fs.rmSync(copy, { force: true })
   }
 }
 
-/** The README's sizes of the platform package ("about X MB packed, Y MB installed") are within 10% of `native`'s. */
-function checkReadmeSizes(native) {
-  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8')
-  const stated = /about ([\d.]+) MB packed, ([\d.]+) MB installed/.exec(readme)
-  assert.ok(stated, "README.md states the platform package's sizes as 'about X MB packed, Y MB installed'")
+/** The install guide's sizes of the platform package ("about X MB packed, Y MB installed") are within 10% of `native`'s. */
+function checkStatedSizes(native) {
+  const page = 'docs/install.md'
+  const stated = /about ([\d.]+) MB packed, ([\d.]+) MB installed/.exec(fs.readFileSync(path.join(root, page), 'utf8'))
+  assert.ok(stated, `${page} states the platform package's sizes as 'about X MB packed, Y MB installed'`)
   for (const [label, mb, bytes] of [['packed', stated[1], native.size], ['installed', stated[2], native.unpackedSize]]) {
     const measured = bytes / 1e6
-    assert.ok(Math.abs(Number(mb) - measured) <= measured * 0.1, `README.md says ${mb} MB ${label}; measured ${measured.toFixed(2)} MB`)
+    assert.ok(Math.abs(Number(mb) - measured) <= measured * 0.1, `${page} says ${mb} MB ${label}; measured ${measured.toFixed(2)} MB`)
   }
-  ok(`README.md's sizes of the platform package (${stated[1]} MB packed, ${stated[2]} MB installed) are within 10%`)
+  ok(`${page}'s sizes of the platform package (${stated[1]} MB packed, ${stated[2]} MB installed) are within 10%`)
 }
 
 /** One version everywhere: package.json's is the CHANGELOG's newest (npm/*: checkPlatformPackages). */

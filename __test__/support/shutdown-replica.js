@@ -1,5 +1,5 @@
 'use strict'
-// A replica for the shutdown tests, with the README's SIGTERM recipe (close with a timeout, then exit). On
+// A replica for the shutdown tests, with the SIGTERM recipe of docs/locks.md (close with a timeout, then exit). On
 // `{ schedule, cron, fnMs }` it schedules `schedule`, whose fn reports `start`, runs `fnMs` or until its signal aborts,
 // then reports `end` (and rejects when it aborted); on `{ withLock, ms }` it runs a withLock whose fn takes `ms` (its
 // signal ignored), reporting `locked` and `unlocked`. REDIS_URL, SNATCH_PREFIX, TTL_MS and DRAIN_MS from the environment.
@@ -10,7 +10,7 @@ const locker = createLocker({ url: process.env.REDIS_URL, ttl: Number(process.en
 const pid = process.pid
 const report = (event) => process.connected && process.send({ pid, ...event })
 
-// The README's recipe.
+// The recipe of docs/locks.md.
 process.once('SIGTERM', async () => {
   await locker.close({ timeout: Number(process.env.DRAIN_MS) })
   report({ event: 'closed' })

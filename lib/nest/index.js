@@ -1,5 +1,5 @@
 'use strict'
-// `require('redis-snatch/nest')`: NestJS integration (see README, "NestJS", and nest.d.ts).
+// `require('redis-snatch/nest')`: NestJS integration (see docs/nestjs.md and nest.d.ts).
 
 for (const peer of ['@nestjs/common', '@nestjs/core']) {
   try {

@@ -61,7 +61,7 @@ import { createMetricsHandler, type MetricsHandlerOptions } from 'redis-snatch/p
 import { idempotency, fastifyIdempotency, type IdempotencyOptions, type IdempotencyRun } from 'redis-snatch/idempotency'
 import { createServer } from 'node:http'
 
-/** Uses every export the way the README does; never called, only type-checked. */
+/** Uses every export the way the docs do; never called, only type-checked. */
 export async function usage(): Promise<void> {
   const options: LockerOptions = { url: 'redis://127.0.0.1:6379', prefix: 'app:', ttl: 10_000, commandTimeout: 500, maxStall: 30_000 }
   const redlock: LockerOptions = { urls: ['redis://a:6379', 'redis://b:6379', 'redis://c:6379'], driftFactor: 0.01 }

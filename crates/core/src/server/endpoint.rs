@@ -117,7 +117,7 @@ impl Access {
         Ok(Some(ClusterTlsKey::new(self.tls_config()?, db, timeout)))
     }
 
-    /// `urls` parsed, without CLIENT SETINFO on connecting (one command fewer for the ACL a locker needs, README).
+    /// `urls` parsed, without CLIENT SETINFO on connecting (one command fewer for the ACL a locker needs, docs/deployments.md).
     fn seeds(urls: &[String]) -> Result<Vec<ConnectionInfo>, SnatchError> {
         urls.iter()
             .map(|url| {
@@ -137,7 +137,7 @@ impl Access {
     }
 
     fn build(&self, label: String, info: ConnectionInfo) -> Result<Endpoint, SnatchError> {
-        // No CLIENT SETINFO on connecting: one command fewer for the ACL a locker needs (README).
+        // No CLIENT SETINFO on connecting: one command fewer for the ACL a locker needs (docs/deployments.md).
         let mut settings = info.redis_settings().clone().set_skip_set_lib_name();
         if settings.username().is_none() {
             if let Some(username) = &self.username {

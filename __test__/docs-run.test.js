@@ -1,9 +1,10 @@
 'use strict'
-// The docs' examples marked `<!-- run: name -->`, run as a user would run them: each in several processes at once
-// (replicas), against a real Redis, with what they take from an app (a report to send, an outbox, a database) made
-// real by support/docs-world.mjs, and checked against what their text says.
+// The docs' examples marked `<!-- run: name -->`, run as a user would run them and checked against what their text
+// says: the README's in several processes at once (replicas) against a real Redis, with what they take from an app
+// (a report to send, an outbox, a database) made real by support/docs-world.mjs; the testing guide's as a Jest
+// project of its own.
 
-const { spawn } = require('node:child_process')
+const { spawn, spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
 const { pathToFileURL } = require('node:url')
@@ -54,7 +55,7 @@ async function replicas(name, count, env = {}) {
 }
 
 test('every example marked to run is run here, and every example run here is marked', () => {
-  expect([...marked.keys()].sort()).toEqual(['lock', 'run-once', 'schedule'])
+  expect([...marked.keys()].sort()).toEqual(['lock', 'memory-jest', 'run-once', 'schedule'])
 })
 
 test('run once: of 3 replicas calling at once, one sends the report and the others are told so', async () => {
@@ -90,4 +91,24 @@ test('a lock: 5 replicas each take one from the stock in turn, with rising fence
   const fences = writes.map((write) => BigInt(write.fence))
   expect(fences.every((fence, i) => i === 0 || fence > fences[i - 1])).toBe(true)
   expect(JSON.parse(fs.readFileSync(stock, 'utf8'))['sku-42'].stock).toBe(95)
+})
+
+test("testing with memory://: the guide's two files, installed as a user's, pass under Jest with no Redis", () => {
+  const app = path.join(dir, 'memory-jest')
+  fs.rmSync(app, { recursive: true, force: true })
+  fs.mkdirSync(path.join(app, 'node_modules'), { recursive: true })
+  fs.writeFileSync(path.join(app, 'package.json'), '{ "private": true }')
+  fs.symlinkSync(root, path.join(app, 'node_modules', 'redis-snatch'), 'dir')
+  // The block is two files, each under a `// <file>.js` line.
+  const files = marked.get('memory-jest').code.split(/^(?=\/\/ [\w.-]+\.js\b)/m)
+  expect(files).toHaveLength(2)
+  for (const file of files) fs.writeFileSync(path.join(app, /^\/\/ ([\w.-]+\.js)/.exec(file)[1]), file)
+  const jest = require.resolve('jest/bin/jest')
+  const { status, stderr } = spawnSync(process.execPath, [jest, '--ci'], {
+    cwd: app,
+    env: { ...process.env, REDIS_URL: 'memory://' },
+    encoding: 'utf8',
+  })
+  expect(stderr).toMatch(/Tests:\s+1 passed, 1 total/)
+  expect(status).toBe(0)
 })

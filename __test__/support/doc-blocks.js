@@ -1,7 +1,8 @@
 'use strict'
 // The code blocks of the docs (README.md and docs/*.md), for the tests that check them: every ```js and ```ts block,
-// with the mark on the line before it (`<!-- fragment -->`: a piece of something larger, not checked;
-// `<!-- run: name -->`: also run by __test__/docs-run.test.js, which checks what it does under that name).
+// with the mark on the line before it: `<!-- fragment -->`, a piece of something larger, not type-checked;
+// `<!-- run: name -->`, also run by __test__/docs-run.test.js, which checks what it does under that name; both,
+// `<!-- fragment, run: name -->`.
 
 const fs = require('node:fs')
 const path = require('node:path')
@@ -16,9 +17,8 @@ function blocks(page) {
   for (let i = 0; i < lines.length; i++) {
     if (!/^```(js|ts)\s*$/.test(lines[i])) continue
     const end = lines.indexOf('```', i + 1)
-    const mark = lines[i - 1]?.trim() ?? ''
-    const run = /^<!-- run: ([\w-]+) -->$/.exec(mark)?.[1]
-    found.push({ page, line: i + 1, code: lines.slice(i + 1, end).join('\n'), fragment: mark === '<!-- fragment -->', run })
+    const mark = /^<!-- (fragment)?(?:, )?(?:run: ([\w-]+))? -->$/.exec(lines[i - 1]?.trim() ?? '') ?? []
+    found.push({ page, line: i + 1, code: lines.slice(i + 1, end).join('\n'), fragment: Boolean(mark[1]), run: mark[2] })
     i = end
   }
   return found

@@ -92,7 +92,7 @@ describe('replica processes', () => {
   })
   afterEach(() => replicas.killAll())
 
-  test('SIGTERM with the docs' recipe: the withLock finishes, the occurrence is handed over at once, nothing is left', async () => {
+  test('SIGTERM with the documented recipe: the withLock finishes, the occurrence is handed over at once, nothing is left', async () => {
     const { prefix, locker } = freshLocker()
     const env = { SNATCH_PREFIX: prefix, TTL_MS: '10000', DRAIN_MS: '1000' }
     const job = { schedule: 'report', cron: '*/2 * * * * *', fnMs: 30_000 }

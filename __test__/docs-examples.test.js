@@ -73,6 +73,7 @@ test('the examples type-check against the package', () => {
     compilerOptions: {
       strict: true,
       noImplicitAny: false,
+      experimentalDecorators: true, // NestJS's
       noEmit: true,
       target: 'ES2022',
       lib: ['ES2022', 'ESNext.Disposable', 'DOM'],

@@ -18,12 +18,18 @@ const dir = path.join(root, 'target', 'doc-run')
 const world = pathToFileURL(path.join(__dirname, 'support', 'docs-world.mjs')).href
 const marked = new Map(pages.flatMap(blocks).filter((block) => block.run).map((block) => [block.run, block]))
 
+/** The example processes not yet exited: a failed test's are killed after it. */
+const running = new Set()
+
 beforeAll(() => fs.mkdirSync(dir, { recursive: true }))
+afterEach(() => {
+  for (const child of running) child.kill('SIGKILL')
+})
 
 /**
  * Starts `count` processes of the example `name` and lets them go together once each is ready. Returns
  * `{ children, acts(), exits }`: `acts()` reads what they did so far, `exits` resolves each one's
- * `{ code, signal, stdout, stderr }`.
+ * `{ code, signal, stdout, stderr }` once it exited and its output was read.
  */
 async function replicas(name, count, env = {}) {
   const { page, line, code } = marked.get(name)
@@ -46,7 +52,13 @@ async function replicas(name, count, env = {}) {
       let stderr = ''
       child.stdout.on('data', (data) => (stdout += data))
       child.stderr.on('data', (data) => (stderr += data))
-      return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal, stdout, stderr })))
+      running.add(child)
+      return new Promise((resolve) =>
+        child.once('close', (code, signal) => {
+          running.delete(child)
+          resolve({ code, signal, stdout, stderr })
+        }),
+      )
     }),
   )
   await until(() => acts().filter((act) => act.act === 'ready').length === count, `${count} replicas of ${name} to start`)

@@ -74,8 +74,8 @@ impl LockKeys {
     /// The names of a read lock (or with `write` the write lock) of read-write lock `key`: its readers are
     /// `prefix + key`, as a semaphore's holders, and its writer's key is beside it ([`LockKeys::beside`]:
     /// `prefix + key:writer`, on a cluster `{prefix + key}:writer`), so that its channel, on which every waiter of the
-    /// lock is woken, is under the prefix as the others are (the ACL of docs/deployments.md); fences come from the prefix's
-    /// counter, as a lock's.
+    /// lock is woken, is under the prefix as the others are (the ACL of docs/deployments.md); fences come from the
+    /// prefix's counter, as a lock's.
     pub fn read_write(prefix: &str, key: &str, write: bool, one_slot: bool) -> Result<Self, SnatchError> {
         let readers = Self::new(prefix, key, one_slot)?;
         let writer = readers.beside("writer", one_slot);
@@ -181,8 +181,8 @@ pub fn prefix_has_counters(prefix: &str, one_slot: bool) -> bool {
 /// (`slot` is `None`); on a cluster `prefix:fence` when the prefix has a hash tag of its own (every lock under it
 /// hashes to that tag's slot), else `{prefix<tag>}:fence`, where `<tag>` makes it hash to `slot` ([`slot_suffix`]).
 /// Each of these names begins with the prefix or with `{` and the prefix, as a counter always did (the ACL rules of
-/// docs/deployments.md). `None` for a cluster prefix with an unpaired brace, which no such name can follow: its locks keep
-/// counters of their own.
+/// docs/deployments.md). `None` for a cluster prefix with an unpaired brace, which no such name can follow: its locks
+/// keep counters of their own.
 fn prefix_counter(prefix: &str, slot: Option<u16>) -> Option<String> {
     let Some(slot) = slot else {
         return Some(["{", prefix, "}:fence"].concat());

@@ -117,7 +117,8 @@ impl Access {
         Ok(Some(ClusterTlsKey::new(self.tls_config()?, db, timeout)))
     }
 
-    /// `urls` parsed, without CLIENT SETINFO on connecting (one command fewer for the ACL a locker needs, docs/deployments.md).
+    /// `urls` parsed, without CLIENT SETINFO on connecting (one command fewer for the ACL a locker needs:
+    /// docs/deployments.md).
     fn seeds(urls: &[String]) -> Result<Vec<ConnectionInfo>, SnatchError> {
         urls.iter()
             .map(|url| {

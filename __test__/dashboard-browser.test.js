@@ -69,6 +69,20 @@ describeWithBrowser('the dashboard in Chromium', () => {
       })),
     )
 
+  /**
+   * Clicks `selector`, finding it again when the page re-rendered its table between finding and clicking it (the
+   * node is then detached, and puppeteer throws before it clicks).
+   */
+  async function click(page, selector) {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await page.click(selector)
+      } catch (err) {
+        if (tries === 10 || !/detached/i.test(err.message)) throw err
+      }
+    }
+  }
+
   /** Resolves once `check()` (run in the test) resolves true; fails after `ms`. */
   async function until(what, check, ms = 10_000) {
     const deadline = Date.now() + ms
@@ -127,7 +141,7 @@ describeWithBrowser('the dashboard in Chromium', () => {
     expect(rows.find((r) => r.name === 'sync').health).toBe('failing')
     expect(rows.find((r) => r.name === 'cleanup').buttons).toEqual(['trigger', 'suspend'])
     // The failed schedule's runs: the timeline's bars and the records with the error as text.
-    await page.click('#schedules tr[data-name="sync"] td:first-child a')
+    await click(page, '#schedules tr[data-name="sync"] td:first-child a')
     await page.waitForSelector('#records tbody tr')
     expect(await page.$$eval('#timeline rect.bar-failed', (bars) => bars.length)).toBeGreaterThan(0)
     expect(await page.$eval('#records tbody tr td:last-child', (td) => td.textContent)).toBe(
@@ -143,10 +157,10 @@ describeWithBrowser('the dashboard in Chromium', () => {
     const page = await open(await serve({ actions: true }))
     const manualRuns = async () => (await locker.history('cleanup')).filter((r) => r.why === 'manual').length
     const before = await manualRuns()
-    await page.click('#schedules tr[data-name="cleanup"] td:first-child a') // its runs: none yet (hourly)
+    await click(page, '#schedules tr[data-name="cleanup"] td:first-child a') // its runs: none yet (hourly)
     await page.waitForSelector('#detail:not([hidden])')
     const clicked = Date.now()
-    await page.click('#schedules tr[data-name="cleanup"] button[title="run cleanup once now"]')
+    await click(page, '#schedules tr[data-name="cleanup"] button[title="run cleanup once now"]')
     await page.waitForFunction(
       () => [...document.querySelectorAll('#records tbody tr')].some((tr) => tr.cells[2].textContent.startsWith('manual')),
       { timeout: 3000 },
@@ -154,7 +168,7 @@ describeWithBrowser('the dashboard in Chromium', () => {
     expect(Date.now() - clicked).toBeLessThan(3000)
     expect(await manualRuns()).toBe(before + 1)
 
-    await page.click('#schedules tr[data-name="report"] button[title="suspend report"]')
+    await click(page, '#schedules tr[data-name="report"] button[title="suspend report"]')
     await until('report suspended in the page', async () => (await scheduleRows(page)).find((r) => r.name === 'report').state.includes('suspended'))
     expect((await locker.schedules()).find((s) => s.name === 'report').suspended).toBe(true)
     // The next two ticks (every 2 s) are recorded, and neither ran: each is missed, reason suspended.
@@ -163,7 +177,7 @@ describeWithBrowser('the dashboard in Chromium', () => {
     await until('two ticks recorded since the suspension', async () => (await since()).length >= 2, 15_000)
     const records = await since()
     expect(records.map((r) => [r.outcome, r.reason])).toEqual(records.map(() => ['missed', 'suspended']))
-    await page.click('#schedules tr[data-name="report"] button[title="resume report"]')
+    await click(page, '#schedules tr[data-name="report"] button[title="resume report"]')
     await until('report active again', async () => !(await locker.schedules()).find((s) => s.name === 'report').suspended)
     await page.close()
   }, 30_000)
@@ -173,7 +187,7 @@ describeWithBrowser('the dashboard in Chromium', () => {
     const held = await locker.tryLock('invoice:42', { ttl: 3000, autoExtend: true })
     const page = await open(await serve({ actions: true }))
     await page.waitForSelector('#locks tr[data-key="invoice:42"]')
-    await page.click('#locks tr[data-key="invoice:42"] button')
+    await click(page, '#locks tr[data-key="invoice:42"] button')
     await until('the holder\'s signal to abort', async () => held.signal.aborted)
     expect(page.dialogs).toEqual(['Force-release lock "invoice:42"? Its holder\'s signal aborts.'])
     expect(await locker.inspect('invoice:42')).toBeNull()
@@ -187,7 +201,7 @@ describeWithBrowser('the dashboard in Chromium', () => {
     await page.waitForSelector('#locks tr[data-key="readonly:1"]')
     expect(await page.$$eval('button', (buttons) => buttons.length)).toBe(0)
     // A schedule's runs still show.
-    await page.click('#schedules tr[data-name="sync"] td:first-child a')
+    await click(page, '#schedules tr[data-name="sync"] td:first-child a')
     await page.waitForSelector('#records tbody tr')
     const statuses = await page.evaluate(async () =>
       Promise.all(
@@ -220,7 +234,7 @@ describeWithBrowser('the dashboard in Chromium', () => {
     const page = await open(await serve({ actions: true }))
     await page.waitForSelector('#semaphores tr[data-key="exports"]')
     expect(await page.$eval('#semaphores tr[data-key="exports"]', (tr) => tr.cells[1].textContent)).toBe('2 of 4')
-    await page.click('#schedules tr[data-name="sync"] td:first-child a')
+    await click(page, '#schedules tr[data-name="sync"] td:first-child a')
     await page.waitForSelector('#timeline rect.bar-failed')
     fs.mkdirSync(path.dirname(SCREENSHOT), { recursive: true })
     await page.screenshot({ path: SCREENSHOT, fullPage: true })

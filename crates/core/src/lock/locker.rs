@@ -290,11 +290,6 @@ impl Locker {
         self.shared.closing.notify_waiters();
     }
 
-    /// Resolves when `close` is called (register it before reading [`Locker::is_closed`]).
-    pub(crate) fn closing(&self) -> tokio::sync::futures::Notified<'_> {
-        self.shared.closing.notified()
-    }
-
     /// Resolves once no call is under way.
     async fn idle(&self) {
         let shared = &self.shared;
@@ -538,23 +533,29 @@ impl Locker {
                 wake = Some(shared.nodes.watch(&keys, fair).await);
                 continue;
             };
-            let closing = shared.closing.notified();
-            tokio::pin!(closing);
-            // Registered before `closed` is read, so that a `close` in between still wakes it.
-            closing.as_mut().enable();
-            if self.is_closed() {
-                return Err(SnatchError::Closed);
-            }
             // A fair waiter comes back to keep its place; its turn's release wakes it.
             let retry = match fair {
                 Some(_) => PLACE_LEASE / 4,
                 None => Duration::from_millis(rand::random_range(RETRY_DELAY_MS)),
             };
-            tokio::select! {
-                () = sleep(retry.min(retry_in.saturating_add(Duration::from_millis(1))).min(left)) => {}
-                () = notify.notified() => {}
-                () = closing => return Err(SnatchError::Closed),
-            }
+            self.pause(notify, retry.min(retry_in.saturating_add(Duration::from_millis(1))).min(left)).await?;
+        }
+    }
+
+    /// A waiter's pause between attempts: `at_most`, or until `woken` (a release it watches) is notified.
+    /// [`SnatchError::Closed`] when the locker closes, also before the pause.
+    pub(crate) async fn pause(&self, woken: &Notify, at_most: Duration) -> Result<(), SnatchError> {
+        let closing = self.shared.closing.notified();
+        tokio::pin!(closing);
+        // Registered before `closed` is read, so that a `close` in between still wakes it.
+        closing.as_mut().enable();
+        if self.is_closed() {
+            return Err(SnatchError::Closed);
+        }
+        tokio::select! {
+            () = sleep(at_most) => Ok(()),
+            () = woken.notified() => Ok(()),
+            () = closing => Err(SnatchError::Closed),
         }
     }
 

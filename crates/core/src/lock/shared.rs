@@ -13,7 +13,7 @@ use snatch_protocol::shared::{Entry, Reader};
 use snatch_protocol::SnatchError;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::{sleep, Instant};
+use tokio::time::Instant;
 
 /// What a caller's turn comes to.
 pub enum Turn {
@@ -66,17 +66,7 @@ impl Locker {
                 wake = Some(self.nodes().watch(&keys, None).await);
                 continue;
             };
-            let closing = self.closing();
-            tokio::pin!(closing);
-            closing.as_mut().enable();
-            if self.is_closed() {
-                return Err(SnatchError::Closed);
-            }
-            tokio::select! {
-                () = sleep(retry_in.saturating_add(Duration::from_millis(1)).min(left)) => {}
-                () = notify.notified() => {}
-                () = closing => return Err(SnatchError::Closed),
-            }
+            self.pause(notify, retry_in.saturating_add(Duration::from_millis(1)).min(left)).await?;
         }
     }
 

@@ -7,6 +7,7 @@
 const crypto = require('node:crypto')
 const { Locker, sharedTurn } = require('./locker')
 const { invalidArg } = require('./errors')
+const { heldContext } = require('./lock')
 const { checkType, positiveOption, snapshot } = require('./options')
 
 const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000
@@ -97,22 +98,11 @@ function idempotency(locker, options) {
     decide(locker, s, req, req.headers[s.header]).then((decision) => {
       if (decision.respond) return send(res, decision.respond)
       if (decision.run) {
-        req.idempotency = runContext(decision.run)
+        req.idempotency = heldContext(decision.run.lock) // its lock's signal, fence and validUntil
         capture(res, s, decision.run)
       }
       next()
     }, next)
-  }
-}
-
-/** What the handler of a run finds on its request as `idempotency`: the lock's signal, fence and validUntil. */
-function runContext({ lock }) {
-  return {
-    signal: lock.signal,
-    fence: lock.fence,
-    get validUntil() {
-      return lock.validUntil
-    },
   }
 }
 
@@ -166,7 +156,7 @@ async function fastifyIdempotency(fastify, options) {
       return reply.code(status).headers(headers).send(body)
     }
     if (decision.run) {
-      request.idempotency = runContext(decision.run)
+      request.idempotency = heldContext(decision.run.lock)
       runs.set(request, decision.run)
     }
   })

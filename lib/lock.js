@@ -136,26 +136,46 @@ async function withHeld(key, acquire, fn, options, context = (held) => ({ signal
   checkFn(fn)
   const init = lockInit(options, { canWait: true })
   const held = await acquire({ ...init, autoExtend: init?.autoExtend ?? true }, true)
-  let value, error
-  let threw = false
+  let settled
   try {
-    value = await held._wrap(() => fn(context(held)))
-  } catch (err) {
-    threw = true
-    error = err
+    settled = { threw: false, value: await held._wrap(() => fn(context(held))) }
+  } catch (error) {
+    settled = { threw: true, error }
   }
-  const lost = held.signal.aborted || held.validUntil <= Date.now()
+  const lost = lostError(held, key, settled)
   await held.release().catch(() => {
     // As for a task's lock: a release that fails leaves the lock to expire with its lease.
   })
-  if (lost) {
-    const err = held.signal.reason instanceof LockLostError ? held.signal.reason : new LockLostError(key)
-    if (threw && error !== err) err.cause = error
-    err.value = value
-    throw err
-  }
-  if (threw) throw error
-  return value
+  if (lost) throw lost
+  if (settled.threw) throw settled.error
+  return settled.value
 }
 
-module.exports = { Lock, withHeld }
+/**
+ * The LockLostError of `held` (a Lock or a MultiLock on `key`) when its lease was lost by the time fn settled
+ * (`settled`: `{ threw, error, value }`), with fn's error as `cause` (unless it is that error) and its value as
+ * `value`; null when it was not. Read before the release, which aborts the signal too.
+ */
+function lostError(held, key, { threw, error, value }) {
+  if (!(held.signal.aborted || held.validUntil <= Date.now())) return null
+  const err = held.signal.reason instanceof LockLostError ? held.signal.reason : new LockLostError(key)
+  if (threw && error !== err) err.cause = error
+  err.value = value
+  return err
+}
+
+/** What fn gets under lock `held`: its signal, fence, `key` when given, and `validUntil` (a getter: right when read). */
+function heldContext(held, key) {
+  const context = {
+    signal: held.signal,
+    fence: held.fence,
+    key,
+    get validUntil() {
+      return held.validUntil
+    },
+  }
+  if (key === undefined) delete context.key
+  return context
+}
+
+module.exports = { Lock, withHeld, lostError, heldContext }

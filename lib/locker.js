@@ -4,7 +4,7 @@ const { NativeLocker, OutcomeKind } = require('./native')
 const diagnostics = require('./diagnostics')
 const { LockLostError, LockTimeoutError, fromNative, fromNativeError, invalidArg } = require('./errors')
 const { KeepAlive } = require('./keep-alive')
-const { Lock, withHeld } = require('./lock')
+const { Lock, withHeld, lostError, heldContext } = require('./lock')
 const { MultiLock, checkKeys } = require('./multi-lock')
 const { sharedOptions, encodeValue, decodeValue, encodeError, decodeError } = require('./shared')
 const {
@@ -215,7 +215,7 @@ class Locker {
         throw err
       }
       if (mine) {
-        if ('error' in outcome.own) throw outcome.own.error
+        if (outcome.own.threw) throw outcome.own.error
         return outcome.own.value
       }
       if (outcome.entry?.error) throw decodeError(outcome.entry.bytes)
@@ -228,39 +228,33 @@ class Locker {
   /**
    * One round of shared() in this process: the turn at `key` (waiting up to `waitMs`), then, holding the lock, fn
    * run, its value or error stored and the lock released. Resolves `{ entry, own }`: what is stored (`{ error, bytes
-   * }`, or null), and for the caller that started it, fn's `{ value }` or `{ error }`.
+   * }`, or null), and for the caller that started it, what fn came to: `{ threw, error, value }`.
    */
   async #sharedRound(key, fn, o, waitMs) {
     const turn = await this[sharedTurn](key, { ...o.lock, wait: Math.max(0, waitMs) }, o.storeErrors, 'shared')
     if (turn.stored) {
       const entry = turn.stored
-      return { entry, own: entry.error ? { error: decodeError(entry.bytes) } : { value: decodeValue(entry.bytes, o) } }
+      const own = entry.error ? { threw: true, error: decodeError(entry.bytes) } : { threw: false, value: decodeValue(entry.bytes, o) }
+      return { entry, own }
     }
     const { lock, store } = turn
     let own
     try {
-      own = { value: await lock._wrap(() => fn(taskContext(lock, key))) }
-    } catch (err) {
-      own = { error: err }
+      own = { threw: false, value: await lock._wrap(() => fn(heldContext(lock, key))) }
+    } catch (error) {
+      own = { threw: true, error }
     }
     let payload
     try {
-      payload = 'error' in own ? encodeError(own.error) : encodeValue(own.value, o)
-    } catch (err) {
-      own = { error: err }
-      payload = encodeError(err)
+      payload = own.threw ? encodeError(own.error) : encodeValue(own.value, o)
+    } catch (error) {
+      own = { threw: true, error }
+      payload = encodeError(error)
     }
-    const error = 'error' in own
-    const lost = lock.signal.aborted || lock.validUntil <= Date.now()
-    const stored = !lost && (await store(error, payload, o.resultTtl).catch(() => false))
+    const lost = lostError(lock, key, own)
+    const stored = !lost && (await store(own.threw, payload, o.resultTtl).catch(() => false))
     await lock.release().catch(() => {})
-    if (lost) {
-      const err = lock.signal.reason instanceof LockLostError ? lock.signal.reason : new LockLostError(key)
-      if (error) err.cause = own.error
-      else err.value = own.value
-      own = { error: err }
-    }
-    return { entry: stored ? { error, bytes: payload } : null, own }
+    return { entry: stored ? { error: own.threw, bytes: payload } : null, own: lost ? { threw: true, error: lost } : own }
   }
 
   /**
@@ -634,18 +628,6 @@ class Locker {
       this.#runs.delete(id)
     }
     return run.outcome(completion)
-  }
-}
-
-/** What fn gets under a Lock: its signal, fence, key and validUntil (a getter, as a run's context has). */
-function taskContext(lock, key) {
-  return {
-    signal: lock.signal,
-    fence: lock.fence,
-    key,
-    get validUntil() {
-      return lock.validUntil
-    },
   }
 }
 

@@ -103,12 +103,13 @@ function encodeError(err) {
 
 /** The built-in error classes an error is told again as (their constructors take the message first). */
 const BUILT_IN = [Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError]
+/** Ours: every error class lib/errors.js exports. */
+const OURS = Object.values(errors).filter((v) => v === errors.SnatchError || v?.prototype instanceof errors.SnatchError)
 
 /** The error a payload describes: of the same class when it is ours or a built-in one, with its `code` and message. */
 function decodeError(payload) {
   const { name, message, code } = JSON.parse(payload.toString('utf8'))
-  const classes = [errors.SnatchError, errors.RedisError, errors.QuorumError, errors.LockTimeoutError, errors.LockLostError, errors.ClosedError, errors.NoReplicaError, errors.RunTimeoutError, errors.RunReplacedError, errors.ResultError]
-  const ours = classes.find((Class) => Class.name === name)
+  const ours = OURS.find((Class) => Class.name === name)
   const builtIn = BUILT_IN.find((Class) => Class.name === name) ?? null
   let err
   if (ours) {

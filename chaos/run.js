@@ -220,6 +220,13 @@ async function holdersKilledOrStopped({ url, workers, seconds }, name, modes, ex
   return { notes: `${kills} holders killed, ${stops} stopped` }
 }
 
+/** 4 workers of `mode` (shared or idempotency: 4 acts, 10 ms pauses) under holdersKilledOrStopped, then auditValues. */
+async function valuesUnderFaults(context, mode) {
+  const { notes } = await holdersKilledOrStopped(context, mode, Array(4).fill(mode), { acts: 4, pauseMs: 10 })
+  const audit = auditValues(context.workers)
+  return { ...audit, notes: `${notes}; ${audit.notes}` }
+}
+
 /** The values callers got (shared and idempotency modes), each of its key and of a run that happened on it. */
 function auditValues({ values, sections }) {
   const ran = new Set(sections.map((s) => `${s.key} ${s.fence}`))
@@ -519,23 +526,14 @@ const SCENARIOS = {
       'idempotency keys: 4 replicas (Express, redis-snatch/idempotency; ttl 1 s, responses kept 30 ms) each sending ' +
       'requests with 2 keys to its own app, the handler having the section; a holder SIGKILLed or SIGSTOPped for ttl + ' +
       '0.7 s every 1.5 s, in turn; every answer must be of its key and of a run that happened',
-    async run(context) {
-      const modes = ['idempotency', 'idempotency', 'idempotency', 'idempotency']
-      const { notes } = await holdersKilledOrStopped(context, 'idempotency', modes, { acts: 4, pauseMs: 10 })
-      const audit = auditValues(context.workers)
-      return { ...audit, notes: `${notes}; ${audit.notes}` }
-    },
+    run: (context) => valuesUnderFaults(context, 'idempotency'),
   },
   shared: {
     title:
       'shared results: 4 workers call shared() on 2 keys (ttl 1 s, resultTtl 20 ms), the runner has the section; a ' +
       'holder SIGKILLed or SIGSTOPped for ttl + 0.7 s every 1.5 s, in turn; every value a caller got must be of its key ' +
       'and of a run that happened',
-    async run(context) {
-      const { notes } = await holdersKilledOrStopped(context, 'shared', ['shared', 'shared', 'shared', 'shared'], { acts: 4, pauseMs: 10 })
-      const audit = auditValues(context.workers)
-      return { ...audit, notes: `${notes}; ${audit.notes}` }
-    },
+    run: (context) => valuesUnderFaults(context, 'shared'),
   },
   'schedule-faults': {
     title:

@@ -155,12 +155,13 @@ async function withHeld(key, acquire, fn, options, context = (held) => ({ signal
  * The LockLostError of `held` (a Lock or a MultiLock on `key`) when its lease was lost by the time fn settled
  * (`settled`: `{ threw, error, value }`), with fn's error as `cause` (unless it is that error) and its value as
  * `value`; null when it was not. Read before the release, which aborts the signal too.
+ * @param {{ threw: boolean, error?: unknown, value?: unknown }} settled
  */
-function lostError(held, key, { threw, error, value }) {
+function lostError(held, key, settled) {
   if (!(held.signal.aborted || held.validUntil <= Date.now())) return null
   const err = held.signal.reason instanceof LockLostError ? held.signal.reason : new LockLostError(key)
-  if (threw && error !== err) err.cause = error
-  err.value = value
+  if (settled.threw && settled.error !== err) err.cause = settled.error
+  err.value = settled.value
   return err
 }
 

@@ -104,7 +104,9 @@ function encodeError(err) {
 /** The built-in error classes an error is told again as (their constructors take the message first). */
 const BUILT_IN = [Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError]
 /** Ours: every error class lib/errors.js exports. */
-const OURS = Object.values(errors).filter((v) => v === errors.SnatchError || v?.prototype instanceof errors.SnatchError)
+const OURS = /** @type {Array<typeof errors.SnatchError>} */ (
+  Object.values(errors).filter((v) => v === errors.SnatchError || (typeof v === 'function' && v.prototype instanceof errors.SnatchError))
+)
 
 /** The error a payload describes: of the same class when it is ours or a built-in one, with its `code` and message. */
 function decodeError(payload) {

@@ -6,6 +6,10 @@ use std::time::Duration;
 /// Longest duration accepted for any time option (ttl, wait, minHold, commandTimeout): 2^31 − 1 ms, as for timers.
 pub const MAX_DURATION_MS: u64 = i32::MAX as u64;
 
+/// The longest `jitter` of a schedule: half a day, over which a daily schedule's fleet of occurrences (a nightly sync
+/// per tenant) may spread; the occurrence of a longer one would be further from its tick than from the next day's.
+pub const MAX_JITTER_MS: u64 = 12 * 3600 * 1000;
+
 /// The shortest ttl: the least that leaves a lease some validity (ttl − ttl·driftFactor − 2 ms > 0) for every
 /// driftFactor below 0.5. A shorter one could never be granted, or would be lost as soon as extended.
 pub const MIN_TTL_MS: u64 = 5;
@@ -19,6 +23,15 @@ pub const DEFAULT_FENCE_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Longest `fenceTtl`: 2^53 − 1 ms, the largest integer a JS number holds exactly (Redis takes any 64-bit ttl).
 pub const MAX_FENCE_TTL_MS: u64 = (1 << 53) - 1;
+
+/// The largest count option (a list's or a semaphore's `limit`, a size in bytes): 2^31 − 1, as for durations.
+pub const MAX_COUNT: u64 = i32::MAX as u64;
+
+/// The most `retries` a schedule takes.
+pub const MAX_RETRIES: u32 = 100;
+
+/// The one Redis of a locker given none (nor `REDIS_URL`, which the facade reads).
+pub const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
 /// How the URLs of a [`LockerConfig`] are read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -118,7 +131,7 @@ impl std::fmt::Debug for LockerConfig {
 impl Default for LockerConfig {
     fn default() -> Self {
         Self {
-            urls: vec!["redis://127.0.0.1:6379".to_owned()],
+            urls: vec![DEFAULT_URL.to_owned()],
             topology: Topology::Servers,
             tls: None,
             username: None,
@@ -230,12 +243,14 @@ pub fn is_memory(url: &str) -> bool {
 }
 
 /// The range, in ms, of duration option `name`: a lease at least [`MIN_TTL_MS`], `fenceTtl` up to
-/// [`MAX_FENCE_TTL_MS`], the timeouts and the retry delay at least 1, every other from 0; up to [`MAX_DURATION_MS`].
+/// [`MAX_FENCE_TTL_MS`], the timeouts, the retry delays, `maxStall` and `resultTtl` at least 1, every other from 0;
+/// up to [`MAX_DURATION_MS`].
 fn duration_range(name: &str) -> (u64, u64) {
     match name {
         "ttl" => (MIN_TTL_MS, MAX_DURATION_MS),
         "fenceTtl" => (1, MAX_FENCE_TTL_MS),
-        "commandTimeout" | "timeout" | "retryDelay" | "maxStall" => (1, MAX_DURATION_MS),
+        "commandTimeout" | "timeout" | "retryDelay" | "maxStall" | "retry" | "resultTtl" => (1, MAX_DURATION_MS),
+        "jitter" => (0, MAX_JITTER_MS),
         _ => (0, MAX_DURATION_MS),
     }
 }
@@ -245,6 +260,39 @@ fn duration_range(name: &str) -> (u64, u64) {
 pub fn duration_error(name: &str, value: impl std::fmt::Display) -> SnatchError {
     let (low, high) = duration_range(name);
     SnatchError::range_arg(format!("{name} must be an integer number of milliseconds in [{low}, {high}], got {value}"))
+}
+
+/// The range of count option `name` (not a duration), when it is one: `retries` from 0 to [`MAX_RETRIES`], `history`
+/// from 1 to [`MAX_HISTORY`], every other (a `limit`, a size in bytes) from 1 to [`MAX_COUNT`].
+///
+/// [`MAX_HISTORY`]: snatch_protocol::schedule::MAX_HISTORY
+fn count_range(name: &str) -> Option<(u64, u64)> {
+    match name {
+        "retries" => Some((0, u64::from(MAX_RETRIES))),
+        "history" => Some((1, u64::from(snatch_protocol::schedule::MAX_HISTORY))),
+        "limit" | "maxResultBytes" | "maxBytes" => Some((1, MAX_COUNT)),
+        _ => None,
+    }
+}
+
+/// Checks option `name`'s number `value` as the caller gave it: an integer in its range (see [`count_range`], and
+/// [`duration_range`] for the durations: the others).
+pub fn check_option(name: &str, value: f64) -> Result<(), SnatchError> {
+    let shown = || {
+        if value.is_infinite() {
+            format!("{}Infinity", if value < 0.0 { "-" } else { "" })
+        } else {
+            value.to_string()
+        }
+    };
+    let (low, high) = count_range(name).unwrap_or_else(|| duration_range(name));
+    if value.is_finite() && value.fract() == 0.0 && value >= low as f64 && value <= high as f64 {
+        return Ok(());
+    }
+    Err(match count_range(name) {
+        Some(_) => SnatchError::range_arg(format!("{name} must be an integer from {low} to {high}, got {}", shown())),
+        None => duration_error(name, shown()),
+    })
 }
 
 /// Rejects a lease ttl outside [[`MIN_TTL_MS`], [`MAX_DURATION_MS`]].

@@ -7,6 +7,8 @@
 
 mod config;
 mod direct;
+mod lead;
+pub mod limits;
 mod lock;
 mod redact;
 mod redlock;
@@ -19,13 +21,21 @@ pub use direct::calls::{AcquireSettled, DirectAcquire, DirectRelease, ReleaseSet
 pub use direct::open::open as open_direct_socket;
 pub use direct::routes::{RouteSocket, Routes};
 pub use direct::stream::DirectStream;
+pub use lead::campaign::{campaign, Campaign, CampaignOptions, DEFAULT_RETRY};
+pub use lead::observer::{observe, Observer};
+pub use lock::contention::Contended;
 pub use lock::lease::{Lease, LeaseState};
 pub use lock::locker::{DirectRoute, Holder, Locker};
 pub use lock::shared::Turn;
 pub use run::call::Call;
 pub use run::input::{Input, Post};
-pub use run::runner::{Output, Runner, Told};
+pub use run::runner::{Output, Reentering, Runner, Told};
 pub use schedule::fleet::{answer as ask_fleet, FleetRequest};
-pub use schedule::scheduler::{schedule, Cron, Schedule, ScheduleOptions};
+pub use schedule::options::{Cron, ScheduleOptions};
+pub use schedule::scheduler::{schedule, Schedule};
+pub use schedule::stored::{
+    get as get_stored, handle, list as list_stored, remove as remove_stored, summary as stored_summary,
+    upsert as upsert_stored, Handler,
+};
 pub use snatch_protocol::attempt::Concurrency;
 pub use snatch_protocol::{self as protocol, ArgKind, SnatchError};

@@ -8,10 +8,11 @@ use snatch_core::protocol::direct::handshake::DIRECT_CLIENT_NAME;
 use snatch_core::protocol::direct::session::{DirectSession, NoReply};
 use snatch_core::protocol::direct::target::DirectTarget;
 use snatch_core::protocol::keys::CLOCK_FLOOR;
+use snatch_core::protocol::offers::Offers;
 use snatch_core::protocol::resp::Reply;
 use snatch_core::{
-    open_direct_socket, AcquireSettled, DirectAcquire, DirectRelease, DirectStream, Lease, LeaseState, LockOptions,
-    Locker, LockerConfig, ReleaseSettled,
+    open_direct_socket, AcquireSettled, DirectAcquire, DirectRelease, DirectStream, Holder, Lease, LeaseState,
+    LockOptions, Locker, LockerConfig, ReleaseSettled,
 };
 use std::io::ErrorKind;
 use std::sync::Arc;
@@ -48,9 +49,10 @@ impl DirectCall for Call {
         }
     }
 
-    fn encoded(&mut self, at: Instant) {
-        if let Call::Acquire(attempt) = self {
-            attempt.encoded(at);
+    fn encoded(&mut self, at: Instant, offers: Offers) {
+        match self {
+            Call::Acquire(attempt) => attempt.encoded(at),
+            Call::Release(release) => release.encoded(offers),
         }
     }
 }
@@ -68,13 +70,24 @@ fn release_of(locker: &Locker, lease: &Arc<Lease>) -> DirectRelease {
 /// Sends `calls` on `socket` (non-blocking, as the binding has it) through a [`DirectSession`], as the caller of
 /// direct calls does: each call with its reply, and what the commands were (see [`commands`]).
 fn exchange(socket: &mut DirectStream, calls: Vec<Call>) -> (Vec<(Call, Reply)>, Vec<&'static str>) {
-    exchange_in(socket, calls, usize::MAX)
+    let offers = socket.offers();
+    exchange_in(socket, calls, usize::MAX, offers)
 }
 
-/// [`exchange`], reading at most `chunk` bytes at a time.
-fn exchange_in(socket: &mut DirectStream, calls: Vec<Call>, chunk: usize) -> (Vec<(Call, Reply)>, Vec<&'static str>) {
+/// [`exchange`] as on a server that offers no commands of its own: releases by the release script.
+fn exchange_by_scripts(socket: &mut DirectStream, calls: Vec<Call>) -> (Vec<(Call, Reply)>, Vec<&'static str>) {
+    exchange_in(socket, calls, usize::MAX, Offers::default())
+}
+
+/// [`exchange`], reading at most `chunk` bytes at a time, on a server taken to offer `offers`.
+fn exchange_in(
+    socket: &mut DirectStream,
+    calls: Vec<Call>,
+    chunk: usize,
+    offers: Offers,
+) -> (Vec<(Call, Reply)>, Vec<&'static str>) {
     let count = calls.len();
-    let mut session = DirectSession::new(Duration::from_secs(5), true);
+    let mut session = DirectSession::new(Duration::from_secs(5), true, offers);
     for call in calls {
         assert!(session.push(call), "written at once while no replies are handed out");
     }
@@ -108,9 +121,10 @@ fn exchange_in(socket: &mut DirectStream, calls: Vec<Call>, chunk: usize) -> (Ve
 }
 
 /// The commands in `written` that tell calls apart, in order: `SET` for an acquisition, `PEXPIRE` after it when it
-/// keeps the fence counter, `EVALSHA` for a script call.
+/// keeps the fence counter, `EVALSHA` for a script call, `DELIFEQ` for the server's compare-and-delete.
 fn commands(written: &[u8]) -> Vec<&'static str> {
-    let names = ["SET", "PEXPIRE", "EVALSHA"].map(|name| (name, format!("\r\n${}\r\n{name}\r\n", name.len())));
+    let names =
+        ["SET", "PEXPIRE", "EVALSHA", "DELIFEQ"].map(|name| (name, format!("\r\n${}\r\n{name}\r\n", name.len())));
     (0..written.len())
         .filter_map(|at| names.iter().find(|(_, line)| written[at..].starts_with(line.as_bytes())).map(|(n, _)| *n))
         .collect()
@@ -156,9 +170,20 @@ async fn lease_of(socket: &mut DirectStream, mut settled: Acquired) -> Option<Ar
     }
 }
 
+/// The lease `attempt` comes to on `socket` (see [`lease_of`]).
+async fn take(socket: &mut DirectStream, attempt: DirectAcquire) -> Option<Arc<Lease>> {
+    let settled = acquire(socket, attempt);
+    lease_of(socket, settled).await
+}
+
+/// What `release` comes to on `socket`, sent again by script when the server's compare-and-delete leaves it to the
+/// script, as the binding does.
 fn release(socket: &mut DirectStream, release: DirectRelease) -> ReleaseSettled {
     let (mut replies, _) = exchange(socket, vec![Call::Release(release)]);
-    settle_release(replies.remove(0))
+    match settle_release(replies.remove(0)) {
+        ReleaseSettled::Resend(release) => self::release(socket, release),
+        settled => settled,
+    }
 }
 
 #[tokio::test]
@@ -184,6 +209,42 @@ async fn acquires_and_releases_over_the_callers_socket() {
     assert!(matches!(self::release(&mut socket, release), ReleaseSettled::Done(Ok(true))));
     let exists: bool = inspect(&url).exists(lock_key(&locker, &key)).unwrap();
     assert!(!exists);
+    locker.close().await;
+}
+
+#[tokio::test]
+async fn permits_and_read_write_locks_are_taken_and_given_back_over_the_callers_socket_by_their_scripts() {
+    let (_server, url) = redis_url();
+    let locker = locker(&[&url]);
+    let mut socket = socket(&locker).await;
+    let options = LockOptions::default();
+    // A semaphore of 2: two permits, then none, then one again once one is given back.
+    let sem = unique_key("direct-sem");
+    let held = || -> usize { inspect(&url).zcard(lock_key(&locker, &sem)).unwrap() };
+    let permit = |locker: &Locker| DirectAcquire::held(locker, &sem, Holder::Permit(2), &options).unwrap().unwrap();
+    let (mut replies, commands) = exchange(&mut socket, vec![Call::Acquire(Box::new(permit(&locker)))]);
+    assert_eq!(commands, ["EVALSHA"], "a permit's acquisition is its script");
+    let _zero = lease_of(&mut socket, settle_acquire(replies.remove(0))).await.expect("a permit");
+    let first = take(&mut socket, permit(&locker)).await.expect("a permit");
+    assert_eq!(held(), 2);
+    assert!(matches!(acquire(&mut socket, permit(&locker)), AcquireSettled::Done(Ok(None))), "both permits held");
+    let (mut replies, commands) = exchange(&mut socket, vec![Call::Release(release_of(&locker, &first))]);
+    assert_eq!(commands, ["EVALSHA"]);
+    let released = settle_release(replies.remove(0));
+    assert!(matches!(released, ReleaseSettled::Done(Ok(true))), "{released:?}");
+    assert_eq!(held(), 1);
+    let again = take(&mut socket, permit(&locker)).await.expect("the permit given back");
+    assert!(again.fence() > first.fence());
+    // A read-write lock: a reader keeps the writer out; the writer, once the reader is gone, keeps readers out.
+    let rw = unique_key("direct-rw");
+    let as_holder = |holder| DirectAcquire::held(&locker, &rw, holder, &options).unwrap().unwrap();
+    let reader = take(&mut socket, as_holder(Holder::Reader)).await.expect("a read lock");
+    assert!(matches!(acquire(&mut socket, as_holder(Holder::Writer)), AcquireSettled::Done(Ok(None))));
+    assert!(matches!(release(&mut socket, release_of(&locker, &reader)), ReleaseSettled::Done(Ok(true))));
+    let writer = take(&mut socket, as_holder(Holder::Writer)).await.expect("the write lock");
+    assert!(matches!(acquire(&mut socket, as_holder(Holder::Reader)), AcquireSettled::Done(Ok(None))));
+    assert!(matches!(release(&mut socket, release_of(&locker, &writer)), ReleaseSettled::Done(Ok(true))));
+    assert!(take(&mut socket, as_holder(Holder::Reader)).await.is_some());
     locker.close().await;
 }
 
@@ -341,7 +402,7 @@ async fn consecutive_releases_share_one_command_and_each_call_gets_its_own_outco
         Call::Release(release_of(&locker, &third_lease)),
         attempt(&first),
     ];
-    let (mut replies, commands) = exchange(&mut socket, calls);
+    let (mut replies, commands) = exchange_by_scripts(&mut socket, calls);
     assert_eq!(commands, ["EVALSHA", "SET"]);
     let again = settle_acquire(replies.pop().unwrap());
     let AcquireSettled::Done(Ok(Some(again))) = again else { panic!("acquired after its release: {again:?}") };
@@ -364,9 +425,8 @@ async fn acquisitions_need_no_script_and_a_release_the_server_cannot_run_goes_to
 
     let acquired = acquire(&mut socket, attempt_on(&locker, &key, &LockOptions::default()));
     let lease = lease_of(&mut socket, acquired).await.expect("acquired without the release script");
-    let ReleaseSettled::Fallback(release) = self::release(&mut socket, release_of(&locker, &lease)) else {
-        panic!("expected a fallback")
-    };
+    let (mut replies, _) = exchange_by_scripts(&mut socket, vec![Call::Release(release_of(&locker, &lease))]);
+    let ReleaseSettled::Fallback(release) = settle_release(replies.remove(0)) else { panic!("expected a fallback") };
     assert!(release.fallback().await.unwrap());
     let exists: bool = inspect(&url).exists(lock_key(&locker, &key)).unwrap();
     assert!(!exists);
@@ -388,7 +448,7 @@ async fn a_group_the_server_cannot_run_sends_each_of_its_calls_back_to_the_locke
     }
     let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut inspect(&url)).unwrap();
 
-    let (replies, commands) = exchange(&mut socket, calls);
+    let (replies, commands) = exchange_by_scripts(&mut socket, calls);
     assert_eq!(commands, ["EVALSHA"]);
     for (key, reply) in keys.iter().zip(replies) {
         let ReleaseSettled::Fallback(release) = settle_release(reply) else { panic!("expected a fallback for {key}") };
@@ -525,8 +585,10 @@ async fn replies_read_a_byte_at_a_time_are_paired_with_their_calls() {
     let first = lease_of(&mut socket, acquired).await.expect("acquired");
 
     let calls = vec![Call::Release(release_of(&locker, &first)), attempt(&free), attempt(&wrong_type), attempt(&free)];
-    let (replies, commands) = exchange_in(&mut socket, calls, 1);
-    assert_eq!(commands, ["EVALSHA", "SET", "SET", "SET"]);
+    let offers = socket.offers();
+    let (replies, commands) = exchange_in(&mut socket, calls, 1, offers);
+    let release = if offers.compare_and_delete { "DELIFEQ" } else { "EVALSHA" };
+    assert_eq!(commands, [release, "SET", "SET", "SET"]);
     let [released, again, wrong, held] = <[_; 4]>::try_from(replies).ok().unwrap();
     assert!(matches!(settle_release(released), ReleaseSettled::Done(Ok(true))));
     let AcquireSettled::Done(Ok(Some(again))) = settle_acquire(again) else { panic!("acquired after its release") };
@@ -621,5 +683,60 @@ async fn direct_acquisitions_and_the_acquire_script_agree_on_every_state_of_a_ke
         let counter: i64 = inspect(&url).get(counter_key(&locker)).unwrap();
         assert_eq!(counter, before + 1, "{state}: the direct commands count the fence up whatever their SET did");
     }
+    locker.close().await;
+}
+
+/// Whether the server at `url` is one that offers `DELIFEQ` (Valkey 9.0 or later).
+fn offers_delifeq(url: &str) -> bool {
+    let info: String = redis::cmd("INFO").arg("server").query(&mut inspect(url)).unwrap();
+    let valkey_major =
+        info.lines().find_map(|line| line.strip_prefix("valkey_version:")?.split('.').next()?.parse::<u32>().ok());
+    valkey_major.is_some_and(|major| major >= 9)
+}
+
+#[tokio::test]
+async fn a_plain_lease_is_released_by_the_servers_compare_and_delete_and_a_waited_for_one_by_the_script() {
+    let (_server, url) = redis_url();
+    let locker = locker(&[&url]);
+    let mut socket = socket(&locker).await;
+    let offered = offers_delifeq(&url);
+    assert_eq!(socket.offers().compare_and_delete, offered, "the handshake learned what the server offers");
+    let options = LockOptions::default();
+    let own = if offered { "DELIFEQ" } else { "EVALSHA" };
+
+    // Held by its owner alone: one command, the server's own where it has it.
+    let key = unique_key("offers-plain");
+    let lease = take(&mut socket, attempt_on(&locker, &key, &options)).await.expect("acquired");
+    let (mut replies, commands) = exchange(&mut socket, vec![Call::Release(release_of(&locker, &lease))]);
+    assert_eq!(commands, [own]);
+    assert!(matches!(settle_release(replies.remove(0)), ReleaseSettled::Done(Ok(true))));
+    assert!(!inspect(&url).exists::<_, bool>(lock_key(&locker, &key)).unwrap());
+
+    // Waited for (the key holds the waiter's mark): the script does it, and wakes the waiters.
+    let key = unique_key("offers-waited");
+    let lease = take(&mut socket, attempt_on(&locker, &key, &options)).await.expect("acquired");
+    let marked = format!("{}*", held_by(lease.token()));
+    let _: () = inspect(&url).set(lock_key(&locker, &key), &marked).unwrap();
+    let (mut replies, commands) = exchange(&mut socket, vec![Call::Release(release_of(&locker, &lease))]);
+    assert_eq!(commands, [own]);
+    let settled = settle_release(replies.remove(0));
+    let settled = if offered {
+        let ReleaseSettled::Resend(again) = settled else { panic!("sent again by script: {settled:?}") };
+        let (mut replies, commands) = exchange(&mut socket, vec![Call::Release(again)]);
+        assert_eq!(commands, ["EVALSHA"], "a release sent again goes by the script");
+        settle_release(replies.remove(0))
+    } else {
+        settled
+    };
+    assert!(matches!(settled, ReleaseSettled::Done(Ok(true))), "{settled:?}");
+    assert!(!inspect(&url).exists::<_, bool>(lock_key(&locker, &key)).unwrap());
+
+    // Not ours any more: the script says so.
+    let key = unique_key("offers-gone");
+    let lease = take(&mut socket, attempt_on(&locker, &key, &options)).await.expect("acquired");
+    let _: () = inspect(&url).set(lock_key(&locker, &key), "someone else").unwrap();
+    assert!(matches!(release(&mut socket, release_of(&locker, &lease)), ReleaseSettled::Done(Ok(false))));
+    let held: String = inspect(&url).get(lock_key(&locker, &key)).unwrap();
+    assert_eq!(held, "someone else");
     locker.close().await;
 }

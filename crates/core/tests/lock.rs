@@ -615,8 +615,8 @@ async fn a_lock_handed_over_is_adopted_once_and_the_original_can_no_longer_relea
     let key = unique_key("handoff");
     let lease = original.try_lock(&key, &ttl(5000)).await.unwrap().expect("free key");
     let (token, fence) = (lease.token().to_owned(), lease.fence());
-    assert!(lease.hand_off().is_some_and(|left| left > Duration::ZERO));
-    assert_eq!(lease.hand_off(), None, "handed over once");
+    assert!(lease.hand_over().is_some_and(|left| left > Duration::ZERO));
+    assert_eq!(lease.hand_over(), None, "handed over once");
     let forged = "0".repeat(32);
     assert!(adopter.adopt(&key, &forged, fence, &ttl(5000)).await.unwrap().is_none());
     let adopted = adopter.adopt(&key, &token, fence, &ttl(5000)).await.unwrap().expect("the handle's key");

@@ -4,17 +4,17 @@
 
 mod support;
 
-use snatch_core::protocol::attempt::{Ending, SkipReason};
-use snatch_core::protocol::run::{Occurrence, Outcome};
-use snatch_core::protocol::schedule::{Attempt, Record, Status, Why};
+use snatch_core::protocol::attempt::{Concurrency, Ending, SkipReason};
+use snatch_core::protocol::run::{Outcome, ScheduledAttempt};
+use snatch_core::protocol::schedule::{Attempt, Jitter, Record, ScheduleKeys, Status, Why};
 use snatch_core::{ask_fleet, Cron, FleetRequest, Input, Locker, LockerConfig, Post, ScheduleOptions};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::caller::{Caller, Occurrences};
-use support::{redis_url, unique_key};
+use support::{redis_url, take_buffer_slot, unique_key};
 
 /// Attempts run, with the replica that ran each.
-type Runs = Arc<Mutex<Vec<(Occurrence, usize)>>>;
+type Runs = Arc<Mutex<Vec<(ScheduledAttempt, usize)>>>;
 
 /// A schedule's fn that records its attempt as run by `replica`, then takes `work`.
 fn recorder(replica: usize, work: Duration, runs: &Runs) -> Occurrences {
@@ -116,6 +116,169 @@ async fn a_run_still_going_at_the_next_occurrence_skips_it_as_an_overlap() {
 }
 
 #[tokio::test]
+async fn with_buffer_the_next_occurrence_waits_and_runs_right_after_and_a_third_is_skipped() {
+    let (_server, url) = redis_url();
+    let name = unique_key("buffer");
+    let runs: Runs = Arc::default();
+    let locker = locker(&url, "one");
+    let mut caller = Caller::new(&locker);
+    let options = ScheduleOptions { concurrency: Concurrency::Buffer, ..ScheduleOptions::default() };
+    let schedule = caller.schedule(&name, every_second(), options).unwrap();
+    let seen = runs.clone();
+    let until = async {
+        // Stopped once the waiting occurrence runs (stop() then waits for it).
+        while seen.lock().unwrap().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        schedule.stop().await;
+    };
+    let told = caller.serve(recorder(0, Duration::from_millis(2200), &runs), until).await;
+    let ticks: Vec<i64> = runs.lock().unwrap().iter().map(|(o, _)| o.attempt.tick).collect();
+    assert_eq!(ticks.len(), 2, "{ticks:?}");
+    assert_eq!(ticks[1], ticks[0] + 1000, "the next occurrence waited and ran: {ticks:?}");
+    let skipped: Vec<i64> = told
+        .iter()
+        .filter_map(|(_, o)| match o {
+            Outcome::Skipped { tick, reason: SkipReason::Overlap } => Some(*tick),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(skipped, vec![ticks[0] + 2000], "one waits at most: the third is skipped");
+    let records = history(&locker, &name).await;
+    let of = |tick| records.iter().find(|r| r.tick == tick).map(|r| (r.outcome, r.reason.clone()));
+    assert_eq!(of(ticks[1]), Some((Status::Ok, None)), "{records:?}");
+    assert_eq!(of(ticks[0] + 2000), Some((Status::Missed, Some("overlap".to_owned()))), "{records:?}");
+}
+
+#[tokio::test]
+async fn with_buffer_an_occurrence_waiting_past_its_grace_runs_though_a_look_back_took_it_for_missed() {
+    let (_server, url) = redis_url();
+    let name = unique_key("buffer-long");
+    let runs: Runs = Arc::default();
+    let locker = locker(&url, "one");
+    let mut caller = Caller::new(&locker);
+    let options = ScheduleOptions { concurrency: Concurrency::Buffer, ..ScheduleOptions::default() };
+    let schedule = caller.schedule(&name, every_second(), options).unwrap();
+    let seen = runs.clone();
+    let until = async {
+        while seen.lock().unwrap().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        schedule.stop().await;
+    };
+    // Each run takes 7 s: the next occurrence waits 6 s, past a heartbeat (5 s) and the look back's grace of 2 s.
+    let told = caller.serve(recorder(0, Duration::from_millis(7000), &runs), until).await;
+    let ticks: Vec<i64> = runs.lock().unwrap().iter().map(|(o, _)| o.attempt.tick).collect();
+    assert_eq!(ticks[1], ticks[0] + 1000, "{ticks:?}");
+    assert!(
+        told.iter().any(|(_, o)| matches!(o, Outcome::Missed { tick, .. } if *tick == ticks[1])),
+        "a look back recorded the waiting occurrence missed meanwhile: {told:?}"
+    );
+    let records = history(&locker, &name).await;
+    let waited: Vec<_> = records.iter().filter(|r| r.tick == ticks[1]).collect();
+    assert_eq!(waited.len(), 1, "{records:?}");
+    assert_eq!(waited[0].outcome, Status::Ok, "its record replaced the missed one: {records:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_buffer_a_waiter_whose_slot_was_taken_meanwhile_does_not_run() {
+    let (_server, url) = redis_url();
+    let name = unique_key("buffer-taken");
+    let runs: Runs = Arc::default();
+    let locker = locker(&url, "one");
+    let slot = ScheduleKeys::new(&locker.config().prefix, &name, false).unwrap().buffer().lock;
+    let mut caller = Caller::new(&locker);
+    // A long lease: the waiter waits for the run lock in rounds of a third of it, so it renews nothing between losing
+    // its slot and getting the run lock, as a waiter stopped past the slot's lease does not.
+    let ttl = Some(Duration::from_secs(30));
+    let options = ScheduleOptions { concurrency: Concurrency::Buffer, ttl, ..ScheduleOptions::default() };
+    let schedule = caller.schedule(&name, every_second(), options).unwrap();
+    let seen = runs.clone();
+    let until = async {
+        let ran = |from: i64| seen.lock().unwrap().iter().any(|(o, _)| o.attempt.tick >= from);
+        while !ran(0) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let first = seen.lock().unwrap()[0].0.attempt.tick;
+        // The next occurrence waits in the slot; then the slot is another's (its lease lapsed while its process was
+        // stopped, and a later occurrence took it).
+        take_buffer_slot(&url, &slot).await;
+        // Until the waiter ran, or a later occurrence did after the first run ended.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !ran(first + 1000) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        schedule.stop().await;
+    };
+    caller.serve(recorder(0, Duration::from_millis(2500), &runs), until).await;
+    let ticks: Vec<i64> = runs.lock().unwrap().iter().map(|(o, _)| o.attempt.tick).collect();
+    assert!(ticks.len() >= 2, "a later occurrence ran after the first: {ticks:?}");
+    assert!(!ticks.contains(&(ticks[0] + 1000)), "the waiter ran though its slot was another's: {ticks:?}");
+    let records = history(&locker, &name).await;
+    let waiter: Vec<_> =
+        records.iter().filter(|r| r.tick == ticks[0] + 1000).map(|r| (r.outcome, r.reason.as_deref())).collect();
+    assert_eq!(waiter, vec![(Status::Missed, Some("superseded"))], "recorded, as another took its place: {records:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_jitter_each_occurrence_starts_at_its_offset_the_same_on_every_replica_and_runs_once() {
+    let (_server, url) = redis_url();
+    let name = unique_key("jitter");
+    let jitter = Duration::from_millis(900);
+    let starts: Arc<Mutex<Vec<(i64, i64)>>> = Arc::default();
+    let replicas = (0..3).map(|replica| {
+        let (name, url, starts) = (name.clone(), url.clone(), starts.clone());
+        tokio::spawn(async move {
+            let mut caller = Caller::new(&locker(&url, &format!("replica-{replica}")));
+            let options = ScheduleOptions { jitter, ..ScheduleOptions::default() };
+            let schedule = caller.schedule(&name, every_second(), options).unwrap();
+            let until = async {
+                tokio::time::sleep(Duration::from_millis(4500)).await;
+                schedule.stop().await;
+            };
+            let r#fn: Occurrences = Box::new(move |occurrence| {
+                starts.lock().unwrap().push((occurrence.attempt.tick, chrono::Utc::now().timestamp_millis()));
+                Box::pin(async { None })
+            });
+            caller.serve(r#fn, until).await
+        })
+    });
+    futures_util::future::join_all(replicas).await;
+    let starts = starts.lock().unwrap().clone();
+    let mut ticks: Vec<i64> = starts.iter().map(|&(tick, _)| tick).collect();
+    ticks.sort();
+    ticks.dedup();
+    assert_eq!(ticks.len(), starts.len(), "an occurrence ran twice: {starts:?}");
+    assert!(starts.len() >= 3, "{starts:?}");
+    let planned = Jitter::new(&name, jitter);
+    for &(tick, started) in &starts {
+        assert_eq!(tick % 1000, 0, "the occurrence stays its tick");
+        assert!(started >= planned.start(tick), "started before its offset: {tick} at {started}");
+    }
+}
+
+#[tokio::test]
+async fn a_second_schedule_of_a_name_on_one_locker_is_refused_until_the_first_stopped() {
+    let (_server, url) = redis_url();
+    let name = unique_key("twice");
+    let locker = locker(&url, "one");
+    let caller = Caller::new(&locker);
+    let first = caller.schedule(&name, every_second(), ScheduleOptions::default()).unwrap();
+    let err = caller.schedule(&name, every_second(), ScheduleOptions::default()).err().unwrap();
+    assert_eq!(err.code(), "ERR_SNATCH_INVALID_ARG");
+    assert!(err.to_string().contains("already scheduled"), "{err}");
+    assert!(locker.is_scheduled(&name));
+    // Another replica (another locker, as in another process) schedules it as every replica does.
+    let other = self::locker(&url, "two");
+    let replica = Caller::new(&other).schedule(&name, every_second(), ScheduleOptions::default()).unwrap();
+    first.stop().await;
+    assert!(!locker.is_scheduled(&name));
+    let again = caller.schedule(&name, every_second(), ScheduleOptions::default()).unwrap();
+    again.stop().await;
+    replica.stop().await;
+}
+
+#[tokio::test]
 async fn close_stops_schedules() {
     let (_server, url) = redis_url();
     let runs: Runs = Arc::default();
@@ -140,12 +303,12 @@ async fn a_failed_attempt_is_retried_and_every_attempt_recorded() {
     let cron = Cron::new("0 * * * * *", "UTC").unwrap();
     let options = ScheduleOptions { retries: 2, retry_delay: Duration::from_millis(100), ..ScheduleOptions::default() };
     let schedule = caller.schedule(&name, cron, options).unwrap();
-    let attempts: Arc<Mutex<Vec<Occurrence>>> = Arc::default();
+    let attempts: Arc<Mutex<Vec<ScheduledAttempt>>> = Arc::default();
     let seen = attempts.clone();
     let (done, ended) = tokio::sync::oneshot::channel();
     let mut done = Some(done);
     let fail_twice: Occurrences = Box::new(move |occurrence| {
-        seen.lock().unwrap().push(occurrence);
+        seen.lock().unwrap().push(occurrence.clone());
         let attempt = occurrence.attempt.attempt;
         if attempt == 3 {
             let _ = done.take().map(|done| done.send(()));

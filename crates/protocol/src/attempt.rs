@@ -19,6 +19,10 @@ pub enum AbortReason {
     Replaced,
     /// The replica shuts down (`close`), and fn did not finish within the time it was given.
     Shutdown,
+    /// A leader resigned (`resign()`): its term ends.
+    Resigned,
+    /// A leader's campaign stopped (`stop()`): its term ends.
+    Stopped,
 }
 
 /// Why an occurrence did not run here.
@@ -42,6 +46,32 @@ pub enum Concurrency {
     Allow,
     /// The running attempt's signal aborts, and the new one runs once it gave the run lock back.
     Replace,
+    /// The new one waits for the run lock and runs right after the running one; at most one waits (its buffer slot),
+    /// a further one is skipped as with `Forbid`.
+    Buffer,
+}
+
+impl Concurrency {
+    /// Every value, as the caller names them.
+    pub const ALL: [Self; 4] = [Self::Forbid, Self::Allow, Self::Replace, Self::Buffer];
+
+    /// Its name, as the caller gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Forbid => "forbid",
+            Self::Allow => "allow",
+            Self::Replace => "replace",
+            Self::Buffer => "buffer",
+        }
+    }
+
+    /// The value named `name`; an invalid argument naming every value when there is none.
+    pub fn parse(name: &str) -> Result<Self, SnatchError> {
+        Self::ALL.into_iter().find(|c| c.as_str() == name).ok_or_else(|| {
+            let names: Vec<String> = Self::ALL.iter().map(|c| format!("'{}'", c.as_str())).collect();
+            SnatchError::type_arg(format!("concurrency must be one of {}, got '{name}'", names.join(", ")))
+        })
+    }
 }
 
 /// What an attempt takes of its schedule's options.
@@ -134,6 +164,14 @@ pub enum Do {
     AskToGiveWay,
     /// Acquire the run lock, waiting up to the lease; then [`AttemptRun::run_lock`].
     WaitForRunLock,
+    /// Acquire the schedule's buffer slot (`buffer`: the one occurrence that may wait), in one attempt; then
+    /// [`AttemptRun::buffer_slot`].
+    TakeBufferSlot,
+    /// Acquire the run lock, waiting as long as it is held, the claim and the buffer slot renewed meanwhile; until the
+    /// schedule stops here or a renewal fails (then `Ok(None)`); then [`AttemptRun::run_lock`].
+    AwaitRunLock,
+    /// Give the buffer slot back: the attempt holds the run lock and its record, and the next occurrence may wait.
+    LeaveBufferSlot,
     /// Write this record; then [`AttemptRun::recorded`].
     Record(Box<Write>),
     /// Have fn run under `fence` (the run lock's, or the claim's when occurrences may overlap); then
@@ -153,6 +191,15 @@ pub enum Do {
     HandOver,
     /// The run ended so: the caller hears it (after [`Do::Release`]).
     End(Ended),
+}
+
+/// Why an attempt starts, and what it takes over.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Start {
+    pub attempt: Attempt,
+    pub why: Why,
+    /// The record of the attempt it follows (its runner died, or it failed with a retry due), as found.
+    pub follows: Option<Found>,
 }
 
 /// What comes after an open attempt that needs another (found by a look at the open attempts: its runner died, or
@@ -190,6 +237,9 @@ enum Stage {
     TakingRunLock,
     GivingWay,
     WaitingForRunLock,
+    TakingBufferSlot,
+    /// It holds the buffer slot and waits for the run lock.
+    Buffered,
     /// Its record 'running' is being written, under `fence`.
     Recording {
         fence: i64,
@@ -224,6 +274,8 @@ pub struct AttemptRun {
     suspended: bool,
     /// Why fn's signal aborted before it settled, if it did.
     aborted: Option<AbortReason>,
+    /// It waited in the buffer slot: a look back may meanwhile have recorded it missed, which its record replaces.
+    buffered: bool,
     stage: Stage,
 }
 
@@ -238,13 +290,28 @@ impl AttemptRun {
         instance: String,
         suspended: bool,
     ) -> (Self, Do) {
-        let run = Self { attempt, why, follows, policy, instance, suspended, aborted: None, stage: Stage::Claiming };
+        let run = Self {
+            attempt,
+            why,
+            follows,
+            policy,
+            instance,
+            suspended,
+            aborted: None,
+            buffered: false,
+            stage: Stage::Claiming,
+        };
         (run, Do::Claim)
     }
 
     /// The attempt.
     pub fn attempt(&self) -> Attempt {
         self.attempt
+    }
+
+    /// Why it runs.
+    pub fn why(&self) -> Why {
+        self.why
     }
 
     /// Whether nothing more is to be done.
@@ -278,10 +345,15 @@ impl AttemptRun {
         let waited = match self.stage {
             Stage::TakingRunLock => false,
             Stage::WaitingForRunLock => true,
+            Stage::Buffered => return self.buffered_run_lock(taken, now),
             _ => return vec![],
         };
         match taken {
             Ok(Some(fence)) => self.record_start(fence, now),
+            Ok(None) if !waited && self.buffers() => {
+                self.stage = Stage::TakingBufferSlot;
+                vec![Do::TakeBufferSlot]
+            }
             Ok(None) if !waited && self.waits() => {
                 if self.policy.concurrency == Concurrency::Replace && self.why != Why::Retry && !self.attempt.manual {
                     self.stage = Stage::GivingWay;
@@ -293,17 +365,37 @@ impl AttemptRun {
             }
             // Still held after a lease (another occurrence runs): a retry is taken over later, once it is free.
             Ok(None) if self.why == Why::Retry => self.over(vec![Do::Release]),
-            Ok(None) => {
-                let mut steps =
-                    vec![Do::Release, Do::Record(Box::new(Write::missed(self.attempt, self.why, "overlap")))];
-                steps.extend(self.skip(SkipReason::Overlap));
-                self.over(steps)
+            Ok(None) => self.skipped_for_overlap(),
+            Err(error) => self.released_failing(error),
+        }
+    }
+
+    /// Taking the buffer slot came to `taken` (its fence when acquired): the attempt waits for the run lock in it, or,
+    /// another occurrence waiting already, is skipped (`overlap`).
+    pub fn buffer_slot(&mut self, taken: Result<Option<i64>, SnatchError>) -> Vec<Do> {
+        if self.stage != Stage::TakingBufferSlot {
+            return vec![];
+        }
+        match taken {
+            Ok(Some(_)) => {
+                self.buffered = true;
+                self.stage = Stage::Buffered;
+                vec![Do::AwaitRunLock]
             }
-            Err(error) => {
-                let mut steps = vec![Do::Release];
-                steps.extend(self.fail(error));
-                self.over(steps)
-            }
+            Ok(None) => self.skipped_for_overlap(),
+            Err(error) => self.released_failing(error),
+        }
+    }
+
+    /// The wait in the buffer slot came to `taken`: the attempt records its start, only while it still holds its claim
+    /// and the slot (else it is recorded missed, `superseded`), then leaves the slot and runs; not taken (the schedule stopped here, or a lease could not be
+    /// renewed), it gives its locks back unrecorded, for a look back to find (late within `startingDeadline`, on
+    /// another replica).
+    fn buffered_run_lock(&mut self, taken: Result<Option<i64>, SnatchError>, now: Now) -> Vec<Do> {
+        match taken {
+            Ok(Some(fence)) => self.record_start(fence, now),
+            Ok(None) => self.over(vec![Do::Release]),
+            Err(error) => self.released_failing(error),
         }
     }
 
@@ -317,11 +409,7 @@ impl AttemptRun {
                 self.stage = Stage::WaitingForRunLock;
                 vec![Do::WaitForRunLock]
             }
-            Err(error) => {
-                let mut steps = vec![Do::Release];
-                steps.extend(self.fail(error));
-                self.over(steps)
-            }
+            Err(error) => self.released_failing(error),
         }
     }
 
@@ -331,7 +419,11 @@ impl AttemptRun {
             Stage::Recording { fence, record } => match written {
                 Ok(Written::Yes) => {
                     self.stage = Stage::Running { fence, record, started: now.instant };
-                    vec![Do::Run { fence }]
+                    if self.buffered {
+                        vec![Do::LeaveBufferSlot, Do::Run { fence }]
+                    } else {
+                        vec![Do::Run { fence }]
+                    }
                 }
                 Ok(Written::Suspended) => {
                     let mut steps =
@@ -339,6 +431,13 @@ impl AttemptRun {
                     steps.extend(self.skip(SkipReason::Suspended));
                     steps
                 }
+                // A waiter in the buffer slot whose claim or slot lapsed meanwhile (its process stopped): a later
+                // occurrence took its place; recorded missed so, unless another replica recorded it.
+                Ok(Written::Refused) if self.buffered => {
+                    let missed = Write::missed(self.attempt, self.why, "superseded");
+                    [vec![Do::Release, Do::Record(Box::new(missed))], self.skip(SkipReason::Taken)].concat()
+                }
+                // Recorded by another replica.
                 Ok(Written::Refused) => [vec![Do::Release], self.skip(SkipReason::Taken)].concat(),
                 Err(error) => [vec![Do::Release], self.fail(error)].concat(),
             },
@@ -354,6 +453,23 @@ impl AttemptRun {
                 self.stage = other;
                 vec![]
             }
+        }
+    }
+
+    /// When the attempt's `timeout` passes, while fn runs and its signal has not aborted: the driver then calls
+    /// [`AttemptRun::handle_timeout`].
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match (&self.stage, self.policy.timeout, self.aborted) {
+            (Stage::Running { started, .. }, Some(timeout), None) => Some(*started + timeout),
+            _ => None,
+        }
+    }
+
+    /// The time is `now`: fn's signal aborts if the attempt's `timeout` has passed.
+    pub fn handle_timeout(&mut self, now: Instant) -> Vec<Do> {
+        match self.poll_timeout() {
+            Some(due) if now >= due => self.abort(AbortReason::Timeout),
+            _ => vec![],
         }
     }
 
@@ -379,8 +495,11 @@ impl AttemptRun {
             (_, Some(AbortReason::Timeout), _) => Ending::TimedOut,
             (_, Some(AbortReason::Replaced), _) => Ending::Replaced,
             // Its fn finished all the same (between the abort and its settling): done, not to run again.
-            (_, Some(AbortReason::Shutdown), None) => Ending::Ok,
-            (_, Some(AbortReason::Shutdown), Some(_)) => Ending::Interrupted,
+            // (A leader's reasons, which an attempt never hears, as a shutdown's.)
+            (_, Some(AbortReason::Shutdown | AbortReason::Resigned | AbortReason::Stopped), None) => Ending::Ok,
+            (_, Some(AbortReason::Shutdown | AbortReason::Resigned | AbortReason::Stopped), Some(_)) => {
+                Ending::Interrupted
+            }
             (_, None, Some(failure)) => Ending::Failed(failure),
             (_, None, None) => Ending::Ok,
         };
@@ -414,6 +533,11 @@ impl AttemptRun {
         matches!(self.why, Why::Manual | Why::Retry) || self.policy.concurrency == Concurrency::Replace
     }
 
+    /// Whether the run lock held, the attempt waits in the buffer slot: an on-time or late one with `buffer`.
+    fn buffers(&self) -> bool {
+        self.policy.concurrency == Concurrency::Buffer && matches!(self.why, Why::OnTime | Why::Late)
+    }
+
     /// Records the attempt running (only if nobody recorded it yet, and unless the schedule is suspended, for all but
     /// a manual run), under `fence`, taking over the attempt it follows.
     fn record_start(&mut self, fence: i64, now: Now) -> Vec<Do> {
@@ -425,7 +549,13 @@ impl AttemptRun {
             }
             (found, crashed)
         });
-        let conditions = Conditions { unless_suspended: self.why != Why::Manual, only_new: true, only_running: false };
+        let conditions = Conditions {
+            unless_suspended: self.why != Why::Manual,
+            only_new: true,
+            over_missed: self.buffered,
+            only_running: false,
+            holds_buffer: self.buffered,
+        };
         self.stage = Stage::Recording { fence, record: record.clone() };
         vec![Do::Record(Box::new(Write { record, conditions, open: Open::LookIn(self.policy.lease), takes_over }))]
     }
@@ -446,6 +576,20 @@ impl AttemptRun {
             reason: None,
             retry_at: None,
         }
+    }
+
+    /// Gives the locks back and fails with `error`: nothing more is to be done.
+    fn released_failing(&mut self, error: SnatchError) -> Vec<Do> {
+        let mut steps = vec![Do::Release];
+        steps.extend(self.fail(error));
+        self.over(steps)
+    }
+
+    /// Another occurrence runs or waits: gives the locks back, records this one missed (`overlap`) and skips it.
+    fn skipped_for_overlap(&mut self) -> Vec<Do> {
+        let mut steps = vec![Do::Release, Do::Record(Box::new(Write::missed(self.attempt, self.why, "overlap")))];
+        steps.extend(self.skip(SkipReason::Overlap));
+        self.over(steps)
     }
 
     /// `steps`, after which nothing more is to be done.
@@ -512,7 +656,8 @@ mod tests {
         assert_eq!(write.record.fence.as_deref(), Some("7"));
         assert_eq!(write.record.started, Some(1_000_000));
         assert_eq!(write.open, Open::LookIn(LEASE));
-        assert_eq!(write.conditions, Conditions { unless_suspended: true, only_new: true, only_running: false });
+        let conditions = Conditions { unless_suspended: true, only_new: true, ..Conditions::default() };
+        assert_eq!(write.conditions, conditions);
         assert_eq!(run.recorded(Ok(Written::Yes), now(100)), vec![Do::Run { fence: 7 }]);
     }
 
@@ -547,6 +692,20 @@ mod tests {
         assert_eq!((record.retry_at, open), (Some(1_000_300 + 1000), Open::LookIn(Duration::from_secs(1))));
         assert_eq!(after[0], Do::LookAgainIn(Duration::from_secs(1)));
         assert!(matches!(&after[2], Do::End(Ended { ending: Ending::Failed(m), .. }) if m == "boom"));
+    }
+
+    #[test]
+    fn the_timeout_is_a_timer_of_the_attempt_armed_while_fn_runs() {
+        let mut run = start(Why::OnTime, Concurrency::Forbid, 0);
+        assert_eq!(run.poll_timeout(), None, "fn does not run yet");
+        running(&mut run);
+        assert_eq!(run.poll_timeout(), Some(now(5100).instant), "5 s after fn's call");
+        assert_eq!(run.handle_timeout(now(5099).instant), vec![]);
+        assert_eq!(run.handle_timeout(now(5100).instant), vec![Do::Abort(AbortReason::Timeout)]);
+        assert_eq!(run.poll_timeout(), None, "told once");
+        let settled = run.settled(Some("AbortError".into()), false, now(5200), 1.0);
+        let (record, _, _) = end(&mut run, settled);
+        assert_eq!(record.outcome, Status::Timeout);
     }
 
     #[test]
@@ -640,6 +799,72 @@ mod tests {
             matches!(steps.as_slice(), [Do::Record(w)] if !w.conditions.unless_suspended),
             "a manual run runs suspended"
         );
+    }
+
+    #[test]
+    fn with_buffer_one_occurrence_waits_in_the_slot_and_runs_right_after_the_running_one() {
+        // The run lock held: the attempt takes the buffer slot and waits for the run lock as long as it is held.
+        let mut waiting = start(Why::OnTime, Concurrency::Buffer, 0);
+        assert_eq!(waiting.claimed(Ok(Some(6)), now(0)), vec![Do::TakeRunLock]);
+        assert_eq!(waiting.run_lock(Ok(None), now(0)), vec![Do::TakeBufferSlot]);
+        assert_eq!(waiting.buffer_slot(Ok(Some(7))), vec![Do::AwaitRunLock]);
+        let steps = waiting.run_lock(Ok(Some(8)), now(500));
+        let [Do::Record(write)] = steps.as_slice() else { panic!("{steps:?}") };
+        assert_eq!(write.record.fence.as_deref(), Some("8"));
+        assert!(write.conditions.only_new && write.conditions.over_missed, "a look back may have taken it for missed");
+        assert!(write.conditions.holds_buffer, "recorded only while its claim and the slot are still its own");
+        let steps = waiting.recorded(Ok(Written::Yes), now(500));
+        assert_eq!(steps, vec![Do::LeaveBufferSlot, Do::Run { fence: 8 }], "the next occurrence may wait now");
+
+        // Its claim or slot lapsed while it waited (its process stopped), and another took the slot: it does not run.
+        let mut lapsed = start(Why::OnTime, Concurrency::Buffer, 0);
+        lapsed.claimed(Ok(Some(6)), now(0));
+        lapsed.run_lock(Ok(None), now(0));
+        lapsed.buffer_slot(Ok(Some(7)));
+        lapsed.run_lock(Ok(Some(8)), now(5000));
+        let steps = lapsed.recorded(Ok(Written::Refused), now(5000));
+        assert_eq!(steps[0], Do::Release);
+        assert!(
+            matches!(&steps[1], Do::Record(w) if w.record.reason.as_deref() == Some("superseded") && w.conditions.only_new)
+        );
+        assert_eq!(steps[2], Do::Skipped(SkipReason::Taken));
+        assert!(lapsed.is_over());
+
+        // Another one waits already: skipped, as forbid skips.
+        let mut third = start(Why::OnTime, Concurrency::Buffer, 0);
+        third.claimed(Ok(Some(9)), now(0));
+        third.run_lock(Ok(None), now(0));
+        let steps = third.buffer_slot(Ok(None));
+        assert_eq!(steps[0], Do::Release);
+        assert!(matches!(&steps[1], Do::Record(w) if w.record.reason.as_deref() == Some("overlap")));
+        assert_eq!(steps[2], Do::Skipped(SkipReason::Overlap));
+        assert!(third.is_over());
+
+        // The wait given up (stopped here, a renewal failed): the locks go back, unrecorded, for a look back.
+        let mut stopped = start(Why::Late, Concurrency::Buffer, 0);
+        stopped.claimed(Ok(Some(6)), now(0));
+        assert_eq!(stopped.run_lock(Ok(None), now(0)), vec![Do::TakeBufferSlot], "a late one waits too");
+        stopped.buffer_slot(Ok(Some(7)));
+        assert_eq!(stopped.run_lock(Ok(None), now(0)), vec![Do::Release]);
+        assert!(stopped.is_over());
+
+        // Free at once: no slot; a manual run or a retry waits as with forbid.
+        let mut free = start(Why::OnTime, Concurrency::Buffer, 0);
+        free.claimed(Ok(Some(6)), now(0));
+        let steps = free.run_lock(Ok(Some(7)), now(0));
+        assert!(matches!(steps.as_slice(), [Do::Record(w)] if !w.conditions.over_missed && !w.conditions.holds_buffer));
+        let mut manual = start(Why::Manual, Concurrency::Buffer, 0);
+        manual.claimed(Ok(Some(6)), now(0));
+        assert_eq!(manual.run_lock(Ok(None), now(0)), vec![Do::WaitForRunLock]);
+    }
+
+    #[test]
+    fn concurrency_is_named_once() {
+        for concurrency in Concurrency::ALL {
+            assert_eq!(Concurrency::parse(concurrency.as_str()), Ok(concurrency));
+        }
+        let Err(SnatchError::InvalidArg { message, .. }) = Concurrency::parse("queue") else { panic!() };
+        assert_eq!(message, "concurrency must be one of 'forbid', 'allow', 'replace', 'buffer', got 'queue'");
     }
 
     #[test]

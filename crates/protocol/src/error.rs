@@ -28,10 +28,13 @@ pub enum SnatchError {
     Closed,
     /// No live replica registered the schedule (`trigger`).
     NoReplica { schedule: String },
+    /// A waiting call on `key`, which its calling context holds already: it would wait for itself
+    /// (run.rs, `reentry`). `mixed`: a set of keys (`reentrant`) that holds some of its keys and not others.
+    Reentrant { key: String, mixed: bool },
 }
 
 impl SnatchError {
-    /// The stable error code users match on (see API.md).
+    /// The stable error code users match on (docs/locks.md, "Errors").
     pub fn code(&self) -> &'static str {
         match self {
             Self::InvalidArg { .. } => "ERR_SNATCH_INVALID_ARG",
@@ -40,6 +43,7 @@ impl SnatchError {
             Self::Timeout { .. } => "ERR_SNATCH_TIMEOUT",
             Self::Closed => "ERR_SNATCH_CLOSED",
             Self::NoReplica { .. } => "ERR_SNATCH_NO_REPLICA",
+            Self::Reentrant { .. } => "ERR_SNATCH_REENTRANT",
         }
     }
 
@@ -69,6 +73,16 @@ impl fmt::Display for SnatchError {
             }
             Self::Closed => f.write_str("the locker was closed"),
             Self::NoReplica { schedule } => write!(f, "no live replica has registered schedule '{schedule}'"),
+            Self::Reentrant { key, mixed: false } => write!(
+                f,
+                "the lock '{key}' is held by the calling context already (this call runs inside the fn that holds it): \
+                 waiting for it would wait for itself; pass reentrant: true to run under the held lock"
+            ),
+            Self::Reentrant { key, mixed: true } => write!(
+                f,
+                "the set of locks names '{key}', held by the calling context already, beside keys it does not hold: \
+                 taking those while holding '{key}' out of order could deadlock"
+            ),
         }
     }
 }

@@ -92,6 +92,20 @@ pub struct Observed<'a> {
 }
 
 impl Health {
+    /// Every health, as the caller hears them (`as_str`), best first.
+    pub const ALL: [Self; 5] = [Self::Ok, Self::Failing, Self::Missed, Self::Stuck, Self::Orphaned];
+
+    /// Its name, as the caller hears it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Orphaned => "orphaned",
+            Self::Stuck => "stuck",
+            Self::Missed => "missed",
+            Self::Failing => "failing",
+            Self::Ok => "ok",
+        }
+    }
+
     /// The health of the schedule `observed` at `now` (epoch ms).
     pub fn of(observed: &Observed, now: i64) -> Self {
         if observed.replicas == 0 {
@@ -104,7 +118,8 @@ impl Health {
                 return Self::Stuck;
             }
         }
-        let deadline = limits.starting_deadline.as_millis() as i64 + RECORD_SLACK_MS;
+        // With jitter an occurrence starts up to that long after its tick, and its deadline counts from its start.
+        let deadline = (limits.starting_deadline + limits.jitter).as_millis() as i64 + RECORD_SLACK_MS;
         if !observed.suspended && observed.unrecorded.is_some_and(|tick| now - tick > deadline) {
             return Self::Missed;
         }
@@ -213,6 +228,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_health_is_named_as_the_fleet_s_answer_says_it() {
+        for health in Health::ALL {
+            assert_eq!(serde_json::to_string(&health).unwrap(), format!("\"{}\"", health.as_str()));
+        }
+    }
+
+    #[test]
     fn server_version_names_valkey_before_the_redis_version_it_also_answers() {
         assert_eq!(server_version("# Server\r\nredis_version:7.0.15\r\n").as_deref(), Some("Redis 7.0.15"));
         let valkey = "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\n";
@@ -275,6 +297,10 @@ mod tests {
         assert_eq!(health(due, 100_000 + 60_000 + RECORD_SLACK_MS), Health::Ok);
         assert_eq!(health(due, 100_001 + 60_000 + RECORD_SLACK_MS), Health::Missed);
         assert_eq!(health(Observed { suspended: true, ..due }, 10_000_000), Health::Ok);
+        // With jitter, its start (and so its deadline) comes up to the jitter later.
+        let jittered = Limits { jitter: Duration::from_secs(30), ..limits };
+        assert_eq!(health(Observed { limits: jittered, ..due }, 100_001 + 60_000 + RECORD_SLACK_MS), Health::Ok);
+        assert_eq!(health(Observed { limits: jittered, ..due }, 100_001 + 90_000 + RECORD_SLACK_MS), Health::Missed);
         let counts = Recent::of(&[ok.clone(), missed, record(Status::Crashed, None), ok]);
         assert_eq!(counts, Recent { records: 4, ok: 2, failed: 1, missed: 1 });
     }

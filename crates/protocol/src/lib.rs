@@ -11,11 +11,15 @@ pub mod direct;
 pub mod error;
 pub mod fleet;
 pub mod keys;
+pub mod lead;
+pub mod offers;
 pub mod owner;
 pub mod resp;
 pub mod run;
 pub mod schedule;
+pub mod schedule_loop;
 pub mod scripts;
 pub mod shared;
+pub mod stored;
 
 pub use error::{ArgKind, SnatchError};

@@ -1,6 +1,7 @@
 //! The lifecycle of everything that holds a lock for the caller, without I/O: a run of the user's fn (snatchTask,
-//! withLock, a schedule's occurrence) goes acquiring → running fn → releasing → ended, and a lock handed to the caller
-//! (tryLock, lock, a semaphore's permit) acquiring → held → released or lost. [`Runs`] keeps each by id and says, at
+//! withLock, withPermit, withRead, withWrite, withLocks, shared, a schedule's occurrence, a leader's term) goes
+//! acquiring → running fn → releasing → ended, and a lock handed to the caller (tryLock, lock, a semaphore's permit)
+//! acquiring → held → released or lost. [`Runs`] keeps each by id and says, at
 //! every step, what the caller hears ([`Outcome`]) and what must be released. The driver (snatch-core's run/) does
 //! the I/O: it sends the acquisitions and releases, by the direct connection or the locker's own, and feeds their
 //! results here, with the user's fn settling (`task_done`) and leases lost.
@@ -10,10 +11,13 @@
 //! - a loss is told once, and only while fn runs (once it settled, the run's end says whether the lease lapsed);
 //! - a run ends only once its lock is released (or the release failed: the key then expires with its lease), so the
 //!   next run on the key can take it; its end says whether the lease could not be guaranteed for the whole run;
-//! - a lock handed to the caller stays until the caller releases it or it is lost.
+//! - a lock handed to the caller stays until the caller releases it or it is lost;
+//! - a call on keys its calling context holds already (it runs inside the fn of a run that holds them) never waits for
+//!   itself: [`reentry`] says what it comes to.
 
 use crate::attempt::{AbortReason, Ended, SkipReason};
 use crate::error::SnatchError;
+use crate::lead::Revoked;
 use crate::schedule::{Attempt, Why};
 use rustc_hash::FxHashMap;
 
@@ -23,6 +27,10 @@ pub trait Held {
     fn fence(&self) -> i64;
     /// Its owner token.
     fn token(&self) -> &str;
+    /// The fences of a set of locks, one per key in order (empty for one lock).
+    fn fences(&self) -> Vec<i64> {
+        Vec::new()
+    }
     /// Whether its lease could not be guaranteed: lost, or held past its validity.
     fn lapsed(&self) -> bool;
 }
@@ -30,13 +38,38 @@ pub trait Held {
 /// Ids from here up are those of runs the driver starts itself (a schedule's occurrences); the caller's ids are below.
 pub const DRIVER_IDS: u32 = 1 << 31;
 
+/// Whose fn a run calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invoked {
+    /// The caller's, of a run it started under one lock.
+    Run,
+    /// The caller's, of a run it started under a set of locks: their fences, one per key in order.
+    Set(Vec<i64>),
+    /// A schedule's, for this occurrence.
+    Attempt(ScheduledAttempt),
+    /// A leader's, for a term of the caller's campaign with this id.
+    Term(u32),
+}
+
 /// Which attempt of which of its occurrences a schedule runs, and why.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Occurrence {
-    /// The schedule, by the caller's id for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduledAttempt {
+    /// The schedule, by the caller's id for it: a code schedule, or the handler of a stored one.
     pub schedule: u32,
     pub attempt: Attempt,
     pub why: Why,
+    /// When it was due to start, in epoch ms: its tick plus the schedule's jitter offset for it (a start lag counts
+    /// from there).
+    pub due: i64,
+    /// The stored schedule it is an occurrence of, when it is one.
+    pub stored: Option<std::sync::Arc<StoredRun>>,
+}
+
+/// The stored schedule an occurrence's handler runs for: its id, and its `data` (JSON), if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRun {
+    pub id: String,
+    pub data: Option<String>,
 }
 
 /// What Redis holds for a key that is locked.
@@ -56,8 +89,8 @@ pub struct Inspection {
 /// What the caller hears of a run, a lock, an operation or a schedule, by its id: the one outcome type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// Call the user's fn of run `id` under the lease with `fence`: of the caller's run, or of a schedule's occurrence.
-    Call { fence: i64, occurrence: Option<Occurrence> },
+    /// Call the user's fn of run `id` under the lease with `fence`: the caller's, a schedule's or a leader's.
+    Invoke { fence: i64, invoked: Invoked },
     /// The lease of run or lock `id` was lost: its signal aborts. `stalled`: it lapsed because the caller's event loop
     /// had not turned within `maxStall`, so it was not renewed.
     Lost { stalled: bool },
@@ -89,6 +122,51 @@ pub enum Outcome {
     Unclaimed { tick: i64, error: SnatchError },
     /// Schedule `id` recorded occurrence `tick` missed, for `reason` (`deadline`, `superseded`, `overlap`, `suspended`).
     Missed { tick: i64, reason: String },
+    /// Run `id`, a leader's term under `fence`, ended so: its lock given back.
+    Revoked { fence: i64, reason: Revoked },
+    /// Campaign or observer `id` sees this leader (`None`: none), in its term (when known).
+    Leader(Option<(Option<String>, Option<i64>)>),
+    /// Campaign or observer `id` met this error (Redis unreachable, say); it goes on.
+    Erred(SnatchError),
+}
+
+/// What a call on keys comes to when its calling context (the runs whose fn it runs inside, in this process, of this
+/// locker) holds some of them already: decided here once, for every way a caller locks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reentry {
+    /// The calling context holds none of its keys: it acquires them as any call does.
+    Acquire,
+    /// fn runs under the held locks, as a run of its own: their fences, the outer leases (their ttl, renewal and
+    /// minHold) govern, nothing is acquired nor released; the outer runs give their locks back only once it ended.
+    Nested,
+    /// One attempt: not acquired, as when anyone else holds the key.
+    NotAcquired,
+    /// Refused ([`SnatchError::Reentrant`]): the key at `index` is held by the calling context, and waiting for it
+    /// would wait for itself; `mixed`, a reentrant set holding some of its keys and not others, which could deadlock
+    /// (its free keys would be taken while one is held out of the set's order).
+    Refused { index: usize, mixed: bool },
+}
+
+/// What a call on keys comes to, `held[i]` saying whether the calling context holds its i-th key: a run of fn
+/// (`Purpose::Run`: snatchTask, withLock, withLocks) or a lock handed to the caller (`Purpose::Lock`: tryLock, lock),
+/// `waits` for a waiting call (withLock, lock, withLocks), `reentrant` when the caller asked to run under held locks.
+/// - none held: [`Reentry::Acquire`];
+/// - a run with `reentrant`: [`Reentry::Nested`] when every key is held, refused when only some are (`mixed`);
+/// - otherwise a waiting call is refused on its first held key, and a one-attempt call is not acquired (a lock handed to
+///   the caller is never reentrant: its release would give back the outer run's lock).
+pub fn reentry(held: &[bool], purpose: Purpose, waits: bool, reentrant: bool) -> Reentry {
+    let Some(index) = held.iter().position(|&h| h) else { return Reentry::Acquire };
+    if reentrant && purpose == Purpose::Run {
+        return match held.iter().position(|&h| !h) {
+            None => Reentry::Nested,
+            Some(_) => Reentry::Refused { index, mixed: true },
+        };
+    }
+    if waits {
+        Reentry::Refused { index, mixed: false }
+    } else {
+        Reentry::NotAcquired
+    }
 }
 
 /// What an acquisition is for.
@@ -160,7 +238,9 @@ impl<H: Held> Runs<H> {
         };
         let (outcome, entry) = match purpose {
             Purpose::Run => {
-                (Outcome::Call { fence: held.fence(), occurrence: None }, Entry::Running { held, aborted: false })
+                let fences = held.fences();
+                let invoked = if fences.is_empty() { Invoked::Run } else { Invoked::Set(fences) };
+                (Outcome::Invoke { fence: held.fence(), invoked }, Entry::Running { held, aborted: false })
             }
             Purpose::Lock => {
                 (Outcome::Locked { fence: held.fence(), token: held.token().to_owned() }, Entry::Holding(held))
@@ -170,9 +250,9 @@ impl<H: Held> Runs<H> {
         Step::tell(outcome)
     }
 
-    /// A run the driver starts itself, its lock already held: `occurrence` of a schedule. Its id, and the call of its
-    /// fn.
-    pub fn adopt(&mut self, held: H, occurrence: Occurrence) -> (u32, Outcome) {
+    /// A run the driver starts itself, its lock already held: a schedule's occurrence, or a leader's term
+    /// (`invoked`). Its id, and the call of its fn.
+    pub fn adopt(&mut self, held: H, invoked: Invoked) -> (u32, Outcome) {
         let id = loop {
             let id = self.next_driver_id;
             self.next_driver_id = self.next_driver_id.checked_add(1).unwrap_or(DRIVER_IDS);
@@ -180,7 +260,7 @@ impl<H: Held> Runs<H> {
                 break id;
             }
         };
-        let call = Outcome::Call { fence: held.fence(), occurrence: Some(occurrence) };
+        let call = Outcome::Invoke { fence: held.fence(), invoked };
         self.entries.insert(id, Entry::Running { held, aborted: false });
         (id, call)
     }
@@ -230,14 +310,6 @@ impl<H: Held> Runs<H> {
         told
     }
 
-    /// The lock of run `id`, while its fn runs.
-    pub fn running(&mut self, id: u32) -> Option<&mut H> {
-        match self.entries.get_mut(&id)? {
-            Entry::Running { held, .. } => Some(held),
-            _ => None,
-        }
-    }
-
     /// The fn of run `id` settled: its lock, to release now; the run ends once it is released ([`Runs::released`]).
     pub fn task_done(&mut self, id: u32) -> Option<H> {
         let entry = self.entries.get_mut(&id)?;
@@ -258,6 +330,14 @@ impl<H: Held> Runs<H> {
                 self.entries.insert(id, other);
                 None
             }
+        }
+    }
+
+    /// The lock of run `id` while its fn runs.
+    pub fn running(&self, id: u32) -> Option<&H> {
+        match self.entries.get(&id)? {
+            Entry::Running { held, .. } => Some(held),
+            _ => None,
         }
     }
 
@@ -322,6 +402,31 @@ mod tests {
     use std::cell::Cell;
     use std::rc::Rc;
 
+    #[test]
+    fn a_call_on_keys_its_context_holds_never_waits_for_itself() {
+        use Reentry::*;
+        let (run, lock) = (Purpose::Run, Purpose::Lock);
+        // Nothing held: as any call.
+        for (purpose, waits, reentrant) in [(run, true, false), (run, false, true), (lock, true, true)] {
+            assert_eq!(reentry(&[false, false], purpose, waits, reentrant), Acquire);
+        }
+        // withLock, withLocks, lock: refused on the first held key, never waiting.
+        assert_eq!(reentry(&[true], run, true, false), Refused { index: 0, mixed: false });
+        assert_eq!(reentry(&[false, true], run, true, false), Refused { index: 1, mixed: false });
+        assert_eq!(reentry(&[true], lock, true, false), Refused { index: 0, mixed: false });
+        // snatchTask, tryLock: their answer when another holds the key.
+        assert_eq!(reentry(&[true], run, false, false), NotAcquired);
+        assert_eq!(reentry(&[true], lock, false, false), NotAcquired);
+        // reentrant: fn runs under the held locks, when all are held; a mixed set is refused.
+        assert_eq!(reentry(&[true], run, true, true), Nested);
+        assert_eq!(reentry(&[true], run, false, true), Nested);
+        assert_eq!(reentry(&[true, true], run, true, true), Nested);
+        assert_eq!(reentry(&[false, true], run, true, true), Refused { index: 1, mixed: true });
+        // A lock handed to the caller never re-enters.
+        assert_eq!(reentry(&[true], lock, true, true), Refused { index: 0, mixed: false });
+        assert_eq!(reentry(&[true], lock, false, true), NotAcquired);
+    }
+
     /// A held lock whose lapse the test decides.
     #[derive(Debug, Clone)]
     struct Lease {
@@ -355,7 +460,7 @@ mod tests {
         runs.start(1, Purpose::Run);
         assert_eq!(runs.task_done(1).map(|l: Lease| l.fence), None, "fn was not called yet");
         let step = runs.acquired(1, Ok(Some(Lease::new(7))));
-        assert_eq!(step.outcome, Some(Outcome::Call { fence: 7, occurrence: None }));
+        assert_eq!(step.outcome, Some(Outcome::Invoke { fence: 7, invoked: Invoked::Run }));
         assert_eq!(runs.released(1), None, "not released before fn settled");
         assert_eq!(runs.task_done(1).map(|l| l.fence), Some(7), "its lock, to release");
         assert_eq!(runs.task_done(1).map(|l| l.fence), None, "once");
@@ -420,8 +525,9 @@ mod tests {
         runs.start(2, Purpose::Run);
         runs.start(3, Purpose::Lock);
         runs.acquired(3, Ok(Some(Lease::new(8))));
-        let occurrence = Occurrence { schedule: 5, attempt: Attempt::first(0), why: Why::OnTime };
-        let (driven, _) = runs.adopt(Lease::new(9), occurrence);
+        let occurrence =
+            ScheduledAttempt { schedule: 5, attempt: Attempt::first(0), why: Why::OnTime, due: 0, stored: None };
+        let (driven, _) = runs.adopt(Lease::new(9), Invoked::Attempt(occurrence.clone()));
         assert_eq!(runs.cut(), vec![(1, Outcome::Aborted { reason: AbortReason::Shutdown })]);
         assert_eq!(runs.cut(), vec![], "once");
         assert_eq!(runs.abort(driven, AbortReason::Shutdown), Some(Outcome::Aborted { reason: AbortReason::Shutdown }));
@@ -443,11 +549,17 @@ mod tests {
     #[test]
     fn the_driver_starts_occurrences_with_ids_of_its_own() {
         let mut runs = Runs::default();
-        let occurrence = Occurrence { schedule: 3, attempt: Attempt::first(1_000), why: Why::OnTime };
-        let (id, call) = runs.adopt(Lease::new(7), occurrence);
+        let occurrence = ScheduledAttempt {
+            schedule: 3,
+            attempt: Attempt::first(1_000),
+            why: Why::OnTime,
+            due: 1_000,
+            stored: None,
+        };
+        let (id, call) = runs.adopt(Lease::new(7), Invoked::Attempt(occurrence.clone()));
         assert!(id >= DRIVER_IDS);
-        assert_eq!(call, Outcome::Call { fence: 7, occurrence: Some(occurrence) });
-        let (next, _) = runs.adopt(Lease::new(8), occurrence);
+        assert_eq!(call, Outcome::Invoke { fence: 7, invoked: Invoked::Attempt(occurrence) });
+        let (next, _) = runs.adopt(Lease::new(8), Invoked::Term(3));
         assert_ne!(next, id);
         assert!(runs.task_done(id).is_some());
         assert_eq!(runs.released(id), Some(Outcome::Ran { fence: 7, lost: false }));

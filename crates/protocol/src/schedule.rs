@@ -57,6 +57,11 @@ impl ScheduleKeys {
         LockKeys::occurrence(&self.run, &attempt.id(), self.one_slot)
     }
 
+    /// The buffer slot (`concurrency: 'buffer'`): the lock of the one occurrence that waits for the run lock.
+    pub fn buffer(&self) -> LockKeys {
+        LockKeys::occurrence(&self.run, "buffer", self.one_slot)
+    }
+
     /// What the keys of its claims start with (then the attempt's id).
     pub fn claims(&self) -> String {
         self.run.beside("", self.one_slot)
@@ -173,6 +178,26 @@ pub enum Status {
     Missed,
 }
 
+impl Status {
+    /// How an attempt can end (every status but `running`).
+    pub const ENDED: [Self; 7] =
+        [Self::Ok, Self::Failed, Self::Timeout, Self::Lost, Self::Crashed, Self::Interrupted, Self::Missed];
+
+    /// Its name, as the caller hears it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Ok => "ok",
+            Self::Failed => "failed",
+            Self::Timeout => "timeout",
+            Self::Lost => "lost",
+            Self::Crashed => "crashed",
+            Self::Interrupted => "interrupted",
+            Self::Missed => "missed",
+        }
+    }
+}
+
 /// One attempt of one occurrence, as Redis keeps it (JSON; times in epoch ms, the fence as a string).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -241,8 +266,14 @@ pub struct Conditions {
     pub unless_suspended: bool,
     /// Only if the attempt has no record yet (nobody ran it).
     pub only_new: bool,
+    /// With `only_new`: a record saying missed may be written over (an attempt that waited in the buffer slot, holding
+    /// its claim, which a look back meanwhile took for missed).
+    pub over_missed: bool,
     /// Only if the attempt's record says it is running (no other replica took it over).
     pub only_running: bool,
+    /// Only while the attempt still holds its claim and the buffer slot it waited in: a waiter stopped past their
+    /// lease (another occurrence may have taken the slot meanwhile) does not run.
+    pub holds_buffer: bool,
 }
 
 /// What becomes of an attempt among the open ones when its record is written.
@@ -302,16 +333,20 @@ pub struct Limits {
     /// An attempt running longer is stuck (`maxRuntime`).
     pub max_runtime: Option<Duration>,
     pub starting_deadline: Duration,
+    /// Its occurrences start up to this long after their tick (`jitter`).
+    pub jitter: Duration,
 }
 
 impl Limits {
-    /// The state's fields and values that say them (`timeout`, `maxRuntime`: empty when none; `startingDeadline`).
-    pub fn fields(&self) -> [(&'static str, String); 3] {
+    /// The state's fields and values that say them (`timeout`, `maxRuntime`: empty when none; `startingDeadline`,
+    /// `jitter`).
+    pub fn fields(&self) -> [(&'static str, String); 4] {
         let ms = |d: Option<Duration>| d.map_or_else(String::new, |d| d.as_millis().to_string());
         [
             ("timeout", ms(self.timeout)),
             ("maxRuntime", ms(self.max_runtime)),
             ("startingDeadline", self.starting_deadline.as_millis().to_string()),
+            ("jitter", self.jitter.as_millis().to_string()),
         ]
     }
 
@@ -322,6 +357,7 @@ impl Limits {
             timeout: ms("timeout"),
             max_runtime: ms("maxRuntime"),
             starting_deadline: ms("startingDeadline").unwrap_or_default(),
+            jitter: ms("jitter").unwrap_or_default(),
         }
     }
 }
@@ -422,13 +458,60 @@ pub fn max_attempts(retries: u32) -> u32 {
     (retries + 1).max(3)
 }
 
+/// When each occurrence of a schedule starts (`jitter`): its tick plus an offset below the schedule's jitter, the same
+/// on every replica (a hash of the schedule's name and the tick), so that schedules sharing a tick spread their starts.
+/// The occurrence stays its tick (its record, its claim); only its start moves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Jitter {
+    /// The offsets are below this many ms (0: none).
+    max_ms: u64,
+    /// The hash of the schedule's name.
+    seed: u64,
+}
+
+impl Jitter {
+    /// No jitter: every occurrence starts at its tick.
+    pub const NONE: Self = Self { max_ms: 0, seed: 0 };
+
+    /// The jitter of schedule `name` with offsets below `max`.
+    pub fn new(name: &str, max: Duration) -> Self {
+        // FNV-1a: stable across platforms and versions, as every replica must compute the same offsets.
+        let seed = name
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3));
+        Self { max_ms: u64::try_from(max.as_millis()).unwrap_or(u64::MAX), seed }
+    }
+
+    /// The offsets' bound.
+    pub fn max(&self) -> Duration {
+        Duration::from_millis(self.max_ms)
+    }
+
+    /// The offset of the occurrence of `tick`, in ms: from 0 to below the bound.
+    pub fn offset(&self, tick: i64) -> i64 {
+        if self.max_ms == 0 {
+            return 0;
+        }
+        // splitmix64's finalizer of the name's hash and the tick.
+        let mut z = self.seed ^ (tick as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) % self.max_ms) as i64
+    }
+
+    /// When the occurrence of `tick` starts, in epoch ms.
+    pub fn start(&self, tick: i64) -> i64 {
+        tick.saturating_add(self.offset(tick))
+    }
+}
+
 /// The most past occurrences one look back considers: older ones are neither run late nor recorded.
 pub const MAX_LOOK_BACK: usize = 1000;
 
 /// What to do about a schedule's past occurrences that no replica recorded. Given the ticks since the last look (in
-/// order, up to now, each with whether it has a record), those older than `grace` (left to their on-time run) and
-/// unrecorded are missed: the latest of them runs late if it is the newest occurrence of all and can still start
-/// within `window` of its tick, and is recorded missed (`deadline`) if it is the newest but cannot; every other one is
+/// order, up to now, each with whether it has a record), those whose start (the tick plus its [`Jitter`] offset) is
+/// older than `grace` (left to their on-time run) and unrecorded are missed: the latest of them runs late if it is the
+/// newest occurrence of all and can still start within `window` of its start, and is recorded missed (`deadline`) if it is the newest but cannot; every other one is
 /// recorded missed (`superseded`: a later occurrence ran, or runs, instead). While the newest occurrence is
 /// unrecorded and within its grace, it is not known yet whether it runs on time: the older ones are superseded
 /// either way, and it is looked at again once its grace is over.
@@ -444,12 +527,12 @@ pub struct CatchUp {
 
 impl CatchUp {
     /// See [`CatchUp`]; `now` in epoch ms.
-    pub fn plan(ticks: &[(i64, bool)], now: i64, grace: Duration, window: Duration) -> Self {
+    pub fn plan(ticks: &[(i64, bool)], now: i64, grace: Duration, window: Duration, jitter: Jitter) -> Self {
         let settled_before = now - grace.as_millis() as i64;
-        let settled = ticks.iter().map(|&(tick, _)| tick).filter(|&tick| tick <= settled_before).max();
+        let settled = ticks.iter().map(|&(tick, _)| tick).filter(|&tick| jitter.start(tick) <= settled_before).max();
         let unrecorded: Vec<i64> = ticks
             .iter()
-            .filter(|&&(tick, recorded)| !recorded && tick <= settled_before)
+            .filter(|&&(tick, recorded)| !recorded && jitter.start(tick) <= settled_before)
             .map(|&(tick, _)| tick)
             .collect();
         let Some((&latest, older)) = unrecorded.split_last() else {
@@ -460,7 +543,7 @@ impl CatchUp {
         let late = if later {
             missed.push((latest, "superseded"));
             None
-        } else if now - latest <= window.as_millis() as i64 {
+        } else if now - jitter.start(latest) <= window.as_millis() as i64 {
             Some(latest)
         } else {
             missed.push((latest, "deadline"));
@@ -473,6 +556,13 @@ impl CatchUp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_status_is_named_as_its_record_says_it() {
+        for status in Status::ENDED.into_iter().chain([Status::Running]) {
+            assert_eq!(serde_json::to_string(&status).unwrap(), format!("\"{}\"", status.as_str()));
+        }
+    }
 
     #[test]
     fn an_attempt_is_named_by_its_tick_kind_and_number() {
@@ -548,7 +638,7 @@ mod tests {
     #[test]
     fn only_the_latest_missed_tick_runs_late_and_only_within_the_window() {
         let (grace, window) = (Duration::from_millis(5), Duration::from_millis(100));
-        let plan = |ticks: &[(i64, bool)]| CatchUp::plan(ticks, 1000, grace, window);
+        let plan = |ticks: &[(i64, bool)]| CatchUp::plan(ticks, 1000, grace, window, Jitter::default());
         assert_eq!(plan(&[]), CatchUp { late: None, missed: vec![], settled: None });
         assert_eq!(
             plan(&[(10, false), (20, true), (950, false)]),
@@ -570,5 +660,39 @@ mod tests {
             CatchUp { late: None, missed: vec![(950, "superseded")], settled: Some(950) }
         );
         assert_eq!(plan(&[(998, false)]), CatchUp { late: None, missed: vec![], settled: None });
+    }
+
+    #[test]
+    fn with_jitter_an_occurrence_is_missed_and_late_from_its_start_not_its_tick() {
+        let (grace, window) = (Duration::from_millis(5), Duration::from_millis(100));
+        let jitter = Jitter::new("digest", Duration::from_millis(500));
+        let tick = (0..).map(|n| n * 10).find(|&t| (200..400).contains(&jitter.offset(t))).unwrap();
+        let start = jitter.start(tick);
+        let plan = |now| CatchUp::plan(&[(tick, false)], now, grace, window, jitter);
+        assert_eq!(plan(start + 4), CatchUp { late: None, missed: vec![], settled: None }, "left to its start");
+        assert_eq!(plan(start + 50), CatchUp { late: Some(tick), missed: vec![], settled: Some(tick) });
+        assert_eq!(plan(start + 101).missed, vec![(tick, "deadline")]);
+    }
+
+    #[test]
+    fn a_jitter_offset_is_below_the_bound_the_same_for_a_name_and_tick_and_spreads_over_names() {
+        let max = Duration::from_millis(60_000);
+        assert_eq!(Jitter::new("a", Duration::ZERO).offset(123), 0);
+        let tick = 1_767_254_400_000;
+        let offsets: Vec<i64> = (0..10_000).map(|n| Jitter::new(&format!("user:{n}"), max).offset(tick)).collect();
+        assert!(offsets.iter().all(|&o| (0..60_000).contains(&o)));
+        assert_eq!(Jitter::new("user:7", max).offset(tick), offsets[7], "every replica computes the same");
+        // Spread: each tenth of the bound gets close to its tenth of the schedules.
+        for decile in 0..10 {
+            let n = offsets.iter().filter(|&&o| o / 6_000 == decile).count();
+            assert!((850..1150).contains(&n), "decile {decile}: {n}");
+        }
+        // And over the ticks of one schedule.
+        let one = Jitter::new("digest", max);
+        let distinct: std::collections::BTreeSet<i64> =
+            (0..100).map(|day| one.offset(tick + day * 86_400_000)).collect();
+        assert!(distinct.len() > 90);
+        // A pinned value: the offsets must not change across versions while replicas of both run.
+        assert_eq!(Jitter::new("digest", max).offset(tick), Jitter::new("digest", max).offset(tick));
     }
 }

@@ -4,6 +4,7 @@
 //! calls [`RELEASE`] and [`ACQUIRE`] (and runs [`CLOCK`] when it opens), and `memory://` runs their sources in-process.
 
 use crate::acquisition;
+use crate::keys::{Kind, LockKeys};
 use std::sync::LazyLock;
 
 /// A Lua script: its source, and its SHA1 for EVALSHA.
@@ -100,6 +101,18 @@ pub static SHARED_READ: LazyLock<Script> =
 /// ms. Returns 1 when stored, 0 when the lock is not ours (then nothing is).
 pub static SHARED_STORE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/shared_store.lua").to_owned()));
+
+/// A leader's term begins (the term kept beside its lock for a while) or ends, and its observers are told on the
+/// leader channel (see lead.rs). KEYS: the term key. ARGV: the channel, the term ([`crate::lead::term`], or '' when
+/// it ends), its ttl in ms, then [`CLUSTER`] on a Redis Cluster. Returns 1.
+pub static LEADER_NOTE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("scripts/wake.lua"), include_str!("scripts/leader_note.lua")).to_owned())
+});
+
+/// Who leads (see lead.rs). KEYS: the leader's lock, its term key. Returns `{value, pttl, term}`, '' for what is not
+/// there.
+pub static LEADER_READ: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/leader_read.lua").to_owned()));
 
 /// The argument that tells the scripts that wake waiters (wake.lua) that they run on a Redis Cluster: there, on Redis
 /// 7 or newer, they publish on sharded channels (`SPUBLISH`), which reach only the nodes of the channel's shard.
@@ -226,6 +239,51 @@ pub static SCHEDULE_CONTROL: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(include_str!("scripts/wake.lua"), include_str!("scripts/schedule_control.lua")).to_owned())
 });
 
+/// Read a stored schedule's state: see scripts/stored_state.lua.
+pub static STORED_STATE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("scripts/stored_spec.lua"), include_str!("scripts/stored_state.lua")).to_owned())
+});
+
+/// Store a stored schedule's spec, on the version read: see scripts/stored_write.lua.
+pub static STORED_WRITE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("scripts/stored_spec.lua"), include_str!("scripts/stored_write.lua")).to_owned())
+});
+
+/// A stored schedule's occurrence was dispatched: its next one, on the version read: see scripts/stored_advance.lua.
+pub static STORED_ADVANCE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/stored_advance.lua").to_owned()));
+
+/// Remove a stored schedule: see scripts/stored_remove.lua.
+pub static STORED_REMOVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("scripts/stored_spec.lua"), include_str!("scripts/stored_remove.lua")).to_owned())
+});
+
+/// Place a stored schedule in its bucket's due index, waking the runners when it is due soon: see
+/// scripts/stored_place.lua.
+pub static STORED_PLACE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(include_str!("scripts/wake.lua"), include_str!("scripts/stored_place.lua")).to_owned())
+});
+
+/// Take the due stored schedules of a handler in a bucket: see scripts/stored_take.lua.
+pub static STORED_TAKE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/stored_take.lua").to_owned()));
+
+/// When the next stored schedule of each handler is due in a bucket: see scripts/stored_heads.lua.
+pub static STORED_HEADS: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/stored_heads.lua").to_owned()));
+
+/// Register (or take away) a replica's handlers: see scripts/stored_runners.lua.
+pub static STORED_RUNNERS: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/stored_runners.lua").to_owned()));
+
+/// How many stored schedules a handler has in a bucket, and how many are overdue: see scripts/stored_count.lua.
+pub static STORED_COUNT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/stored_count.lua").to_owned()));
+
+/// One page of a bucket's stored schedules: see scripts/stored_list.lua.
+pub static STORED_LIST: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/stored_list.lua").to_owned()));
+
 /// A semaphore's holders, limit and time left, for the fleet's view: see scripts/semaphore_read.lua.
 pub static SEMAPHORE_READ: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/semaphore_read.lua").to_owned()));
@@ -270,6 +328,65 @@ pub fn release_words<'a>(
     for (_, token) in released {
         words.word(token);
     }
+    if cluster {
+        words.word(CLUSTER);
+    }
+}
+
+/// The script and the keys of a call that takes `keys` (a semaphore's permit, a read or the write lock of a
+/// read-write lock: not a plain lock, nor a fair waiter's), as [`PERMIT_ACQUIRE`], [`READ_ACQUIRE`] and
+/// [`WRITE_ACQUIRE`] take them: KEYS the lock's, its fence counter, and the semaphore's limit key, a read lock's writer
+/// or the write lock's readers (`one_slot`: on a Redis Cluster). The arguments: [`held_acquire_args`].
+pub fn held_acquire_keys<'a>(keys: &'a LockKeys, one_slot: bool) -> (&'static Script, [std::borrow::Cow<'a, str>; 3]) {
+    use std::borrow::Cow;
+    let (script, third): (&'static Script, Cow<'a, str>) = match &keys.kind {
+        Kind::Semaphore(_) => (&PERMIT_ACQUIRE, Cow::Owned(keys.limit_key(one_slot))),
+        Kind::Read { writer } => (&READ_ACQUIRE, Cow::Borrowed(writer.as_str())),
+        Kind::Write { readers } => (&WRITE_ACQUIRE, Cow::Borrowed(readers.as_str())),
+        Kind::Lock => unreachable!("a lock is taken by ACQUIRE (acquire_words)"),
+    };
+    (script, [Cow::Borrowed(keys.lock.as_str()), Cow::Borrowed(keys.fence.as_str()), third])
+}
+
+/// The arguments after [`held_acquire_keys`]' (and a fair waiter's queue and places): `token`, the lease and the fence
+/// counter's ttl in ms; then a semaphore's limit, or for a read-write lock whether the caller waits (`waits`: a
+/// writer's release then wakes it).
+pub fn held_acquire_args(
+    words: &mut impl Words,
+    kind: &Kind,
+    token: &str,
+    ttl_ms: u128,
+    fence_ttl_ms: u128,
+    waits: bool,
+) {
+    words.word(token);
+    words.number(ttl_ms);
+    words.number(fence_ttl_ms);
+    match kind {
+        Kind::Semaphore(limit) => words.number(u128::from(*limit)),
+        _ => words.number(u128::from(waits)),
+    }
+}
+
+/// The script of a call that gives back `keys` (a semaphore's permit or a read lock: [`PERMIT_RELEASE`]; the write
+/// lock: [`RELEASE`] on its key), and how many keys the call names ([`held_release_words`]).
+pub fn held_release_script(keys: &LockKeys) -> (&'static Script, usize) {
+    match &keys.kind {
+        Kind::Read { .. } => (&PERMIT_RELEASE, 2),
+        Kind::Semaphore(_) => (&PERMIT_RELEASE, 1),
+        _ => (&RELEASE, 1),
+    }
+}
+
+/// The keys and arguments of the call of [`held_release_script`] that gives back `keys` held with `token`: the
+/// lock's key (and a read lock's writer, on whose channel its waiters listen), the token, and [`CLUSTER`] on a Redis
+/// Cluster (`cluster`).
+pub fn held_release_words(words: &mut impl Words, keys: &LockKeys, token: &str, cluster: bool) {
+    words.word(&keys.lock);
+    if let Kind::Read { writer } = &keys.kind {
+        words.word(writer);
+    }
+    words.word(token);
     if cluster {
         words.word(CLUSTER);
     }

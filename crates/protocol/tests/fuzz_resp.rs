@@ -348,7 +348,7 @@ proptest! {
         for event in events {
             match event {
                 Event::Script(calls) => {
-                    awaited.script(calls);
+                    awaited.command(calls);
                     model.push_back((1, calls));
                 }
                 Event::Acquisition(commands) => {

@@ -1,5 +1,5 @@
 //! Acquisitions and releases on a single Redis whose commands the caller carries on a socket of its own (the Node
-//! binding sends them on a socket that node's event loop polls, saving the thread hand-offs of the locker's
+//! binding sends them on a socket that node's event loop polls, saving the hops between threads of the locker's
 //! connection), and doing what their replies come to (decided by snatch-protocol's direct/answer.rs). A call whose
 //! reply the caller could not get because its socket failed, or that the server could not run there (see
 //! [`Answer::Fallback`]), is finished on the locker's own connection by `fallback`, with the same token (an acquisition
@@ -8,7 +8,7 @@
 
 use crate::config::LockOptions;
 use crate::lock::lease::Lease;
-use crate::lock::locker::Locker;
+use crate::lock::locker::{Holder, Locker};
 use crate::redlock::quorum::{Grant, Nodes, VALIDITY_ELAPSED_ON_ONE_NODE};
 use crate::server::node::Node;
 use snatch_protocol::acquisition;
@@ -17,6 +17,7 @@ use snatch_protocol::direct::commands::DirectCommand;
 use snatch_protocol::direct::kept::KeptCounters;
 use snatch_protocol::direct::session::CallReply;
 use snatch_protocol::keys::{Kind, LockKeys};
+use snatch_protocol::offers::Offers;
 use snatch_protocol::SnatchError;
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +41,8 @@ pub enum ReleaseSettled {
     Done(Result<bool, SnatchError>),
     /// Finish it on the locker's own connection ([`DirectRelease::fallback`]).
     Fallback(DirectRelease),
+    /// Send it again, directly: by the release script (the server's compare-and-delete left it to the script).
+    Resend(DirectRelease),
 }
 
 /// One attempt to acquire a key on a single Redis, its command sent by the caller.
@@ -71,20 +74,38 @@ impl DirectAcquire {
     /// (waiting acquisitions stay on the locker's connection). The caller counts the call with [`Locker::enter`].
     pub fn new(locker: &Locker, key: &str, options: &LockOptions) -> Result<Option<Self>, SnatchError> {
         let keys = locker.checked_keys(key, options)?;
+        Ok(Self::of(locker, keys, options, Way::Commands))
+    }
+
+    /// One attempt to hold `key` as `holder` (a semaphore's permit, a read or the write lock of a read-write lock)
+    /// whose command (its script) the caller sends, or `None` when it goes by the locker's own connection, as
+    /// [`DirectAcquire::new`].
+    pub fn held(
+        locker: &Locker,
+        key: &str,
+        holder: Holder,
+        options: &LockOptions,
+    ) -> Result<Option<Self>, SnatchError> {
+        let keys = locker.holder_keys(key, holder, options)?;
+        Ok(Self::of(locker, keys, options, Way::Script))
+    }
+
+    /// The attempt to take `keys` by `way`, when it can go by a direct call.
+    fn of(locker: &Locker, keys: LockKeys, options: &LockOptions, way: Way) -> Option<Self> {
         if locker.direct_node().is_none() || !options.wait.is_zero() || options.fair {
-            return Ok(None);
+            return None;
         }
-        Ok(Some(Self {
+        Some(Self {
             locker: locker.clone(),
             keys,
             owner: locker.new_owner(),
             ttl: locker.lease_ttl(options),
             options: options.clone(),
             started: Instant::now(),
-            way: Way::Commands,
+            way,
             sent: false,
             keep_counter: true,
-        }))
+        })
     }
 
     /// The command that takes the lock.
@@ -97,9 +118,16 @@ impl DirectAcquire {
             fence_ttl_ms: self.locker.config().fence_ttl.as_millis(),
             keep_counter: self.keep_counter,
         };
-        match self.way {
-            Way::Commands => DirectCommand::Acquire(values),
-            Way::Script => DirectCommand::AcquireByScript(values),
+        match (self.way, &self.keys.kind) {
+            (Way::Commands, _) => DirectCommand::Acquire(values),
+            (Way::Script, Kind::Lock) => DirectCommand::AcquireByScript(values),
+            (Way::Script, _) => DirectCommand::AcquireHeld {
+                keys: &self.keys,
+                token: &self.owner,
+                ttl_ms: values.ttl_ms,
+                fence_ttl_ms: values.fence_ttl_ms,
+                one_slot: self.locker.one_slot(),
+            },
         }
     }
 
@@ -182,35 +210,54 @@ impl DirectAcquire {
 #[derive(Debug)]
 pub struct DirectRelease {
     lease: Arc<Lease>,
+    /// Sent by the server's compare-and-delete (`DELIFEQ`), decided when encoded: a plain lease's, on a server that
+    /// offers it, not sent again by script already.
+    compare_and_delete: bool,
+    /// Sent again by the release script ([`ReleaseSettled::Resend`]).
+    resent: bool,
 }
 
 impl DirectRelease {
-    /// Starts the release of `lease`, held on `locker`, with a command the caller sends; the lease counts as released
-    /// from now on. `None` when direct calls do not apply to the locker ([`Locker::direct_node`]), for a semaphore's
-    /// permit or a read-write lock's, while minHold keeps the key, or when it was released already: [`Lease::release`] then does what is
-    /// left (the release, one that keeps the key, or nothing).
+    /// Starts the release of `lease` (a lock, a semaphore's permit, a read or the write lock), held on `locker`, with a
+    /// command the caller sends; the lease counts as released from now on. `None` when direct calls do not apply to the
+    /// locker ([`Locker::direct_node`]), while minHold keeps the key, or when it was released already:
+    /// [`Lease::release`] then does what is left (the release, one that keeps the key, or nothing).
     pub fn of(locker: &Locker, lease: &Arc<Lease>) -> Option<Self> {
-        if locker.direct_node().is_none()
-            || lease.keys().kind != Kind::Lock
-            || !lease.hold_left().is_zero()
-            || !lease.end_released()
-        {
+        if locker.direct_node().is_none() || !lease.hold_left().is_zero() || !lease.end_released() {
             return None;
         }
-        Some(Self { lease: lease.clone() })
+        Some(Self { lease: lease.clone(), compare_and_delete: false, resent: false })
     }
 
-    /// The command that releases the lock.
+    /// Its command is about to be encoded on a socket whose server offers `offers`: which command it is.
+    pub fn encoded(&mut self, offers: Offers) {
+        self.compare_and_delete = offers.compare_and_delete && self.lease.plain() && !self.resent;
+    }
+
+    /// The command that releases the lock: the server's compare-and-delete ([`DirectRelease::encoded`]); or the
+    /// release script, of a lock or the write lock (its key is a lock's), which consecutive releases share; a permit's
+    /// or a read lock's own.
     pub fn command(&self) -> DirectCommand<'_> {
         let cluster = single(self.lease.nodes()).is_cluster();
-        DirectCommand::Release { lock: &self.lease.keys().lock, token: self.lease.owner(), cluster }
+        let (keys, token) = (self.lease.keys(), self.lease.owner());
+        if self.compare_and_delete {
+            return DirectCommand::CompareAndDelete { lock: &keys.lock, token };
+        }
+        match keys.kind {
+            Kind::Lock | Kind::Write { .. } => DirectCommand::Release { lock: &keys.lock, token, cluster },
+            Kind::Semaphore(_) | Kind::Read { .. } => DirectCommand::ReleaseHeld { keys, token, cluster },
+        }
     }
 
     /// Does what the reply, or its absence, comes to (snatch-protocol's [`Release`]): whether the key was still
     /// ours, or an error; or the release to finish on the locker's own connection.
     pub fn settle(self, reply: CallReply) -> ReleaseSettled {
-        match Release::of(Answer::of(reply)) {
+        let answer = Answer::of(reply);
+        let release =
+            if self.compare_and_delete { Release::of_compare_and_delete(answer) } else { Release::of(answer) };
+        match release {
             Release::Done(released) => ReleaseSettled::Done(Ok(released)),
+            Release::ByScript => ReleaseSettled::Resend(Self { compare_and_delete: false, resent: true, ..self }),
             Release::Fallback => ReleaseSettled::Fallback(self),
             Release::Failed { cause } => ReleaseSettled::Done(Err(failure(single(self.lease.nodes()), cause))),
         }
@@ -223,7 +270,7 @@ impl DirectRelease {
 
     /// Releases on the locker's own connection.
     pub async fn fallback(self) -> Result<bool, SnatchError> {
-        self.lease.nodes().try_release(self.lease.keys(), self.lease.owner()).await
+        self.lease.nodes().try_release(self.lease.keys(), self.lease.owner(), self.lease.plain()).await
     }
 }
 

@@ -5,7 +5,7 @@
 use crate::direct::stream::DirectStream;
 use crate::lock::locker::Locker;
 use redis::ConnectionAddr;
-use snatch_protocol::direct::handshake::{Greeting, Handshake};
+use snatch_protocol::direct::handshake::{Greeted, Greeting, Handshake};
 use snatch_protocol::direct::target::{ClusterMap, DirectTarget, SlotRange};
 use snatch_protocol::resp::{self, Reply};
 use snatch_protocol::SnatchError;
@@ -14,7 +14,7 @@ use tokio::net::TcpStream;
 
 /// Opens a socket for direct calls of `locker` to `target`: connected, authenticated, on the URL's database, named
 /// [`snatch_protocol::direct::handshake::DIRECT_CLIENT_NAME`], with the release and acquire scripts loaded, in
-/// non-blocking mode.
+/// non-blocking mode, knowing the server's own commands it may use (snatch-protocol's offers.rs).
 /// `None` when direct calls do not apply to the locker ([`Locker::direct_node`]), to `target` (not of the locker's
 /// kind, or a Unix socket URL), or the server refuses the commands of direct acquisitions (the handshake's probe).
 /// Bounded by the command timeout.
@@ -59,8 +59,10 @@ pub async fn open(locker: &Locker, target: &DirectTarget) -> Result<Option<Direc
         };
         match accepted {
             Err(refusal) => Err(node.failure(refusal)),
-            Ok(false) => Ok(None),
-            Ok(true) => Ok(Some(DirectStream::new(tcp.map_err(|e| node.failure(e))?, session))),
+            Ok(Greeted::Refused) => Ok(None),
+            Ok(Greeted::Direct(offers)) => {
+                Ok(Some(DirectStream::new(tcp.map_err(|e| node.failure(e))?, session, offers)))
+            }
         }
     };
     tokio::time::timeout(node.timeout(), open).await.unwrap_or_else(|_| Err(node.timed_out()))
@@ -101,12 +103,12 @@ pub(crate) fn slot_ranges(reply: &redis::Value) -> Vec<SlotRange> {
 }
 
 /// Sends `hello` (the handshake's bytes) and reads replies until `handshake` has them all: whether the server runs
-/// direct acquisitions, or the refusal of a handshake command (say, AUTH's).
+/// direct acquisitions and what it offers, or the refusal of a handshake command (say, AUTH's).
 async fn greet<S: AsyncRead + AsyncWrite + Unpin>(
     socket: &mut S,
     mut handshake: Handshake,
     hello: &[u8],
-) -> std::io::Result<Result<bool, String>> {
+) -> std::io::Result<Result<Greeted, String>> {
     socket.write_all(hello).await?;
     socket.flush().await?;
     let mut buf = Vec::new();

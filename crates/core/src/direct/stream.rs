@@ -2,6 +2,7 @@
 //! drives without blocking (the Node binding, from node's event loop). It reads and writes what the socket takes
 //! now and tells when more must wait for the socket to become writable.
 
+use snatch_protocol::offers::Offers;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::TcpStream;
 
@@ -10,6 +11,8 @@ pub struct DirectStream {
     tcp: TcpStream,
     /// The TLS session over `tcp`, when the server is reached by `rediss://`.
     tls: Option<Box<rustls::ClientConnection>>,
+    /// The server's own commands, found by the handshake.
+    offers: Offers,
 }
 
 impl std::fmt::Debug for DirectStream {
@@ -19,9 +22,14 @@ impl std::fmt::Debug for DirectStream {
 }
 
 impl DirectStream {
-    /// `tcp` (non-blocking), with `tls` the session whose handshake is done.
-    pub(crate) fn new(tcp: TcpStream, tls: Option<rustls::ClientConnection>) -> Self {
-        Self { tcp, tls: tls.map(Box::new) }
+    /// `tcp` (non-blocking), with `tls` the session whose handshake is done, to a server that offers `offers`.
+    pub(crate) fn new(tcp: TcpStream, tls: Option<rustls::ClientConnection>, offers: Offers) -> Self {
+        Self { tcp, tls: tls.map(Box::new), offers }
+    }
+
+    /// The server's own commands the calls on this socket may use.
+    pub fn offers(&self) -> Offers {
+        self.offers
     }
 
     /// Reads what has arrived into `buf`: as much as there is, up to its size (decrypted under TLS). `Ok(0)` at the

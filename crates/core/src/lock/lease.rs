@@ -34,6 +34,9 @@ pub struct Lease {
     ttl: Duration,
     min_hold: Duration,
     nodes: Arc<Nodes>,
+    /// Taken in one attempt by a caller that did not wait, not fair: its key is expected to hold its owner alone
+    /// (snatch-protocol's offers.rs), so it is released and extended by the server's own commands where they exist.
+    plain: bool,
     /// The state and the hooks, under one lock: a short lease takes it a few times in all.
     inner: Mutex<Inner>,
     /// Woken when the lease ends (see [`Lease::ended`]), once anyone has waited for that (`awaited`).
@@ -67,12 +70,13 @@ impl Lease {
         ttl: Duration,
         min_hold: Duration,
         nodes: Arc<Nodes>,
+        plain: bool,
     ) -> Self {
         let state = LeaseState::Held { valid_until: grant.valid_until };
         let inner = Mutex::new(Inner { state, on_lost: None, on_end: None, extension_sent: false });
         let (fence, acquired_at, end, awaited) = (grant.fence, grant.started, Notify::new(), AtomicBool::new(false));
         let stalled = AtomicBool::new(false);
-        Self { keys, owner, fence, acquired_at, ttl, min_hold, nodes, inner, end, awaited, stalled }
+        Self { keys, owner, fence, acquired_at, ttl, min_hold, nodes, plain, inner, end, awaited, stalled }
     }
 
     /// A renewal was skipped: the caller's loop has stalled.
@@ -108,6 +112,11 @@ impl Lease {
     /// The cluster slot of the lock (which master of a cluster its release goes to).
     pub fn slot(&self) -> u16 {
         self.keys.slot()
+    }
+
+    /// Whether the lease is plain (see [`Lease::plain`]'s field): a lock's, taken without waiting, not fair.
+    pub(crate) fn plain(&self) -> bool {
+        self.plain
     }
 
     /// The Redis names of the lock.
@@ -206,7 +215,7 @@ impl Lease {
             return Ok(false);
         }
         self.inner().extension_sent = true;
-        let renewed = match self.nodes.extend(&self.keys, &self.owner, ttl).await? {
+        let renewed = match self.nodes.extend(&self.keys, &self.owner, ttl, self.plain).await? {
             Extend::Renewed { valid_until } if valid_until > Instant::now() => match &mut self.inner().state {
                 LeaseState::Held { valid_until: v } => {
                     *v = valid_until;
@@ -237,12 +246,12 @@ impl Lease {
         if !self.end_released() {
             return Ok(false);
         }
-        self.nodes.try_release(&self.keys, &self.owner).await
+        self.nodes.try_release(&self.keys, &self.owner, self.plain).await
     }
 
     /// Hands the lock over to another owner ([`crate::Locker::adopt`]): no longer renewed nor released here, it keeps
     /// its key for the validity left, which is returned; `None`, and nothing changes, once it lapsed or ended.
-    pub fn hand_off(&self) -> Option<Duration> {
+    pub fn hand_over(&self) -> Option<Duration> {
         let left = self.remaining();
         if left.is_zero() || !self.end_released() {
             return None;
@@ -257,7 +266,7 @@ impl Lease {
             return Ok(false);
         }
         let hold = hold.max(Duration::from_millis(1));
-        Ok(matches!(self.nodes.extend(&self.keys, &self.owner, hold).await?, Extend::Renewed { .. }))
+        Ok(matches!(self.nodes.extend(&self.keys, &self.owner, hold, false).await?, Extend::Renewed { .. }))
     }
 
     /// Whether the lease failed to stay guaranteed: lost, or held past its validity. False once released.

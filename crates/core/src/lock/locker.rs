@@ -2,6 +2,7 @@
 //! still holds. Runs of the user's fn under a lock go through the runner (run/).
 
 use crate::config::{LockOptions, LockerConfig, Topology};
+use crate::lock::contention::{Contended, Contention};
 use crate::lock::job::Job;
 use crate::lock::lease::Lease;
 use crate::lock::place::Place;
@@ -15,6 +16,7 @@ use snatch_protocol::keys::{self, Kind, LockKeys};
 use snatch_protocol::owner;
 use snatch_protocol::run::Inspection;
 use snatch_protocol::SnatchError;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -66,6 +68,10 @@ struct Shared {
     close_done: OnceCell<()>,
     /// Background work (schedules) started on this locker, stopped by `close`.
     jobs: Mutex<Vec<Job>>,
+    /// The names of the schedules running on this locker: each runs once here.
+    schedule_names: Mutex<HashSet<String>>,
+    /// The keys the caller's acquisitions waited for most.
+    contention: Contention,
 }
 
 /// Where a locker's direct calls go: sockets of the caller's own (the Node binding's, polled by node's event loop)
@@ -115,6 +121,8 @@ impl Locker {
                 idle: Notify::new(),
                 close_done: OnceCell::new(),
                 jobs: Mutex::new(Vec::new()),
+                schedule_names: Mutex::default(),
+                contention: Contention::default(),
             }),
         })
     }
@@ -166,7 +174,7 @@ impl Locker {
         let mut held: Vec<Option<Arc<Lease>>> = vec![None; keys.len()];
         for i in order {
             let wait = deadline.saturating_duration_since(Instant::now());
-            let acquired = self.acquire_keys(names[i].clone(), &LockOptions { wait, ..options.clone() }).await;
+            let acquired = self.acquire_waited(names[i].clone(), &LockOptions { wait, ..options.clone() }).await;
             // A lease not renewed (no `auto_extend`) may have lapsed while later keys were waited for: none then.
             let lapsed = held.iter().position(|lease| lease.as_ref().is_some_and(|lease| lease.lapsed()));
             match (acquired, lapsed) {
@@ -222,11 +230,16 @@ impl Locker {
     ) -> Result<Arc<Lease>, SnatchError> {
         let _busy = self.enter()?;
         let keys = self.holder_keys(key, holder, options)?;
-        self.acquire_keys(keys, options).await?.ok_or_else(|| not_acquired(key, options.wait))
+        self.acquire_waited(keys, options).await?.ok_or_else(|| not_acquired(key, options.wait))
     }
 
     /// The names `holder` of `key` takes, once `options` and the deployment are checked.
-    fn holder_keys(&self, key: &str, holder: Holder, options: &LockOptions) -> Result<LockKeys, SnatchError> {
+    pub(crate) fn holder_keys(
+        &self,
+        key: &str,
+        holder: Holder,
+        options: &LockOptions,
+    ) -> Result<LockKeys, SnatchError> {
         self.check(options)?;
         if options.fair && matches!(holder, Holder::Reader | Holder::Writer) {
             return Err(SnatchError::type_arg(
@@ -340,7 +353,13 @@ impl Locker {
     }
 
     async fn acquire(&self, key: &str, options: &LockOptions) -> Result<Option<Arc<Lease>>, SnatchError> {
-        self.acquire_keys(self.checked_keys(key, options)?, options).await
+        self.acquire_waited(self.checked_keys(key, options)?, options).await
+    }
+
+    /// The `limit` keys the caller's acquisitions waited for most, most first (see contention.rs); with `reset`, the
+    /// count starts again.
+    pub fn contention(&self, limit: usize, reset: bool) -> Vec<Contended> {
+        self.shared.contention.top(limit, reset)
     }
 
     /// The nodes the locker writes to.
@@ -354,7 +373,7 @@ impl Locker {
     }
 
     /// A new owner for an acquisition (snatch-protocol's owner.rs): a token of 128 random bits as 32 lowercase hex
-    /// digits, then this locker's instance. All 128 bits are random, as API.md promises (">= 128 random bits"), so
+    /// digits, then this locker's instance. All 128 bits are random, as the docs promise (a token of ">= 128 random bits"), so
     /// it is not a v4 UUID (122 random bits); the `uuid` crate's encoder writes the hex.
     pub(crate) fn new_owner(&self) -> String {
         let mut digits = [0; uuid::fmt::Simple::LENGTH];
@@ -394,12 +413,14 @@ impl Locker {
         ttl: Duration,
         options: &LockOptions,
     ) -> Arc<Lease> {
-        let lease = Arc::new(Lease::new(keys, token, grant, ttl, options.min_hold, self.shared.nodes.clone()));
+        let plain = keys.kind == Kind::Lock && options.wait.is_zero() && !options.fair;
+        let nodes = self.shared.nodes.clone();
+        let lease = Arc::new(Lease::new(keys, token, grant, ttl, options.min_hold, nodes, plain));
         self.shared.supervisor.watch(lease.clone(), options.auto_extend);
         lease
     }
 
-    /// Continues the lock of `key` another owner handed over ([`Lease::hand_off`]) with `token` and `fence`: it is this
+    /// Continues the lock of `key` another owner handed over ([`Lease::hand_over`]) with `token` and `fence`: it is this
     /// locker's from now on (a new owner, for `options.ttl`, renewed with `options.auto_extend`), so that the old
     /// owner can neither extend nor release it and the handle cannot be adopted twice; `None`, and nothing changes,
     /// when the key does not hold that token any more (it expired, was adopted already) or never did.
@@ -446,12 +467,28 @@ impl Locker {
         keys: LockKeys,
         options: &LockOptions,
     ) -> Result<Option<Arc<Lease>>, SnatchError> {
+        self.take(keys, options, false).await
+    }
+
+    /// [`Locker::acquire_keys`] for the caller (a lock, a permit, a read or write lock, a set's key): a wait counts
+    /// in [`Locker::contention`] (a schedule's or a campaign's do not: waiting is how they work).
+    async fn acquire_waited(&self, keys: LockKeys, options: &LockOptions) -> Result<Option<Arc<Lease>>, SnatchError> {
+        self.take(keys, options, true).await
+    }
+
+    /// [`Locker::acquire_keys`], its waits `counted` in [`Locker::contention`] or not.
+    async fn take(
+        &self,
+        keys: LockKeys,
+        options: &LockOptions,
+        counted: bool,
+    ) -> Result<Option<Arc<Lease>>, SnatchError> {
         if !options.fair {
-            return self.wait_for(keys, options, None).await;
+            return self.wait_for(keys, options, None, counted).await;
         }
         let waiter = owner::waiter(rand::random(), &self.shared.config.instance_id);
         let place = Place::new(waiter, keys.clone(), self.shared.nodes.clone());
-        let acquired = self.wait_for(keys, options, Some(place.waiter())).await;
+        let acquired = self.wait_for(keys, options, Some(place.waiter()), counted).await;
         match acquired {
             Ok(Some(_)) => place.taken(),
             _ => place.leave().await,
@@ -459,16 +496,25 @@ impl Locker {
         acquired
     }
 
-    /// [`Locker::acquire_keys`]: as fair waiter `fair`, if given.
+    /// [`Locker::acquire_keys`]: as fair waiter `fair`, if given; a wait `counted` in [`Locker::contention`] (one that
+    /// found the key held and waited, whether it got it or timed out).
     async fn wait_for(
         &self,
         keys: LockKeys,
         options: &LockOptions,
         fair: Option<&str>,
+        counted: bool,
     ) -> Result<Option<Arc<Lease>>, SnatchError> {
         let shared = &self.shared;
         let ttl = self.lease_ttl(options);
-        let deadline = Instant::now() + options.wait;
+        let started = Instant::now();
+        let deadline = started + options.wait;
+        let mut waited = false;
+        let count = |timed_out: bool| {
+            if counted {
+                shared.contention.record(&keys.key, started.elapsed(), timed_out);
+            }
+        };
         // Set up once the key is found held and there is time to wait: release notifications from every node. A
         // release wakes the first of this locker's waiters on the key still waiting: a caller that finds others
         // waiting already queues behind them rather than trying first (their turns come in the order they came). A
@@ -504,6 +550,9 @@ impl Locker {
                     Acquire::Won(grant) => {
                         // Its turn taken: the next waiter in this process is woken by the next release.
                         wake.iter_mut().flat_map(|(_, watches)| watches).for_each(Watch::took_turn);
+                        if waited {
+                            count(false);
+                        }
                         return Ok(Some(self.supervise(keys, token, grant, ttl, options)));
                     }
                     Acquire::Contended { error, .. } if Instant::now() >= deadline => return Err(error),
@@ -526,8 +575,12 @@ impl Locker {
             };
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
+                if !options.wait.is_zero() {
+                    count(true);
+                }
                 return Ok(None);
             }
+            waited = true;
             let Some((notify, _watches)) = &wake else {
                 // Try again right away: the holder may have released before the subscription was made.
                 wake = Some(shared.nodes.watch(&keys, fair).await);
@@ -581,6 +634,34 @@ impl Locker {
     /// Registers background work for `close` to stop.
     pub(crate) fn register_job(&self, job: Job) {
         self.shared.jobs.lock().expect("jobs poisoned").push(job);
+    }
+
+    /// Name `name` taken by a schedule of this locker until the returned guard is dropped (its driver ended); an
+    /// invalid argument when a schedule of this locker runs under that name already (both fns would run, in turns).
+    pub(crate) fn take_schedule_name(&self, name: &str) -> Result<ScheduleName, SnatchError> {
+        if !self.shared.schedule_names.lock().expect("names poisoned").insert(name.to_owned()) {
+            return Err(SnatchError::type_arg(format!(
+                "schedule '{name}' is already scheduled by this locker: stop() it first, or give this one another name"
+            )));
+        }
+        Ok(ScheduleName { shared: self.shared.clone(), name: name.to_owned() })
+    }
+
+    /// Whether a schedule of this locker runs under `name`.
+    pub fn is_scheduled(&self, name: &str) -> bool {
+        self.shared.schedule_names.lock().expect("names poisoned").contains(name)
+    }
+}
+
+/// A schedule's name taken on its locker (see [`Locker::take_schedule_name`]): free again when dropped.
+pub(crate) struct ScheduleName {
+    shared: Arc<Shared>,
+    name: String,
+}
+
+impl Drop for ScheduleName {
+    fn drop(&mut self) {
+        self.shared.schedule_names.lock().expect("names poisoned").remove(&self.name);
     }
 }
 

@@ -15,6 +15,15 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// How long a shared result is kept by default (`resultTtl`).
+pub const DEFAULT_RESULT_TTL: Duration = Duration::from_secs(60);
+
+/// How long a caller waits for a round under way by default (`wait`).
+pub const DEFAULT_SHARED_WAIT: Duration = Duration::from_secs(30);
+
+/// The largest result stored by default, in bytes (`maxResultBytes`).
+pub const DEFAULT_MAX_RESULT_BYTES: u32 = 1024 * 1024;
+
 /// What a caller's turn comes to.
 pub enum Turn {
     /// A round's result, stored.
@@ -83,6 +92,11 @@ impl Locker {
         let _busy = self.releasing();
         let entry = Entry { error, fence: lease.fence(), payload }.encode();
         node.store_shared(lease.keys(), lease.owner(), &entry, ttl.as_millis() as u64).await
+    }
+
+    /// Whether this locker keeps shared results: not with Redlock (an error then).
+    pub(crate) fn check_shared(&self) -> Result<(), SnatchError> {
+        self.shared_node().map(drop)
     }
 
     /// The node of shared results: not with Redlock, whose nodes could each hold another round's.

@@ -8,6 +8,7 @@
 
 use crate::redlock::cleanup::Cleanups;
 use crate::server::node::{Mark, Node};
+use crate::server::script_call::ScriptCall;
 use crate::server::waker::Watch;
 use futures_util::future::join_all;
 use snatch_protocol::acquisition::Acquired;
@@ -90,6 +91,31 @@ impl Nodes {
     /// How many nodes make a majority.
     pub(crate) fn quorum(&self) -> usize {
         self.nodes.len() / 2 + 1
+    }
+
+    /// Runs `call` on the nodes in turn: the answer of the first that answers, or the last error.
+    pub(crate) async fn first<T: redis::FromRedisValue>(&self, call: ScriptCall) -> Result<T, SnatchError> {
+        let mut error = SnatchError::Closed;
+        for node in &self.nodes {
+            match node.invoke(call.clone()).await {
+                Ok(answer) => return Ok(answer),
+                Err(e) => error = e,
+            }
+        }
+        Err(error)
+    }
+
+    /// Runs `call` on every node: the answers of those that answered, or the error of the first when none did.
+    pub(crate) async fn every<T: redis::FromRedisValue>(&self, call: ScriptCall) -> Result<Vec<T>, SnatchError> {
+        let (answered, failed): (Vec<_>, Vec<_>) =
+            join_all(self.nodes.iter().map(|node| node.invoke::<T>(call.clone())))
+                .await
+                .into_iter()
+                .partition(Result::is_ok);
+        if answered.is_empty() {
+            return Err(failed.into_iter().find_map(Result::err).unwrap_or(SnatchError::Closed));
+        }
+        Ok(answered.into_iter().filter_map(Result::ok).collect())
     }
 
     /// When a lease of `ttl` requested at `start` stops being guaranteed: `start + ttl − drift`.
@@ -183,11 +209,18 @@ impl Nodes {
         holders.chunk_by(|a, b| a == b).any(|same| same.len() >= self.quorum())
     }
 
-    /// Sets the lease of our key to `ttl` on every node.
-    pub(crate) async fn extend(&self, keys: &LockKeys, token: &str, ttl: Duration) -> Result<Extend, SnatchError> {
+    /// Sets the lease of our key to `ttl` on every node (a `plain` lease's by the server's own command where it has
+    /// it: [`Node::extend`]).
+    pub(crate) async fn extend(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        ttl: Duration,
+        plain: bool,
+    ) -> Result<Extend, SnatchError> {
         let start = Instant::now();
         let ttl_ms = ttl.as_millis() as u64;
-        let answers = join_all(self.nodes.iter().map(|n| n.extend(keys, token, ttl_ms))).await;
+        let answers = join_all(self.nodes.iter().map(|n| n.extend(keys, token, ttl_ms, plain))).await;
         self.count_renewals(answers, self.valid_until(start, ttl))
     }
 
@@ -238,12 +271,13 @@ impl Nodes {
     /// Deletes our key on every node. With one node, true when it was ours and a failure is an error; with
     /// several, true when a majority confirmed, and nodes that are down are ignored.
     pub(crate) async fn release(&self, keys: &LockKeys, token: &str) -> bool {
-        self.try_release(keys, token).await.unwrap_or(false)
+        self.try_release(keys, token, false).await.unwrap_or(false)
     }
 
-    /// Like [`Nodes::release`], but a single node's failure is reported.
-    pub(crate) async fn try_release(&self, keys: &LockKeys, token: &str) -> Result<bool, SnatchError> {
-        let answers = join_all(self.nodes.iter().map(|n| n.release(keys, token))).await;
+    /// Like [`Nodes::release`], but a single node's failure is reported; a `plain` lease's by the server's own
+    /// command where it has it ([`Node::release`]).
+    pub(crate) async fn try_release(&self, keys: &LockKeys, token: &str, plain: bool) -> Result<bool, SnatchError> {
+        let answers = join_all(self.nodes.iter().map(|n| n.release(keys, token, plain))).await;
         if let [single] = answers.as_slice() {
             return single.clone();
         }

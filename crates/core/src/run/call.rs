@@ -4,6 +4,7 @@
 use crate::direct::calls::{DirectAcquire, DirectRelease};
 use crate::lock::locker::Busy;
 use snatch_protocol::direct::commands::{DirectCall, DirectCommand};
+use snatch_protocol::offers::Offers;
 use snatch_protocol::run::Purpose;
 
 /// A direct call of the runner, until its reply. One per call in flight, moved a few times: boxing the larger
@@ -35,9 +36,10 @@ impl DirectCall for Call {
         }
     }
 
-    fn encoded(&mut self, at: std::time::Instant) {
-        if let Self::Acquire { attempt, .. } = self {
-            attempt.encoded(at);
+    fn encoded(&mut self, at: std::time::Instant, offers: Offers) {
+        match self {
+            Self::Acquire { attempt, .. } => attempt.encoded(at),
+            Self::Release { release, .. } => release.encoded(offers),
         }
     }
 }

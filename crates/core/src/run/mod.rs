@@ -7,4 +7,5 @@
 pub(crate) mod call;
 pub(crate) mod hold;
 pub(crate) mod input;
+pub(crate) mod rounds;
 pub(crate) mod runner;

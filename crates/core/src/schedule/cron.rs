@@ -6,6 +6,53 @@ use croner::parser::CronParser;
 use croner::Cron;
 use snatch_protocol::SnatchError;
 
+/// The macros an expression may be instead of its fields.
+const MACROS: [&str; 6] = ["@yearly", "@annually", "@monthly", "@weekly", "@daily", "@hourly"];
+
+/// A field of an expression: its name, the numbers it takes, and how its values are written.
+struct Field {
+    name: &'static str,
+    min: u32,
+    max: u32,
+    names: &'static str,
+}
+
+/// The fields of a six-field expression, in order (a five-field one has no second).
+const FIELDS: [Field; 6] = [
+    Field { name: "second", min: 0, max: 59, names: "" },
+    Field { name: "minute", min: 0, max: 59, names: "" },
+    Field { name: "hour", min: 0, max: 23, names: "" },
+    Field { name: "day of month", min: 1, max: 31, names: "" },
+    Field { name: "month", min: 1, max: 12, names: " or JAN-DEC" },
+    Field { name: "day of week", min: 0, max: 7, names: " (0 and 7: Sunday) or SUN-SAT" },
+];
+
+/// What is wrong with the first field of `expression` (5 or 6 fields) that croner refuses on its own, every other
+/// field being `*`: its name and value, and why. None when each field passes alone.
+fn field_error(parser: &CronParser, expression: &str) -> Option<String> {
+    let values: Vec<&str> = expression.split_whitespace().collect();
+    let fields = &FIELDS[FIELDS.len() - values.len()..];
+    values.iter().zip(fields).enumerate().find_map(|(i, (value, field))| {
+        let mut probe = vec!["*"; values.len()];
+        probe[i] = *value;
+        parser.parse(&probe.join(" ")).err()?;
+        let Field { name, min, max, names } = field;
+        // The numbers it names (not the steps, after a '/'), one out of range being the likely mistake.
+        let out_of_range = value
+            .split(',')
+            .flat_map(|item| item.split('/').next().unwrap_or_default().split('-'))
+            .filter_map(|number| number.parse::<u32>().ok())
+            .any(|number| number < *min || number > *max);
+        Some(if out_of_range {
+            format!("{name} '{value}' is out of range ({min}-{max})")
+        } else {
+            format!(
+                "{name} '{value}' is not valid ({min}-{max}{names}: a number, a list 1,5, a range 1-5 or a step */5)"
+            )
+        })
+    })
+}
+
 /// A parsed cron expression evaluated in an IANA time zone.
 ///
 /// Five fields (minute precision) or six (seconds first), ranges, steps, lists, names (`MON`, `JAN`) and the
@@ -21,20 +68,28 @@ pub struct CronSchedule {
 impl CronSchedule {
     /// Parses `expression` for the zone named `timezone` (for example `Europe/Paris`, or `UTC`). An expression with
     /// a year field (croner reads a seventh one) is refused, as is one with no occurrence after `now`: it would
-    /// never run.
+    /// never run. A refused field is named with its value (croner's own errors name neither).
     pub fn new(expression: &str, timezone: &str, now: DateTime<Utc>) -> Result<Self, SnatchError> {
         let trimmed = expression.trim();
-        let fields = trimmed.split_whitespace().count();
-        if !trimmed.starts_with('@') && fields > 6 {
-            return Err(SnatchError::type_arg(format!(
-                "invalid cron expression '{expression}': 5 fields (minute precision) or 6 (seconds first), got \
-                 {fields} (a year field is not taken)"
-            )));
+        let invalid = |why: String| SnatchError::type_arg(format!("invalid cron expression '{expression}': {why}"));
+        if trimmed.starts_with('@') {
+            if !MACROS.iter().any(|known| known.eq_ignore_ascii_case(trimmed)) {
+                return Err(invalid(format!("unknown macro '{trimmed}' (expected {})", MACROS.join(", "))));
+            }
+        } else {
+            let fields = trimmed.split_whitespace().count();
+            if !(5..=6).contains(&fields) {
+                let year = if fields == 7 { " (a year field is not taken)" } else { "" };
+                return Err(invalid(format!(
+                    "5 or 6 fields (minute, hour, day of month, month, day of week; a second first when 6), got \
+                     {fields}{year}"
+                )));
+            }
         }
-        let cron = CronParser::builder()
-            .build()
+        let parser = CronParser::builder().build();
+        let cron = parser
             .parse(trimmed)
-            .map_err(|e| SnatchError::type_arg(format!("invalid cron expression '{expression}': {e}")))?;
+            .map_err(|e| invalid(field_error(&parser, trimmed).unwrap_or_else(|| e.to_string())))?;
         let zone: Tz = timezone
             .parse()
             .map_err(|_| SnatchError::type_arg(format!("unknown time zone '{timezone}' (expected an IANA name)")))?;
@@ -128,5 +183,46 @@ mod tests {
             let err = CronSchedule::new(never, "UTC", now).unwrap_err().to_string();
             assert!(err.contains("has no occurrence after now"), "{never}: {err}");
         }
+    }
+
+    #[test]
+    fn a_refused_field_is_named_with_its_value() {
+        let cases = [
+            ("61 * * * *", "minute '61' is out of range (0-59)"),
+            ("0 25 * * *", "hour '25' is out of range (0-23)"),
+            ("* * 32 * *", "day of month '32' is out of range (1-31)"),
+            ("* * * 13 *", "month '13' is out of range (1-12)"),
+            ("* * * * 1-8", "day of week '1-8' is out of range (0-7)"),
+            ("70 * * * * *", "second '70' is out of range (0-59)"),
+            ("0 */5 5,99 * * *", "hour '5,99' is out of range (0-23)"),
+            ("*/x * * * *", "minute '*/x' is not valid (0-59: a number, a list 1,5, a range 1-5 or a step */5)"),
+            ("* * * FOO *", "month 'FOO' is not valid (1-12 or JAN-DEC: "),
+            ("* * * * MO", "day of week 'MO' is not valid (0-7 (0 and 7: Sunday) or SUN-SAT: "),
+        ];
+        for (expr, want) in cases {
+            let err = CronSchedule::new(expr, "UTC", Utc::now()).unwrap_err();
+            assert_eq!(err.code(), "ERR_SNATCH_INVALID_ARG", "{expr}");
+            let message = err.to_string();
+            assert!(message.contains(&format!("invalid cron expression '{expr}': {want}")), "{expr}: {message}");
+        }
+    }
+
+    #[test]
+    fn a_wrong_number_of_fields_or_an_unknown_macro_says_what_is_taken() {
+        for (expr, got) in [("* * *", 3), ("", 0), ("* * * * * * * *", 8)] {
+            let message = CronSchedule::new(expr, "UTC", Utc::now()).unwrap_err().to_string();
+            let want = format!(
+                "5 or 6 fields (minute, hour, day of month, month, day of week; a second first when 6), got {got}"
+            );
+            assert!(message.contains(&want), "{expr}: {message}");
+        }
+        let message = CronSchedule::new("@sometimes", "UTC", Utc::now()).unwrap_err().to_string();
+        assert!(
+            message.ends_with(
+                "unknown macro '@sometimes' (expected @yearly, @annually, @monthly, @weekly, @daily, @hourly)"
+            ),
+            "{message}"
+        );
+        assert!(CronSchedule::new("@Daily", "UTC", Utc::now()).is_ok());
     }
 }

@@ -6,6 +6,7 @@ use crate::direct::open::slot_ranges;
 use crate::lock::locker::Locker;
 use crate::schedule::cron::CronSchedule;
 use crate::schedule::store::{self, Control};
+use crate::schedule::stored;
 use crate::server::node::Node;
 use crate::server::script_call::ScriptCall;
 use chrono::{DateTime, Utc};
@@ -27,6 +28,12 @@ const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Keys one step of a scan looks at, at most.
 const SCAN_COUNT: u32 = 1000;
+
+/// How many records `history()` reads when no `limit` is given.
+pub const DEFAULT_HISTORY_LIMIT: u32 = 50;
+
+/// How many locks (or semaphores) `locks()` lists when no `limit` is given.
+pub const DEFAULT_LIST_LIMIT: u32 = 1000;
 
 /// What the fleet is asked.
 #[derive(Debug, Clone)]
@@ -68,9 +75,12 @@ pub async fn answer(locker: &Locker, request: FleetRequest) -> Result<String, Sn
         }
         FleetRequest::Suspend(name) => control(locker, &name, Control::Suspend).await.map(|_| Ok("null".into()))?,
         FleetRequest::Resume(name) => control(locker, &name, Control::Resume).await.map(|_| Ok("null".into()))?,
-        FleetRequest::Trigger(name) => match control(locker, &name, Control::Trigger).await? {
-            (0, _) => return Err(SnatchError::NoReplica { schedule: name }),
-            (_, tick) => Ok(format!(r#"{{"tick":{tick}}}"#)),
+        FleetRequest::Trigger(name) => match stored::trigger(locker, &name).await? {
+            Some(tick) => Ok(format!(r#"{{"tick":{tick}}}"#)),
+            None => match control(locker, &name, Control::Trigger).await? {
+                (0, _) => return Err(SnatchError::NoReplica { schedule: name }),
+                (_, tick) => Ok(format!(r#"{{"tick":{tick}}}"#)),
+            },
         },
         FleetRequest::Locks { pattern, limit } => serde_json::to_string(&locks(locker, &pattern, limit).await?),
         FleetRequest::Deployment => serde_json::to_string(&deployment(locker).await?),
@@ -87,7 +97,7 @@ fn keys(locker: &Locker, name: &str) -> Result<ScheduleKeys, SnatchError> {
 }
 
 async fn control(locker: &Locker, name: &str, control: Control) -> Result<(i64, i64), SnatchError> {
-    store::control(locker, &keys(locker, name)?, control, KEEP).await
+    store::control(locker, &keys(locker, name)?, control, KEEP, None).await
 }
 
 /// Every schedule a replica registered (orphaned ones too), by name.
@@ -106,7 +116,8 @@ const RECENT: u32 = 50;
 /// Schedule `name` as replicas registered it; `None` when its state is gone (it expired meanwhile).
 async fn schedule(locker: &Locker, name: &str) -> Result<Option<ScheduleInfo>, SnatchError> {
     let read = store::read(locker, &keys(locker, name)?, RECENT).await?;
-    if read.state.is_empty() {
+    // A stored schedule's state holds its spec: listSchedules shows those.
+    if read.state.is_empty() || read.state.contains_key("spec") {
         return Ok(None);
     }
     let field = |name: &str| read.state.get(name).cloned().unwrap_or_default();

@@ -5,10 +5,10 @@
 
 use crate::lock::locker::Locker;
 use crate::server::script_call::ScriptCall;
-use futures_util::future::join_all;
 use snatch_protocol::schedule::{
     Attempt, Conditions, Found, Limits, Open, Record, Registered, ScheduleKeys, ScheduleRead, Write, Written,
 };
+use snatch_protocol::schedule_loop::LookBack;
 use snatch_protocol::scripts::{
     CLUSTER, SCHEDULE_CONTROL, SCHEDULE_LEAVE, SCHEDULE_READ, SCHEDULE_RECORD, SCHEDULE_REGISTER, SCHEDULE_SWEEP,
     SCHEDULE_TAKE_TRIGGER,
@@ -16,11 +16,12 @@ use snatch_protocol::scripts::{
 use snatch_protocol::SnatchError;
 use std::time::Duration;
 
-/// How long a replica's registration lasts without being renewed: a dead replica's is gone within it.
+/// How long a replica's registration lasts without being renewed (three heartbeats): a dead replica's is gone within
+/// it.
 pub(crate) const REGISTRATION: Duration = Duration::from_secs(15);
 
-/// How often a replica renews its registrations, and looks at its schedules' open attempts and manual runs.
-pub(crate) const HEARTBEAT: Duration = Duration::from_secs(5);
+/// What the registration of a code schedule answers when a stored schedule has its name (scripts/schedule_register.lua).
+pub(crate) const STORED_NAME: &str = "STORED_NAME";
 
 /// How many open attempts one look takes at most.
 const SWEEP_BATCH: u32 = 20;
@@ -35,17 +36,6 @@ pub(crate) struct Registration {
     /// How long the state and records are kept after the last write or registration.
     pub(crate) keep: Duration,
 }
-
-/// The ticks a registration looks at (see snatch-protocol's `CatchUp`): whether each has a record, and the newest it
-/// settles.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct LookBack {
-    pub(crate) ticks: Vec<i64>,
-    pub(crate) settled: Option<i64>,
-}
-
-/// How often (in heartbeats) a registration also refreshes the schedule: its expression, and its keys' TTLs.
-pub(crate) const REFRESH_EVERY: u32 = 12;
 
 /// Registers `registration` of the schedule of `keys` (or renews it; with `refresh`, its expression and its keys'
 /// TTLs too), has it look back at `look`'s ticks, and reads its state.
@@ -66,24 +56,31 @@ pub(crate) async fn register(
     for &tick in &look.ticks {
         call.arg(Attempt::first(tick).id());
     }
-    let registered = Registered::of(first(locker, call).await?, look.ticks.len());
+    let registered = Registered::of(locker.nodes().first(call).await?, look.ticks.len());
     registered
         .ok_or_else(|| SnatchError::Redis { cause: "the schedule's registration answered for other ticks".into() })
 }
 
-/// Writes `write`'s record of the schedule of `keys`, which keeps `history` records for `keep`.
+/// Writes `write`'s record of the schedule of `keys`, which keeps `history` records for `keep` (`stored`: a stored
+/// schedule's, written only while it is stored; `held`: the locks, key and owner, it is written only while they are
+/// still held, in the same script).
 pub(crate) async fn record(
     locker: &Locker,
     keys: &ScheduleKeys,
     write: &Write,
     history: u32,
     keep: Duration,
+    stored: bool,
+    held: &[(&str, &str)],
 ) -> Result<Written, SnatchError> {
-    let mut call = ScriptCall::new(&SCHEDULE_RECORD, 4);
+    let mut call = ScriptCall::new(&SCHEDULE_RECORD, 4 + held.len());
     call.arg(&keys.state).arg(&keys.history).arg(&keys.records).arg(&keys.open);
-    let Conditions { unless_suspended, only_new, only_running } = write.conditions;
-    let conditions: String =
-        [(unless_suspended, 's'), (only_new, 'n'), (only_running, 'r')].iter().filter(|c| c.0).map(|c| c.1).collect();
+    for (key, _) in held {
+        call.arg(key);
+    }
+    let Conditions { unless_suspended, only_new, over_missed, only_running, holds_buffer: _ } = write.conditions;
+    let flags = [(unless_suspended, 's'), (only_new, 'n'), (over_missed, 'm'), (only_running, 'r'), (stored, 'x')];
+    let conditions: String = flags.iter().filter(|c| c.0).map(|c| c.1).collect();
     let attempt = write.record.attempt();
     call.arg(conditions).arg(attempt.id());
     call.arg(write.record.to_json()).arg(attempt.score());
@@ -96,7 +93,10 @@ pub(crate) async fn record(
     if let Some((was, becomes)) = &write.takes_over {
         call.arg(was.record.attempt().id()).arg(&was.json).arg(becomes.to_json());
     }
-    let answers: Vec<i64> = every(locker, call).await?;
+    for (_, owner) in held {
+        call.arg(owner);
+    }
+    let answers: Vec<i64> = locker.nodes().every(call).await?;
     let quorum = locker.nodes().quorum();
     if answers.len() < quorum {
         return Err(SnatchError::Quorum {
@@ -117,7 +117,7 @@ pub(crate) async fn record(
 pub(crate) async fn sweep(locker: &Locker, keys: &ScheduleKeys) -> Result<Swept, SnatchError> {
     let mut call = ScriptCall::new(&SCHEDULE_SWEEP, 2);
     call.arg(&keys.open).arg(&keys.records).arg(keys.claims()).arg(SWEEP_BATCH);
-    let answers: Vec<(Vec<String>, i64)> = every(locker, call).await?;
+    let answers: Vec<(Vec<String>, i64)> = locker.nodes().every(call).await?;
     let again = answers.iter().filter_map(|&(_, ms)| u64::try_from(ms).ok()).min().map(Duration::from_millis);
     let mut told: Vec<(String, usize)> = Vec::new();
     for json in answers.into_iter().flat_map(|(found, _)| found) {
@@ -149,7 +149,7 @@ pub(crate) async fn read(locker: &Locker, keys: &ScheduleKeys, limit: u32) -> Re
     let mut call = ScriptCall::new(&SCHEDULE_READ, 5);
     call.arg(&keys.state).arg(&keys.replicas).arg(&keys.history).arg(&keys.records).arg(&keys.open);
     call.arg(limit.max(1));
-    Ok(ScheduleRead::of(first(locker, call).await?))
+    Ok(ScheduleRead::of(locker.nodes().first(call).await?))
 }
 
 /// What [`control`] does.
@@ -166,12 +166,14 @@ pub(crate) enum Control {
 }
 
 /// Steers the schedule of `keys` (the replicas hear of it on its control channel), whose state is kept at least
-/// `keep`: how many live replicas registered it, and the server's time (a manual run's tick).
+/// `keep`: how many live replicas registered it (for a stored schedule, `live`: its handler's runners), and the
+/// server's time (a manual run's tick).
 pub(crate) async fn control(
     locker: &Locker,
     keys: &ScheduleKeys,
     control: Control,
     keep: Duration,
+    live: Option<usize>,
 ) -> Result<(i64, i64), SnatchError> {
     let (action, value) = match control {
         Control::Suspend => ("suspend", 0),
@@ -183,14 +185,15 @@ pub(crate) async fn control(
     let mut call = ScriptCall::new(&SCHEDULE_CONTROL, 3);
     call.arg(&keys.state).arg(&keys.replicas).arg(&keys.triggers);
     call.arg(action).arg(&keys.control).arg(millis(keep)).arg(value);
-    if locker.one_slot() {
-        call.arg(CLUSTER);
+    call.arg(if locker.one_slot() { CLUSTER } else { "0" });
+    if let Some(live) = live {
+        call.arg(live);
     }
     if let Control::Trigger = control {
         // One manual run, queued once: on the first node that answers.
-        return first(locker, call).await;
+        return locker.nodes().first(call).await;
     }
-    let answers: Vec<(i64, i64)> = every(locker, call).await?;
+    let answers: Vec<(i64, i64)> = locker.nodes().every(call).await?;
     Ok(answers.into_iter().max().unwrap_or_default())
 }
 
@@ -198,7 +201,7 @@ pub(crate) async fn control(
 pub(crate) async fn take_trigger(locker: &Locker, keys: &ScheduleKeys) -> Result<Option<i64>, SnatchError> {
     let mut call = ScriptCall::new(&SCHEDULE_TAKE_TRIGGER, 1);
     call.arg(&keys.triggers);
-    let taken: Option<String> = first(locker, call).await?;
+    let taken: Option<String> = locker.nodes().first(call).await?;
     Ok(taken.and_then(|tick| tick.parse().ok()))
 }
 
@@ -206,34 +209,10 @@ pub(crate) async fn take_trigger(locker: &Locker, keys: &ScheduleKeys) -> Result
 pub(crate) async fn leave(locker: &Locker, keys: &ScheduleKeys, instance: &str) -> Result<(), SnatchError> {
     let mut call = ScriptCall::new(&SCHEDULE_LEAVE, 1);
     call.arg(&keys.replicas).arg(instance);
-    every::<i64>(locker, call).await.map(drop)
+    locker.nodes().every::<i64>(call).await.map(drop)
 }
 
 /// `duration` in whole milliseconds.
 fn millis(duration: Duration) -> u64 {
     duration.as_millis() as u64
-}
-
-/// Runs `call` on the nodes of `locker` in turn: the answer of the first that answers, or the last error.
-async fn first<T: redis::FromRedisValue>(locker: &Locker, call: ScriptCall) -> Result<T, SnatchError> {
-    let mut error = SnatchError::Closed;
-    for node in locker.nodes().all() {
-        match node.invoke(call.clone()).await {
-            Ok(answer) => return Ok(answer),
-            Err(e) => error = e,
-        }
-    }
-    Err(error)
-}
-
-/// Runs `call` on every node of `locker`: the answers of those that answered, or the error of the first when none
-/// did.
-async fn every<T: redis::FromRedisValue>(locker: &Locker, call: ScriptCall) -> Result<Vec<T>, SnatchError> {
-    let nodes = locker.nodes().all();
-    let (answered, failed): (Vec<_>, Vec<_>) =
-        join_all(nodes.iter().map(|node| node.invoke::<T>(call.clone()))).await.into_iter().partition(Result::is_ok);
-    if answered.is_empty() {
-        return Err(failed.into_iter().find_map(Result::err).unwrap_or(SnatchError::Closed));
-    }
-    Ok(answered.into_iter().filter_map(Result::ok).collect())
 }

@@ -1,4 +1,4 @@
-//! Script calls of concurrent operations on one server, sent together. Callers queue their call; one flusher task
+//! Script calls (and a few plain commands) of concurrent operations on one server, sent together. Callers queue their call; one flusher task
 //! per server sends everything queued as one pipeline: one write and one read of the replies for the whole batch,
 //! for us and for Redis. While batches are in flight, the flusher first lets the other ready tasks have their turn
 //! so that their calls join the batch; a call that finds nothing in flight goes out at once. Several batches can be
@@ -18,10 +18,13 @@ use tokio::task::AbortHandle;
 /// Where a queued call's reply goes.
 type Reply = oneshot::Sender<Result<Value, SnatchError>>;
 
+/// A queued command: a script call's EVALSHA with its script, or a plain command (`None`).
+type Queued = (Cmd, Option<&'static Script>, Reply);
+
 /// Calls waiting for the flusher.
 #[derive(Default)]
 struct Queue {
-    calls: Mutex<Vec<(ScriptCall, Reply)>>,
+    calls: Mutex<Vec<Queued>>,
     /// Signalled when a call is queued into an empty queue.
     filled: Notify,
 }
@@ -41,11 +44,20 @@ impl Batcher {
 
     /// Runs `call`: its reply, or the error of its batch. Batches finish within the command timeout.
     pub(crate) async fn call(&self, call: ScriptCall) -> Result<Value, SnatchError> {
+        self.queue(call.cmd, Some(call.script)).await
+    }
+
+    /// Runs `command`, not a script's (the server's own compare-and-delete, say), as [`Batcher::call`] runs a call.
+    pub(crate) async fn command(&self, command: Cmd) -> Result<Value, SnatchError> {
+        self.queue(command, None).await
+    }
+
+    async fn queue(&self, cmd: Cmd, script: Option<&'static Script>) -> Result<Value, SnatchError> {
         self.flusher.get_or_init(|| tokio::spawn(flush(self.queue.clone(), self.connection.clone())).abort_handle());
         let (reply, replied) = oneshot::channel();
         let first = {
             let mut calls = self.queue.calls.lock().expect("call queue poisoned");
-            calls.push((call, reply));
+            calls.push((cmd, script, reply));
             calls.len() == 1
         };
         if first {
@@ -84,14 +96,14 @@ async fn flush(queue: Arc<Queue>, connection: Arc<Connection>) {
 
 /// Sends one batch within the command timeout and hands each caller its reply. Calls whose caller stopped
 /// waiting (its operation timed out or was dropped) are not sent.
-async fn send(connection: Arc<Connection>, calls: Vec<(ScriptCall, Reply)>) {
+async fn send(connection: Arc<Connection>, calls: Vec<Queued>) {
     let mut pipe = Pipeline::with_capacity(calls.len());
     pipe.ignore_errors();
     let mut scripts = Vec::with_capacity(calls.len());
     let mut replies = Vec::with_capacity(calls.len());
-    for (call, reply) in calls.into_iter().filter(|(_, reply)| !reply.is_closed()) {
-        pipe.add_command(call.cmd);
-        scripts.push(call.script);
+    for (cmd, script, reply) in calls.into_iter().filter(|(_, _, reply)| !reply.is_closed()) {
+        pipe.add_command(cmd);
+        scripts.push(script);
         replies.push(reply);
     }
     if replies.is_empty() {
@@ -115,7 +127,7 @@ async fn send(connection: Arc<Connection>, calls: Vec<(ScriptCall, Reply)>) {
     }
 }
 
-/// Runs `pipe` (one script call per command, of `scripts`). A connection found dropped (say, after a Redis
+/// Runs `pipe` (one script call per command, of `scripts`, or a plain command where `None`). A connection found dropped (say, after a Redis
 /// restart) is opened again and the batch sent once more; a server found turned replica (a master demoted by a
 /// failover) has the connection opened anew for the next batch. Calls of a script the server did not have are sent
 /// again as EVAL, and, on a cluster, calls refused while their slot migrates (TRYAGAIN) again after a short pause,
@@ -123,7 +135,7 @@ async fn send(connection: Arc<Connection>, calls: Vec<(ScriptCall, Reply)>) {
 async fn exchange(
     connection: &Connection,
     pipe: &Pipeline,
-    scripts: &[&'static Script],
+    scripts: &[Option<&'static Script>],
 ) -> Result<(Vec<RedisResult<Value>>, Link), SnatchError> {
     let mut link = connection.get().await?;
     let mut results = match link.send_each(pipe).await {
@@ -158,8 +170,8 @@ async fn exchange(
         let mut resend = Pipeline::with_capacity(again.len());
         resend.ignore_errors();
         for &i in &again {
-            match needs_resend(&results[i]) {
-                Some(Resend::AsEval) => resend.add_command(as_eval(cmds[i], scripts[i])),
+            match (needs_resend(&results[i]), scripts[i]) {
+                (Some(Resend::AsEval), Some(script)) => resend.add_command(as_eval(cmds[i], script)),
                 _ => resend.add_command(cmds[i].clone()),
             };
         }
@@ -199,9 +211,10 @@ fn needs_resend(result: &RedisResult<Value>) -> Option<Resend> {
 pub(crate) async fn call_alone(connection: &Connection, call: ScriptCall) -> Result<(Value, Link), SnatchError> {
     let mut pipe = Pipeline::with_capacity(1);
     pipe.ignore_errors().add_command(call.cmd);
-    let (mut results, link) = tokio::time::timeout(connection.timeout(), exchange(connection, &pipe, &[call.script]))
-        .await
-        .unwrap_or_else(|_| Err(connection.timed_out()))?;
+    let (mut results, link) =
+        tokio::time::timeout(connection.timeout(), exchange(connection, &pipe, &[Some(call.script)]))
+            .await
+            .unwrap_or_else(|_| Err(connection.timed_out()))?;
     let reply = results.pop().unwrap_or_else(|| Err((redis::ErrorKind::Client, "no reply").into()));
     Ok((reply.map_err(|e| connection.failed(&e))?, link))
 }

@@ -7,6 +7,7 @@ use crate::server::dial::{ClusterTlsKey, NodeConnection};
 use crate::server::endpoint::{Access, Endpoint};
 use crate::server::failure::describe;
 use crate::server::memory::Memory;
+use crate::server::offered::OfferedCommands;
 use crate::server::sentinel::Sentinels;
 use futures_util::future::join_all;
 use redis::aio::{AsyncPushSender, ConnectionLike, MultiplexedConnection};
@@ -244,6 +245,8 @@ pub(crate) struct Connection {
     closed: AtomicBool,
     /// The command timeout: a connection attempt, and a batch of commands, must finish within it.
     timeout: Duration,
+    /// The server's own commands, as learned on this connection.
+    offers: OfferedCommands,
 }
 
 impl Connection {
@@ -255,6 +258,7 @@ impl Connection {
             opening: tokio::sync::Mutex::new(()),
             closed: AtomicBool::new(false),
             timeout,
+            offers: OfferedCommands::default(),
         }
     }
 
@@ -266,6 +270,11 @@ impl Connection {
     /// What the connection is called in errors: its URL, redacted.
     pub(crate) fn label(&self) -> &str {
         &self.label
+    }
+
+    /// The server's own commands, as learned on this connection.
+    pub(crate) fn offers(&self) -> &OfferedCommands {
+        &self.offers
     }
 
     /// What the connection goes to.
@@ -305,6 +314,7 @@ impl Connection {
     /// Drops the connection after it failed, so that the next `get` opens another (on Sentinel, to the master
     /// named then). A cluster connection reconnects by itself, and is kept.
     pub(crate) fn reset(&self) {
+        self.offers.forget();
         if !self.target.is_cluster() {
             self.link.lock().expect("connection slot poisoned").take();
         }

@@ -222,6 +222,13 @@ impl Keyspace {
                     None => Value::Int(0),
                 }
             }
+            b"PERSIST" => match self.live(arg(1)?) {
+                Some(entry) if entry.expires_at.is_some() => {
+                    entry.expires_at = None;
+                    Value::Int(1)
+                }
+                _ => Value::Int(0),
+            },
             b"PTTL" => match self.live(arg(1)?) {
                 None => Value::Int(-2),
                 Some(Entry { expires_at: None, .. }) => Value::Int(-1),

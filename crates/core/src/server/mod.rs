@@ -11,6 +11,7 @@ pub(crate) mod failure;
 pub(crate) mod keyspace;
 pub(crate) mod memory;
 pub(crate) mod node;
+pub(crate) mod offered;
 pub(crate) mod script_call;
 pub(crate) mod sentinel;
 mod tls;

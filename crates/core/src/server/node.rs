@@ -7,6 +7,7 @@ use crate::server::connection::{Cluster, Connection, Link, Target};
 use crate::server::endpoint::Access;
 use crate::server::endpoint::Endpoint;
 use crate::server::memory::Memory;
+use crate::server::offered::Offered;
 use crate::server::script_call::ScriptCall;
 use crate::server::sentinel::Sentinels;
 use crate::server::waker::{Waker, Watch};
@@ -14,7 +15,8 @@ use redis::{FromRedisValue, Value};
 use snatch_protocol::acquisition::{self, Acquired};
 use snatch_protocol::fleet::{server_version, Server};
 use snatch_protocol::keys::{Kind, LockKeys};
-use snatch_protocol::scripts::{self, Script};
+use snatch_protocol::offers;
+use snatch_protocol::scripts;
 use snatch_protocol::SnatchError;
 use std::sync::Arc;
 use std::time::Duration;
@@ -71,6 +73,9 @@ pub(crate) struct Node {
     wait_replicas: u32,
     /// How long a fence counter is kept after an acquisition, in ms.
     fence_ttl_ms: u64,
+    /// The key under the locker's prefix that asks whether the server runs `DELIFEQ` before a lock's key does; `None`
+    /// for a prefix that is not ASCII (see [`Node::own_command`]).
+    probe_key: Option<String>,
 }
 
 impl Node {
@@ -80,7 +85,9 @@ impl Node {
         let connection = Arc::new(Connection::new(label, target, config.command_timeout));
         let waker = Arc::new(Waker::new(connection.clone()));
         let (wait_replicas, fence_ttl_ms) = (config.wait_replicas, config.fence_ttl.as_millis() as u64);
-        Self { batcher: Batcher::new(connection.clone()), connection, waker, wait_replicas, fence_ttl_ms }
+        let probe_key = config.prefix.is_ascii().then(|| [config.prefix.as_str(), "redis-snatch-probe"].concat());
+        let batcher = Batcher::new(connection.clone());
+        Self { batcher, connection, waker, wait_replicas, fence_ttl_ms, probe_key }
     }
 
     /// The nodes `config` writes to: each URL a server (one, or a Redlock set), or one node for a whole cluster or
@@ -127,21 +134,14 @@ impl Node {
         name_holder: bool,
         mark: Mark<'_>,
     ) -> Result<Acquired, SnatchError> {
-        // The script, and the key it takes after the lock's and the fence counter's.
-        let (script, third): (&'static Script, _) = match &keys.kind {
-            Kind::Lock => (&scripts::ACQUIRE, None),
-            Kind::Semaphore(_) => (&scripts::PERMIT_ACQUIRE, Some(keys.limit_key(self.is_cluster()))),
-            Kind::Read { writer } => (&scripts::READ_ACQUIRE, Some(writer.clone())),
-            Kind::Write { readers } => (&scripts::WRITE_ACQUIRE, Some(readers.clone())),
-        };
         // A fair waiter's queue and places, and its id.
         let queued = match mark {
             Mark::Queued(waiter) => Some((keys.queue(self.is_cluster()), waiter)),
             _ => None,
         };
-        let mut call = ScriptCall::new(script, 2 + usize::from(third.is_some()) + if queued.is_some() { 2 } else { 0 });
-        if keys.kind == Kind::Lock && queued.is_none() {
-            // The call the direct connection makes too (snatch-protocol's scripts::acquire_words).
+        let place_ms = PLACE_LEASE.as_millis() as u64;
+        if keys.kind == Kind::Lock {
+            let mut call = ScriptCall::new(&scripts::ACQUIRE, 2 + if queued.is_some() { 2 } else { 0 });
             let values = acquisition::Values {
                 lock: &keys.lock,
                 fence: &keys.fence,
@@ -150,28 +150,37 @@ impl Node {
                 fence_ttl_ms: u128::from(self.fence_ttl_ms),
                 keep_counter: true,
             };
-            scripts::acquire_words(&mut call, &values, name_holder, mark.arg());
+            let Some(([queue, places], waiter)) = &queued else {
+                // The call the direct connection makes too (snatch-protocol's scripts::acquire_words).
+                scripts::acquire_words(&mut call, &values, name_holder, mark.arg());
+                return self.acquire_call(keys, token, call).await;
+            };
+            call.arg(&keys.lock).arg(&keys.fence).arg(queue).arg(places);
+            call.arg(token).arg(ttl_ms).arg(self.fence_ttl_ms);
+            call.arg(u8::from(name_holder)).arg(mark.arg()).arg(*waiter).arg(place_ms);
             return self.acquire_call(keys, token, call).await;
         }
-        call.arg(&keys.lock).arg(&keys.fence).arg(third);
+        // A permit, a read or the write lock: the keys and arguments the direct connection writes too
+        // (snatch-protocol's scripts::held_acquire_keys and held_acquire_args); neither names a holder (they are not on
+        // Redlock), and every release of a permit wakes a semaphore's waiters.
+        let (script, [lock, fence, third]) = scripts::held_acquire_keys(keys, self.is_cluster());
+        let mut call = ScriptCall::new(script, 3 + if queued.is_some() { 2 } else { 0 });
+        call.arg(&*lock).arg(&*fence).arg(&*third);
         if let Some(([queue, places], _)) = &queued {
             call.arg(queue).arg(places);
         }
-        call.arg(token).arg(ttl_ms).arg(self.fence_ttl_ms);
-        // Neither semaphores nor read-write locks name a holder (they are not on Redlock); every release of a permit
-        // wakes a semaphore's waiters.
-        let place_ms = PLACE_LEASE.as_millis() as u64;
-        match (&keys.kind, queued) {
-            (Kind::Semaphore(limit), Some((_, waiter))) => {
-                call.arg(limit).arg(waiter).arg(place_ms).arg(if self.is_cluster() { scripts::CLUSTER } else { "0" })
-            }
-            (Kind::Semaphore(limit), None) => call.arg(limit),
-            (Kind::Read { .. } | Kind::Write { .. }, _) => call.arg(u8::from(mark != Mark::None)),
-            (Kind::Lock, Some((_, waiter))) => {
-                call.arg(u8::from(name_holder)).arg(mark.arg()).arg(waiter).arg(place_ms)
-            }
-            (Kind::Lock, None) => unreachable!("a lock's call without a queue is written by acquire_words"),
-        };
+        let waits = mark != Mark::None;
+        scripts::held_acquire_args(
+            &mut call,
+            &keys.kind,
+            token,
+            u128::from(ttl_ms),
+            u128::from(self.fence_ttl_ms),
+            waits,
+        );
+        if let Some((_, waiter)) = queued {
+            call.arg(waiter).arg(place_ms).arg(if self.is_cluster() { scripts::CLUSTER } else { "0" });
+        }
         self.acquire_call(keys, token, call).await
     }
 
@@ -218,7 +227,7 @@ impl Node {
             Ok(Err(e)) => format!("waiting for {wanted} replicas to acknowledge the acquisition failed: {e}"),
             Err(_) => format!("waiting for {wanted} replicas to acknowledge the acquisition timed out"),
         };
-        let _ = self.release(keys, token).await;
+        let _ = self.release(keys, token, false).await;
         Err(self.failure(format!("{shortfall}; the lock was released")))
     }
 
@@ -230,8 +239,25 @@ impl Node {
     }
 
     /// Runs EXTEND (PERMIT_EXTEND for a semaphore's permit or a read lock): sets the lease of a key we own to `ttl_ms`;
-    /// false when it is not ours.
-    pub(crate) async fn extend(&self, keys: &LockKeys, token: &str, ttl_ms: u64) -> Result<bool, SnatchError> {
+    /// false when it is not ours. A `plain` lease's (see [`crate::Lease`]) by the server's `SET … IFEQ … PX` first,
+    /// where it offers it.
+    pub(crate) async fn extend(
+        &self,
+        keys: &LockKeys,
+        token: &str,
+        ttl_ms: u64,
+        plain: bool,
+    ) -> Result<bool, SnatchError> {
+        if plain {
+            let offered = &self.connection.offers().compare_and_set;
+            let ttl = ttl_ms.to_string();
+            let mut words = offers::compare_and_set(&keys.lock, token).to_vec();
+            words.push(&ttl);
+            // A server without IFEQ answers a syntax error, which quotes nothing: no need to ask first.
+            if let Some(true) = self.own_command(offered, None, &words, |reply| matches!(reply, Value::Okay)).await? {
+                return Ok(true);
+            }
+        }
         let mut call =
             ScriptCall::new(if keys.kind.in_a_set() { &scripts::PERMIT_EXTEND } else { &scripts::EXTEND }, 1);
         call.arg(&keys.lock).arg(token).arg(ttl_ms);
@@ -275,23 +301,77 @@ impl Node {
 
     /// Runs RELEASE (PERMIT_RELEASE for a semaphore's permit or a read lock): deletes a key we own and wakes its
     /// waiters; false when it is not ours.
-    pub(crate) async fn release(&self, keys: &LockKeys, token: &str) -> Result<bool, SnatchError> {
-        // A read lock's release wakes its read-write lock's waiters, on the writer key's channel.
-        let writer = match &keys.kind {
-            Kind::Read { writer } => Some(writer),
-            _ => None,
-        };
+    pub(crate) async fn release(&self, keys: &LockKeys, token: &str, plain: bool) -> Result<bool, SnatchError> {
+        if plain {
+            let offered = &self.connection.offers().compare_and_delete;
+            let words = offers::compare_and_delete(&keys.lock, token);
+            // A server without DELIFEQ quotes the first bytes of its arguments in its refusal, which the redis crate
+            // cannot read when they end inside a character (a key of emoji), and drops the connection: it is asked on
+            // a key of ASCII first. A prefix that is not ASCII leaves the command unused.
+            let Some(probe_key) = &self.probe_key else { return self.release_by_script(keys, token).await };
+            let probe = offers::compare_and_delete(probe_key, "-");
+            let own = self.own_command(offered, Some(&probe), &words, |reply| matches!(reply, Value::Int(1))).await?;
+            if let Some(true) = own {
+                return Ok(true);
+            }
+        }
+        self.release_by_script(keys, token).await
+    }
+
+    /// Runs RELEASE (or PERMIT_RELEASE): see [`Node::release`].
+    async fn release_by_script(&self, keys: &LockKeys, token: &str) -> Result<bool, SnatchError> {
+        // The calls the direct connection makes too (snatch-protocol's scripts::release_words, held_release_words).
         if keys.kind == Kind::Lock {
-            // The call the direct connection makes too (snatch-protocol's scripts::release_words).
             let mut call = ScriptCall::new(&scripts::RELEASE, 1);
             scripts::release_words(&mut call, std::iter::once((keys.lock.as_str(), token)), self.is_cluster());
             return Ok(scripts::released(self.invoke(call).await?));
         }
-        let script = if keys.kind.in_a_set() { &scripts::PERMIT_RELEASE } else { &scripts::RELEASE };
-        let mut call = ScriptCall::new(script, 1 + usize::from(writer.is_some()));
-        call.arg(&keys.lock).arg(writer).arg(token);
-        self.cluster_arg(&mut call);
+        let (script, key_count) = scripts::held_release_script(keys);
+        let mut call = ScriptCall::new(script, key_count);
+        scripts::held_release_words(&mut call, keys, token, self.is_cluster());
         Ok(scripts::released(self.invoke(call).await?))
+    }
+
+    /// Runs one of the server's own commands (`words`) where it is `offered` or not known to be (then, with `probe`,
+    /// asked by that command first): whether it did it (`done` of its reply), learned on the connection; `None` where it
+    /// is not offered (refused: learned), on `memory://`, which runs scripts only, or when it failed otherwise (the
+    /// script then finds the failure again and reports it). Either way the script decides when the command did not
+    /// do it.
+    async fn own_command(
+        &self,
+        offered: &Offered,
+        probe: Option<&[&str]>,
+        words: &[&str],
+        done: impl FnOnce(&Value) -> bool,
+    ) -> Result<Option<bool>, SnatchError> {
+        if matches!(self.connection.target(), Target::Memory(_)) || !offered.worth_trying() {
+            return Ok(None);
+        }
+        if let Some(probe) = probe.filter(|_| !offered.known()) {
+            if self.command(offered, probe).await?.is_none() {
+                return Ok(None);
+            }
+        }
+        Ok(self.command(offered, words).await?.map(|reply| done(&reply)))
+    }
+
+    /// Runs `words`, one of the server's own commands (see [`Node::own_command`]): its reply, or `None` when refused
+    /// (learned on the connection) or failed otherwise while the server answers.
+    async fn command(&self, offered: &Offered, words: &[&str]) -> Result<Option<Value>, SnatchError> {
+        let mut command = redis::cmd(words[0]);
+        command.arg(&words[1..]);
+        match self.batcher.command(command).await {
+            Ok(reply) => {
+                offered.learned(true);
+                Ok(Some(reply))
+            }
+            Err(SnatchError::Redis { cause }) if offers::refused(&cause) => {
+                offered.learned(false);
+                Ok(None)
+            }
+            Err(SnatchError::Redis { cause }) if !unreachable(&cause) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Tells a script that wakes waiters ([`scripts::CLUSTER`]) that it runs on a Redis Cluster, when it does.
@@ -424,4 +504,9 @@ impl Node {
         let reply = self.call(call).await?;
         redis::from_redis_value(reply).map_err(|e| self.connection.failure(e))
     }
+}
+
+/// Whether `cause` (a [`SnatchError::Redis`]'s, worded by failure.rs) says the server was not reached or did not answer.
+fn unreachable(cause: &str) -> bool {
+    ["timed out after", "cannot connect", "connection failed"].iter().any(|part| cause.contains(part))
 }

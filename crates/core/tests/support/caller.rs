@@ -4,8 +4,9 @@
 //! calls).
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use snatch_core::protocol::run::{Occurrence, Outcome};
+use snatch_core::protocol::run::{Invoked, Outcome, ScheduledAttempt};
 use snatch_core::{Cron, Input, LockOptions, Locker, Output, Post, Runner, Schedule, ScheduleOptions};
+
 use snatch_core::{SnatchError, Told};
 use std::future::Future;
 use std::pin::Pin;
@@ -46,7 +47,7 @@ pub struct Run<T> {
 
 /// A schedule's fn, as [`Caller::serve`] calls it: with the attempt of the occurrence it runs, a future to await, which
 /// comes to fn's failure, if it failed.
-pub type Occurrences = Box<dyn FnMut(Occurrence) -> Pin<Box<dyn Future<Output = Option<String>> + Send>> + Send>;
+pub type Occurrences = Box<dyn FnMut(ScheduledAttempt) -> Pin<Box<dyn Future<Output = Option<String>> + Send>> + Send>;
 
 /// A locker's runner, and what it told that the test has not taken yet.
 pub struct Caller {
@@ -83,13 +84,23 @@ impl Caller {
         required: bool,
         task: impl FnOnce(Task) -> Fut,
     ) -> Result<Run<T>, SnatchError> {
+        self.run_by(|runner, id, out| runner.run(id, key, options, required, out), task).await
+    }
+
+    /// A run that `start(runner, id, out)` starts (any of the runner's ways to run fn), driven as [`Caller::run`]
+    /// drives one.
+    pub async fn run_by<T, Fut: Future<Output = T>>(
+        &mut self,
+        start: impl FnOnce(&mut Runner, u32, &mut Output) -> Result<(), SnatchError>,
+        task: impl FnOnce(Task) -> Fut,
+    ) -> Result<Run<T>, SnatchError> {
         let id = self.next_id();
         let mut out = Output::default();
-        self.runner.run(id, key, options, required, &mut out)?;
+        start(&mut self.runner, id, &mut out)?;
         self.done(out);
         let mut lost_told = false;
         let fence = match self.take(id, &mut lost_told).await {
-            Outcome::Call { fence, .. } => fence,
+            Outcome::Invoke { fence, .. } => fence,
             end => return Ok(Run { output: None, end, lost_told }),
         };
         let lost = Arc::new(Notify::new());
@@ -124,6 +135,11 @@ impl Caller {
         snatch_core::schedule(self.runner.locker(), 0, name, cron, options, self.runner.post())
     }
 
+    /// Makes this caller's locker a runner of stored schedules' handler `name` (the runner's schedule 0).
+    pub fn handle(&self, name: &str, max_running: Option<u32>) -> Result<snatch_core::Handler, SnatchError> {
+        snatch_core::handle(self.runner.locker(), 0, name, max_running, self.runner.post())
+    }
+
     /// Serves the schedule's occurrences with `fn` until `until` resolves: every outcome told meanwhile, in order
     /// (the calls, the runs' ends, the schedule's skips), with those of the results posted by then.
     pub async fn serve(&mut self, mut r#fn: Occurrences, until: impl Future<Output = ()>) -> Told {
@@ -150,8 +166,8 @@ impl Caller {
                     let mut out = Output::default();
                     self.runner.handle(input, &mut out);
                     for (id, outcome) in self.sent(out) {
-                        if let Outcome::Call { occurrence: Some(occurrence), .. } = &outcome {
-                            let work = r#fn(*occurrence);
+                        if let Outcome::Invoke { invoked: Invoked::Attempt(scheduled), .. } = &outcome {
+                            let work = r#fn(scheduled.clone());
                             running.push(async move { (id, work.await) });
                         }
                         seen.push((id, outcome));
@@ -164,6 +180,28 @@ impl Caller {
     /// The runner (for its locker).
     pub fn runner(&mut self) -> &mut Runner {
         &mut self.runner
+    }
+
+    /// Has `step(runner, out)` made (a start, a fn settled), and does what its output says; what `step` returned.
+    pub fn step<T>(&mut self, step: impl FnOnce(&mut Runner, &mut Output) -> T) -> T {
+        let mut out = Output::default();
+        let result = step(&mut self.runner, &mut out);
+        self.done(out);
+        result
+    }
+
+    /// What the runner tells next: the outcomes kept so far, or those of the next result from the runtime.
+    pub async fn told(&mut self) -> Told {
+        while self.told.is_empty() {
+            let input = tokio::time::timeout(Duration::from_secs(30), self.inputs.recv())
+                .await
+                .expect("an outcome within 30 s")
+                .expect("the runner's channel is open");
+            let mut out = Output::default();
+            self.runner.handle(input, &mut out);
+            self.done(out);
+        }
+        std::mem::take(&mut self.told)
     }
 
     /// Takes back the calls of `out`, which no socket sends; its outcomes, to tell.

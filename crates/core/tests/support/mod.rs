@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
 pub mod caller;
+pub mod stored;
 
 use std::collections::HashSet;
 use std::net::{TcpListener, TcpStream};
@@ -162,6 +163,16 @@ pub fn redis_url() -> (Option<RedisServer>, String) {
 /// A plain connection for inspecting keys.
 pub fn inspect(url: &str) -> redis::Connection {
     redis::Client::open(url).unwrap().get_connection().unwrap()
+}
+
+/// Waits until a schedule's buffer slot (`slot`, its lock key) is held, then makes it another's, as when the waiter
+/// holding it was stopped past its lease and a later occurrence took it.
+pub async fn take_buffer_slot(url: &str, slot: &str) {
+    let mut redis = inspect(url);
+    while redis::cmd("GET").arg(slot).query::<Option<String>>(&mut redis).unwrap().is_none() {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    redis::cmd("SET").arg(slot).arg("another").arg("PX").arg(60_000).query::<()>(&mut redis).unwrap();
 }
 
 /// What a lock's key holds for an acquisition with `token` by a locker of the default configuration (its instance

@@ -58,7 +58,7 @@ fuzz_target!(|events: Vec<Event>| {
         match event {
             Event::Script(calls) => {
                 let calls = usize::from(calls % 16);
-                awaited.script(calls);
+                awaited.command(calls);
                 model.push_back((1, calls));
             }
             Event::Acquisition(keep_counter) => {

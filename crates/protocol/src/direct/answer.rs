@@ -4,6 +4,7 @@
 
 use crate::acquisition::Acquired;
 use crate::direct::session::{CallReply, NoReply};
+use crate::offers::Compared;
 use crate::resp::Reply;
 use crate::scripts;
 use std::time::Instant;
@@ -96,6 +97,9 @@ impl Acquisition {
 pub enum Release {
     /// Whether the lock was still ours (and is now given back).
     Done(bool),
+    /// Send it again, by the release script: the server's compare-and-delete did not find the lock holding its owner
+    /// alone (waited for, or not ours), or the server refused it.
+    ByScript,
     /// Finish it on the locker's own connection.
     Fallback,
     /// It failed: the server's error, or (`None`) the command timeout passed.
@@ -110,6 +114,20 @@ impl Release {
             Answer::Fallback => Self::Fallback,
             Answer::Failed(cause) => Self::Failed { cause: Some(cause) },
             Answer::TimedOut => Self::Failed { cause: None },
+        }
+    }
+
+    /// What `answer` comes to for a release by the server's compare-and-delete (`DELIFEQ`).
+    pub fn of_compare_and_delete(answer: Answer) -> Self {
+        let compared = match answer {
+            Answer::Int(deleted) => Compared::of(deleted == 1, None),
+            Answer::Failed(cause) => Compared::of(false, Some(&cause)),
+            Answer::Fallback | Answer::TimedOut => return Self::of(answer),
+        };
+        match compared {
+            Compared::Done => Self::Done(true),
+            Compared::Script | Compared::Refused => Self::ByScript,
+            Compared::Failed(cause) => Self::Failed { cause: Some(cause) },
         }
     }
 }
@@ -148,5 +166,20 @@ mod tests {
         assert_eq!(Release::of(Answer::Int(1)), Release::Done(true));
         assert_eq!(Release::of(Answer::Int(0)), Release::Done(false));
         assert_eq!(Release::of(Answer::Fallback), Release::Fallback);
+    }
+
+    #[test]
+    fn a_compare_and_delete_is_done_or_sent_again_by_script() {
+        assert_eq!(Release::of_compare_and_delete(Answer::Int(1)), Release::Done(true));
+        assert_eq!(Release::of_compare_and_delete(Answer::Int(0)), Release::ByScript, "waited for, or not ours");
+        let denied = Answer::Failed("NOPERM no permissions to run the 'delifeq' command".into());
+        assert_eq!(Release::of_compare_and_delete(denied), Release::ByScript);
+        let oom = Answer::Failed("OOM command not allowed".into());
+        assert_eq!(
+            Release::of_compare_and_delete(oom),
+            Release::Failed { cause: Some("OOM command not allowed".into()) }
+        );
+        assert_eq!(Release::of_compare_and_delete(Answer::Fallback), Release::Fallback);
+        assert_eq!(Release::of_compare_and_delete(Answer::TimedOut), Release::Failed { cause: None });
     }
 }

@@ -1,5 +1,6 @@
 //! The replies a socket of direct calls awaits (see commands.rs), in the order its commands were written, and which
-//! calls each answers: a release script called for several locks answers them all with one reply; an acquisition's
+//! calls each answers: a command answers its call with one reply (a release script called for several locks answers
+//! them all with it); an acquisition's
 //! commands (those of protocol/acquisition.rs) answer it together, once the last has answered.
 
 use crate::acquisition;
@@ -9,8 +10,9 @@ use std::collections::VecDeque;
 /// A command written for direct calls, or an acquisition's commands.
 #[derive(Debug, Clone, Copy)]
 enum Written {
-    /// A script call for this many calls: one reply, split among them with [`Reply::into_parts`].
-    Script(usize),
+    /// A command (a script call, or DELIFEQ) for this many calls: one reply, split among them with
+    /// [`Reply::into_parts`].
+    Command(usize),
     /// One acquisition's commands, this many of [`acquisition::COMMANDS`].
     Acquisition(usize),
 }
@@ -24,9 +26,9 @@ pub struct AwaitedReplies {
 }
 
 impl AwaitedReplies {
-    /// Awaits the reply of a script call for `calls` calls.
-    pub fn script(&mut self, calls: usize) {
-        self.written.push_back(Written::Script(calls));
+    /// Awaits the reply of a command for `calls` calls.
+    pub fn command(&mut self, calls: usize) {
+        self.written.push_back(Written::Command(calls));
     }
 
     /// Awaits the replies of an acquisition's `commands` commands (the first ones of [`acquisition::COMMANDS`]).
@@ -41,7 +43,7 @@ impl AwaitedReplies {
             return Err(ProtocolError("a reply no command awaits".to_owned()));
         };
         match written {
-            Written::Script(calls) => {
+            Written::Command(calls) => {
                 self.written.pop_front();
                 Ok(reply.into_parts(calls))
             }
@@ -71,7 +73,7 @@ mod tests {
         let mut awaited = AwaitedReplies::default();
         awaited.acquisition(3);
         awaited.acquisition(2);
-        awaited.script(2);
+        awaited.command(2);
         awaited.acquisition(3);
         assert_eq!(awaited.take(Reply::Nil), Ok(vec![]));
         assert_eq!(awaited.take(Reply::Int(7)), Ok(vec![]));

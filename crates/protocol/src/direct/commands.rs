@@ -1,9 +1,12 @@
 //! The commands of direct calls, written: an acquisition is [`acquisition::COMMANDS`], or the acquire script when
-//! those found the fence counter new; a release is the release script. Consecutive releases share one command on a
-//! single server.
+//! those found the fence counter new, or for a semaphore's permit, a read or the write lock its script; a release is
+//! the release script (a permit's or a read lock's, its own), or the server's own compare-and-delete where it offers
+//! it (offers.rs). Consecutive releases of locks by script share one command on a single server.
 
 use crate::acquisition;
 use crate::direct::awaited::AwaitedReplies;
+use crate::keys::LockKeys;
+use crate::offers::{self, Offers};
 use crate::resp;
 use crate::scripts;
 use std::time::Instant;
@@ -19,6 +22,14 @@ pub enum DirectCommand<'a> {
     /// Release a lock we own: the release script, for `lock` held with `token`, on a Redis Cluster when `cluster`
     /// (its waiters are woken on the sharded channel there).
     Release { lock: &'a str, token: &'a str, cluster: bool },
+    /// Release a lock we own by the server's `DELIFEQ` ([`offers::compare_and_delete`]): a plain lease's, on a server
+    /// that offers it.
+    CompareAndDelete { lock: &'a str, token: &'a str },
+    /// Take a semaphore's permit, a read or the write lock of `keys` with `token`, in one attempt: its script
+    /// ([`scripts::held_acquire_keys`], [`scripts::held_acquire_args`]), on a Redis Cluster when `one_slot`.
+    AcquireHeld { keys: &'a LockKeys, token: &'a str, ttl_ms: u128, fence_ttl_ms: u128, one_slot: bool },
+    /// Give back a permit or a read lock of `keys` held with `token` ([`scripts::held_release_script`]).
+    ReleaseHeld { keys: &'a LockKeys, token: &'a str, cluster: bool },
 }
 
 /// What a caller keeps of a direct call until its reply: it knows the call's command.
@@ -26,8 +37,9 @@ pub trait DirectCall {
     /// The call's command.
     fn command(&self) -> DirectCommand<'_>;
 
-    /// The call's command was encoded at `at`, about to be written (an acquisition's lease counts from then).
-    fn encoded(&mut self, at: Instant);
+    /// The call's command is about to be encoded at `at`, on a socket whose server offers `offers` (an acquisition's
+    /// lease counts from then; a release decides its command).
+    fn encoded(&mut self, at: Instant, offers: Offers);
 }
 
 /// Appends the commands of `calls`, in order, and awaits their replies in `awaited`: with `group`, the releases of
@@ -54,7 +66,26 @@ pub fn write_commands<'a, C: DirectCall + 'a>(
             }
             DirectCommand::AcquireByScript(values) => {
                 write_acquire_script(&values, buf);
-                awaited.script(1);
+                awaited.command(1);
+            }
+            DirectCommand::AcquireHeld { keys, token, ttl_ms, fence_ttl_ms, one_slot } => {
+                let (script, names) = scripts::held_acquire_keys(keys, one_slot);
+                let mut args = Vec::new();
+                scripts::held_acquire_args(&mut Collect(&mut args), &keys.kind, token, ttl_ms, fence_ttl_ms, false);
+                write_script(buf, script, names.iter().map(|name| name.as_ref()), args.iter().map(String::as_str));
+                awaited.command(1);
+            }
+            DirectCommand::ReleaseHeld { keys, token, cluster } => {
+                let (script, key_count) = scripts::held_release_script(keys);
+                let mut words = Vec::new();
+                scripts::held_release_words(&mut Collect(&mut words), keys, token, cluster);
+                let (names, args) = words.split_at(key_count);
+                write_script(buf, script, names.iter().map(String::as_str), args.iter().map(String::as_str));
+                awaited.command(1);
+            }
+            DirectCommand::CompareAndDelete { lock, token } => {
+                resp::encode(buf, &offers::compare_and_delete(lock, token));
+                awaited.command(1);
             }
             DirectCommand::Release { .. } => {
                 let mut run = vec![first];
@@ -62,7 +93,7 @@ pub fn write_commands<'a, C: DirectCall + 'a>(
                     run.push(next);
                 }
                 write_releases(&run, buf);
-                awaited.script(run.len());
+                awaited.command(run.len());
             }
         }
     }
@@ -94,6 +125,35 @@ fn write_releases(run: &[DirectCommand<'_>], buf: &mut Vec<u8>) {
     resp::arg_bytes(buf, scripts::RELEASE.hash().as_bytes());
     resp::arg_number(buf, run.len());
     scripts::release_words(&mut Resp(buf), released, cluster);
+}
+
+/// `EVALSHA <script> <number of names> <names> <args>`.
+fn write_script<'w>(
+    buf: &mut Vec<u8>,
+    script: &scripts::Script,
+    names: impl ExactSizeIterator<Item = &'w str>,
+    args: impl ExactSizeIterator<Item = &'w str>,
+) {
+    resp::header(buf, 3 + names.len() + args.len());
+    resp::arg_bytes(buf, b"EVALSHA");
+    resp::arg_bytes(buf, script.hash().as_bytes());
+    resp::arg_number(buf, names.len());
+    for word in names.chain(args) {
+        resp::arg_bytes(buf, word.as_bytes());
+    }
+}
+
+/// Keeps a script call's words (a held lock's, written once per call: not the hot path of a plain lock's).
+struct Collect<'a>(&'a mut Vec<String>);
+
+impl scripts::Words for Collect<'_> {
+    fn word(&mut self, word: &str) {
+        self.0.push(word.to_owned());
+    }
+
+    fn number(&mut self, n: u128) {
+        self.0.push(n.to_string());
+    }
 }
 
 /// Counts a script call's words, for the RESP header that comes before them.

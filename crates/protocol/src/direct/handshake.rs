@@ -1,10 +1,11 @@
 //! What a socket of direct calls says first, and what its replies come to: the credentials, the database, the
-//! client name, the release and acquire scripts loaded, and a probe of whether the server runs the acquisitions'
-//! commands.
+//! client name, the release and acquire scripts loaded, a probe of whether the server runs the acquisitions'
+//! commands, and whether it offers its own compare-and-delete (offers.rs).
 
 use crate::acquisition;
 use crate::direct::target::DirectTarget;
 use crate::keys;
+use crate::offers::{self, Offers};
 use crate::resp::{self, Reply};
 use crate::scripts;
 
@@ -36,6 +37,15 @@ pub struct Handshake {
     accepted: bool,
 }
 
+/// Where [`Handshake::take`] ended: the socket's use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Greeted {
+    /// The server runs direct acquisitions, and offers these commands of its own.
+    Direct(Offers),
+    /// The server refuses a command of direct acquisitions: the socket is of no use.
+    Refused,
+}
+
 impl Handshake {
     /// The bytes to send first, and what reads their replies.
     pub fn new(greeting: &Greeting<'_>) -> (Self, Vec<u8>) {
@@ -48,19 +58,32 @@ impl Handshake {
             commands.push(vec!["SELECT", &db]);
         }
         commands.push(vec!["CLIENT", "SETNAME", DIRECT_CLIENT_NAME]);
-        commands.push(vec!["SCRIPT", "LOAD", scripts::RELEASE.source()]);
-        commands.push(vec!["SCRIPT", "LOAD", scripts::ACQUIRE.source()]);
+        // The scripts direct calls take (a lock's acquisition is plain commands, but for a new counter), each loaded
+        // once per socket: their EVALSHA finds them.
+        for script in [
+            &*scripts::RELEASE,
+            &*scripts::ACQUIRE,
+            &*scripts::PERMIT_ACQUIRE,
+            &*scripts::PERMIT_RELEASE,
+            &*scripts::READ_ACQUIRE,
+            &*scripts::WRITE_ACQUIRE,
+        ] {
+            commands.push(vec!["SCRIPT", "LOAD", script.source()]);
+        }
         let mut bytes = Vec::new();
         for command in &commands {
             resp::encode(&mut bytes, command);
         }
-        let probe = write_probe(&mut bytes, &probe_key(greeting.prefix, greeting.target));
+        let key = probe_key(greeting.prefix, greeting.target);
+        let probe = write_probe(&mut bytes, &key);
+        // Last: whether the server (and the user's ACL) runs DELIFEQ, on a key that does not exist (it answers 0).
+        resp::encode(&mut bytes, &offers::compare_and_delete(&key, "-"));
         (Self { commands: commands.len(), probe, accepted: true }, bytes)
     }
 
-    /// Takes the next reply: `None` while more are to come; then whether the server runs direct acquisitions (the
-    /// probe's answer), or the refusal of a handshake command (say, AUTH's), which fails the socket.
-    pub fn take(&mut self, reply: Reply) -> Option<Result<bool, String>> {
+    /// Takes the next reply: `None` while more are to come; then what the socket is for (the probe's answer, and
+    /// DELIFEQ's), or the refusal of a handshake command (say, AUTH's), which fails the socket.
+    pub fn take(&mut self, reply: Reply) -> Option<Result<Greeted, String>> {
         if self.commands > 0 {
             self.commands -= 1;
             return match reply {
@@ -68,9 +91,13 @@ impl Handshake {
                 _ => None,
             };
         }
-        self.accepted &= !holds_error(&reply);
-        self.probe = self.probe.saturating_sub(1);
-        (self.probe == 0).then_some(Ok(self.accepted))
+        if self.probe > 0 {
+            self.accepted &= !holds_error(&reply);
+            self.probe -= 1;
+            return None;
+        }
+        let offers = Offers { compare_and_delete: matches!(reply, Reply::Int(_)) };
+        Some(Ok(if self.accepted { Greeted::Direct(offers) } else { Greeted::Refused }))
     }
 }
 
@@ -132,17 +159,34 @@ mod tests {
     fn the_probe_is_accepted_unless_a_reply_holds_an_error() {
         for refused in [false, true] {
             let (mut handshake, _) = greeting(None, 0);
-            // CLIENT SETNAME, two SCRIPT LOADs.
+            // CLIENT SETNAME, six SCRIPT LOADs.
             assert_eq!(handshake.take(Reply::Status("OK".into())), None);
-            assert_eq!(handshake.take(Reply::Other), None);
-            assert_eq!(handshake.take(Reply::Other), None);
+            for _ in 0..6 {
+                assert_eq!(handshake.take(Reply::Other), None);
+            }
             // MULTI, three QUEUED, DEL's QUEUED: then EXEC's.
             for _ in 0..5 {
                 assert_eq!(handshake.take(Reply::Status("QUEUED".into())), None);
             }
             let set = if refused { Reply::Error("ERR syntax error".into()) } else { Reply::Nil };
             let exec = Reply::Array(vec![set, Reply::Int(1), Reply::Int(1), Reply::Int(2)]);
-            assert_eq!(handshake.take(exec), Some(Ok(!refused)));
+            assert_eq!(handshake.take(exec), None);
+            let expected = if refused { Greeted::Refused } else { Greeted::Direct(Offers::default()) };
+            assert_eq!(handshake.take(Reply::Error("ERR unknown command 'DELIFEQ'".into())), Some(Ok(expected)));
+        }
+    }
+
+    #[test]
+    fn delifeq_answered_with_a_number_is_offered_and_denied_is_not() {
+        for (reply, offered) in [(Reply::Int(0), true), (Reply::Error("NOPERM no permissions".into()), false)] {
+            let (mut handshake, bytes) = greeting(None, 0);
+            assert!(String::from_utf8_lossy(&bytes)
+                .ends_with("*3\r\n$7\r\nDELIFEQ\r\n$20\r\np:redis-snatch-probe\r\n$1\r\n-\r\n"));
+            for _ in 0..13 {
+                assert_eq!(handshake.take(Reply::Status("OK".into())), None);
+            }
+            let expected = Greeted::Direct(Offers { compare_and_delete: offered });
+            assert_eq!(handshake.take(reply), Some(Ok(expected)));
         }
     }
 

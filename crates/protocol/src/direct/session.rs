@@ -5,6 +5,7 @@
 
 use crate::direct::awaited::AwaitedReplies;
 use crate::direct::commands::{write_commands, DirectCall};
+use crate::offers::Offers;
 use crate::resp::{parse, ProtocolError, Reply};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -63,12 +64,14 @@ pub struct DirectSession<C> {
     group: bool,
     /// Replies are being handed out (see [`push`](Self::push)).
     dispatching: bool,
+    /// The server's own commands it offers (the handshake's finding).
+    offers: Offers,
 }
 
 impl<C: DirectCall> DirectSession<C> {
     /// A session whose calls have `timeout` each, from when they are encoded; `group` for a single server's socket, not
-    /// a cluster master's (see [`write_commands`] and [`push`](Self::push)).
-    pub fn new(timeout: Duration, group: bool) -> Self {
+    /// a cluster master's (see [`write_commands`] and [`push`](Self::push)); on a server that offers `offers`.
+    pub fn new(timeout: Duration, group: bool, offers: Offers) -> Self {
         Self {
             pending: VecDeque::new(),
             unwritten: 0,
@@ -78,6 +81,7 @@ impl<C: DirectCall> DirectSession<C> {
             timeout,
             group,
             dispatching: false,
+            offers,
         }
     }
 
@@ -120,7 +124,7 @@ impl<C: DirectCall> DirectSession<C> {
         let deadline = at + self.timeout;
         for (call_deadline, call) in self.pending.range_mut(first..) {
             *call_deadline = Some(deadline);
-            call.encoded(at);
+            call.encoded(at, self.offers);
         }
         write_commands(
             self.pending.range(first..).map(|(_, call)| call),
@@ -254,7 +258,7 @@ mod tests {
             DirectCommand::Release { lock: "lock", token: "token", cluster: false }
         }
 
-        fn encoded(&mut self, at: Instant) {
+        fn encoded(&mut self, at: Instant, _: Offers) {
             self.encoded = Some(at);
         }
     }
@@ -262,7 +266,7 @@ mod tests {
     #[test]
     fn a_deadline_counts_from_when_the_calls_are_encoded_and_failing_hands_back_every_call() {
         let timeout = Duration::from_millis(1000);
-        let mut session = DirectSession::new(timeout, true);
+        let mut session = DirectSession::new(timeout, true, Offers::default());
         let start = Instant::now();
         assert_eq!(session.deadline(start), Deadline::Idle);
         assert!(session.push(Call::default()));
@@ -284,7 +288,7 @@ mod tests {
 
     #[test]
     fn while_replies_are_handed_out_calls_are_written_twelve_at_a_time() {
-        let mut session = DirectSession::new(Duration::from_secs(1), true);
+        let mut session = DirectSession::new(Duration::from_secs(1), true, Offers::default());
         session.set_dispatching(true);
         let writes: Vec<bool> = (0..13).map(|_| session.push(Call::default())).collect();
         assert_eq!(writes.iter().filter(|w| **w).count(), 2, "{writes:?}");
@@ -297,7 +301,7 @@ mod tests {
 
     #[test]
     fn on_a_cluster_master_calls_made_while_replies_are_handed_out_wait_for_the_end() {
-        let mut session = DirectSession::new(Duration::from_secs(1), false);
+        let mut session = DirectSession::new(Duration::from_secs(1), false, Offers::default());
         session.set_dispatching(true);
         assert!((0..100).all(|_| !session.push(Call::default())), "none written while replies are handed out");
         session.set_dispatching(false);
@@ -306,7 +310,7 @@ mod tests {
 
     #[test]
     fn consecutive_releases_share_one_script_call_and_each_gets_its_part_of_the_reply() {
-        let mut session = DirectSession::new(Duration::from_secs(1), true);
+        let mut session = DirectSession::new(Duration::from_secs(1), true, Offers::default());
         for _ in 0..3 {
             session.push(Call::default());
         }
@@ -327,7 +331,7 @@ mod tests {
 
     #[test]
     fn a_reply_no_call_awaits_fails_the_session() {
-        let mut session = DirectSession::<Call>::new(Duration::from_secs(1), true);
+        let mut session = DirectSession::<Call>::new(Duration::from_secs(1), true, Offers::default());
         let reply = b"+OK\r\n";
         session.read_room()[..reply.len()].copy_from_slice(reply);
         session.received(reply.len());

@@ -1,6 +1,8 @@
 -- Steer a schedule from any process (see scripts.rs; wake.lua comes first): KEYS[1] is its state, KEYS[2] its
 -- registrations, KEYS[3] its pending triggers; ARGV[1] the action, ARGV[2] its control channel, ARGV[3] how long the
--- state is kept at least, in ms, ARGV[4] the action's value, ARGV[5] '1' on a Redis Cluster. 'suspend' and 'resume'
+-- state is kept at least, in ms, ARGV[4] the action's value, ARGV[5] '1' on a Redis Cluster ('' elsewhere), ARGV[6]
+-- (optional) how many live runners a stored schedule's handler has (its replicas do not register it). A stored
+-- schedule's state (it holds a spec) has no TTL and is given none. 'suspend' and 'resume'
 -- set or clear `suspended`; 'trigger' queues a manual run, at the server's time, when a live replica registered the
 -- schedule; 'replace' asks the running attempts of ticks before ARGV[4] to give way; 'handover' changes nothing (an
 -- attempt interrupted by its replica's shutdown is due: the replicas that hear it look at once). The replicas hear of
@@ -9,7 +11,7 @@
 local state, replicas, triggers, action = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 local time = redis.call('TIME')
 local now = time[1] * 1000 + math.floor(time[2] / 1000)
-local live = redis.call('ZCOUNT', replicas, now, '+inf')
+local live = tonumber(ARGV[6] or redis.call('ZCOUNT', replicas, now, '+inf'))
 if action == 'suspend' then
   redis.call('HSET', state, 'suspended', '1')
 elseif action == 'resume' then
@@ -28,7 +30,8 @@ elseif action == 'replace' then
     redis.call('HSET', state, 'replace', ARGV[4])
   end
 end
-if redis.call('EXISTS', state) == 1 and redis.call('PTTL', state) < tonumber(ARGV[3]) then
+if redis.call('EXISTS', state) == 1 and not redis.call('HGET', state, 'spec') and
+    redis.call('PTTL', state) < tonumber(ARGV[3]) then
   redis.call('PEXPIRE', state, ARGV[3])
 end
 publish(ARGV[2], action, ARGV[5])

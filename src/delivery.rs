@@ -1,14 +1,14 @@
 //! What the facade hears: the runner's outcomes (snatch-protocol's `Outcome`, the one outcome type), each mapped to
-//! JS here, once, as the arguments of the facade's `deliver(kind, id, fence, extra)`. Called on the JS thread, from a
+//! JS here, once, as the arguments of the facade's `deliver(kind, id, fence, extra)`. Invoked on the JS thread, from a
 //! socket's loop callback, the inbox's or a call from JS, the way node calls JS from I/O (ffi's `Caller`).
 
 use crate::errors::NativeError;
 use crate::ffi::napi::{Arg, Caller};
-use napi::bindgen_prelude::{BigInt, Buffer, Either9, FnArgs, FunctionRef};
+use napi::bindgen_prelude::{BigInt, Buffer, Either12, FnArgs, FunctionRef};
 use napi::Env;
 use napi_derive::napi;
 use snatch_core::protocol::attempt::{AbortReason, SkipReason};
-use snatch_core::protocol::run::Outcome;
+use snatch_core::protocol::run::{Invoked, Outcome};
 use snatch_core::Told;
 
 /// The facade's delivery function, `(kind, id, fence?, extra?)`, typed for binding.d.ts; [`arguments`] makes its
@@ -19,16 +19,29 @@ pub(crate) type Deliver = FunctionRef<DeliverArgs, ()>;
 pub(crate) type DeliverArgs = FnArgs<(OutcomeKind, u32, Option<BigInt>, Option<Extra>)>;
 
 /// The `extra` of an outcome (see [`OutcomeKind`]).
-pub(crate) type Extra =
-    Either9<bool, String, OccurrenceArgs, HeldArgs, NativeError, SkippedArgs, UnclaimedArgs, AttemptedArgs, StoredArgs>;
+pub(crate) type Extra = Either12<
+    bool,
+    String,
+    AttemptArgs,
+    HeldArgs,
+    NativeError,
+    SkippedArgs,
+    UnclaimedArgs,
+    AttemptedArgs,
+    StoredArgs,
+    Vec<BigInt>,
+    u32,
+    LeaderArgs,
+>;
 
 /// The `kind` of `deliver(kind, id, fence, extra)`, with what `fence` and `extra` then are; the facade reads the
 /// values from the binding (`OutcomeKind` of binding.js), so that both sides share one definition.
 #[napi]
 #[derive(Debug, PartialEq, Eq)]
 pub enum OutcomeKind {
-    /// Call the fn of run `id` under `fence`; `extra`: the schedule's [`OccurrenceArgs`], for an occurrence.
-    Call = 0,
+    /// Call the fn of run `id` under `fence`; `extra`: none for the caller's run under one lock, the fences of a set's
+    /// keys (bigints, in order), a schedule's [`AttemptArgs`], or the id of the campaign whose term it is.
+    Invoke = 0,
     /// The lease of run or lock `id` was lost.
     Lost = 1,
     /// Run `id` ended after its fn ran under `fence`; `extra`: its lease lapsed.
@@ -57,8 +70,24 @@ pub enum OutcomeKind {
     /// Schedule `id` recorded an occurrence missed: `extra` is its [`SkippedArgs`] (the reason: `deadline`,
     /// `superseded`, `overlap` or `suspended`).
     Missed = 13,
-    /// Turn `id` at a shared result found it stored: `extra` is its [`StoredArgs`].
+    /// Shared run `id` found the result stored (its fn not called): `extra` is its [`StoredArgs`].
     Stored = 14,
+    /// Run `id`, a leader's term under `fence`, ended: `extra` says why, `returned`, `resigned`, `stopped`, `lost` or
+    /// `error`.
+    Revoked = 15,
+    /// Campaign or observer `id` sees this leader: `extra` is its [`LeaderArgs`], none without a leader.
+    Leader = 16,
+    /// Campaign or observer `id` met an error, `extra` (a [`NativeError`]); it goes on.
+    Erred = 17,
+}
+
+/// `extra` of [`OutcomeKind::Leader`].
+#[napi(object)]
+pub struct LeaderArgs {
+    /// The leader's instance id, when its lock's value says.
+    pub leader: Option<String>,
+    /// Its term (the fence of its lock), when known.
+    pub term: Option<BigInt>,
 }
 
 /// `extra` of [`OutcomeKind::Stored`].
@@ -79,9 +108,9 @@ pub struct AttemptedArgs {
     pub duration_ms: f64,
 }
 
-/// `extra` of an occurrence's [`OutcomeKind::Call`].
+/// `extra` of an occurrence's [`OutcomeKind::Invoke`].
 #[napi(object)]
-pub struct OccurrenceArgs {
+pub struct AttemptArgs {
     /// The schedule, by the facade's id for it.
     pub schedule: u32,
     /// The occurrence, in epoch milliseconds: its cron tick, or when a manual run was asked for.
@@ -90,6 +119,12 @@ pub struct OccurrenceArgs {
     pub attempt: u32,
     /// Why it runs: `on-time`, `late`, `retry` or `manual`.
     pub why: String,
+    /// When it was due to start, in epoch milliseconds: its tick plus the schedule's jitter offset for it.
+    pub due: f64,
+    /// The stored schedule it is an occurrence of (`schedule` is then its handler's id), if it is one.
+    pub id: Option<String>,
+    /// That stored schedule's `data`, as JSON, if it has any.
+    pub data: Option<String>,
 }
 
 /// `extra` of a held key's [`OutcomeKind::Inspected`].
@@ -121,16 +156,22 @@ pub struct UnclaimedArgs {
 /// `outcome` of `id` as `deliver`'s arguments: the one mapping of outcomes to JS.
 fn arguments(id: u32, outcome: Outcome) -> [Arg; 4] {
     let (kind, fence, extra) = match outcome {
-        Outcome::Call { fence, occurrence } => {
-            let occurrence = occurrence.map(|o| {
-                Arg::of(OccurrenceArgs {
-                    schedule: o.schedule,
-                    tick: o.attempt.tick as f64,
-                    attempt: o.attempt.attempt,
-                    why: o.why.as_str().to_owned(),
-                })
-            });
-            (OutcomeKind::Call, Some(fence), occurrence)
+        Outcome::Invoke { fence, invoked } => {
+            let extra = match invoked {
+                Invoked::Run => None,
+                Invoked::Set(fences) => Some(Arg::of(fences.into_iter().map(BigInt::from).collect::<Vec<_>>())),
+                Invoked::Attempt(scheduled) => Some(Arg::of(AttemptArgs {
+                    schedule: scheduled.schedule,
+                    tick: scheduled.attempt.tick as f64,
+                    attempt: scheduled.attempt.attempt,
+                    why: scheduled.why.as_str().to_owned(),
+                    due: scheduled.due as f64,
+                    id: scheduled.stored.as_ref().map(|run| run.id.clone()),
+                    data: scheduled.stored.as_ref().and_then(|run| run.data.clone()),
+                })),
+                Invoked::Term(campaign) => Some(Arg::Uint(campaign)),
+            };
+            (OutcomeKind::Invoke, Some(fence), extra)
         }
         Outcome::Lost { stalled } => (OutcomeKind::Lost, None, stalled.then(|| Arg::Text("stalled".to_owned()))),
         Outcome::Aborted { reason } => {
@@ -138,6 +179,8 @@ fn arguments(id: u32, outcome: Outcome) -> [Arg; 4] {
                 AbortReason::Timeout => "timeout",
                 AbortReason::Replaced => "replaced",
                 AbortReason::Shutdown => "shutdown",
+                AbortReason::Resigned => "resigned",
+                AbortReason::Stopped => "stopped",
             };
             (OutcomeKind::Aborted, None, Some(Arg::Text(reason.to_owned())))
         }
@@ -178,6 +221,14 @@ fn arguments(id: u32, outcome: Outcome) -> [Arg; 4] {
             let args = UnclaimedArgs { tick: tick as f64, error: (&error).into() };
             (OutcomeKind::Unclaimed, None, Some(Arg::of(args)))
         }
+        Outcome::Revoked { fence, reason } => {
+            (OutcomeKind::Revoked, Some(fence), Some(Arg::Text(reason.as_str().to_owned())))
+        }
+        Outcome::Leader(leading) => {
+            let args = leading.map(|(leader, term)| Arg::of(LeaderArgs { leader, term: term.map(BigInt::from) }));
+            (OutcomeKind::Leader, None, args)
+        }
+        Outcome::Erred(e) => (OutcomeKind::Erred, None, Some(Arg::of(NativeError::from(&e)))),
     };
     [Arg::Uint(kind as u32), Arg::Uint(id), fence.map_or(Arg::Undefined, Arg::BigInt), extra.unwrap_or(Arg::Undefined)]
 }

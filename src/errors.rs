@@ -21,6 +21,7 @@ pub enum ErrorClass {
     LockTimeoutError,
     ClosedError,
     NoReplicaError,
+    ReentrantError,
 }
 
 impl ErrorClass {
@@ -34,6 +35,7 @@ impl ErrorClass {
             SnatchError::Timeout { .. } => Self::LockTimeoutError,
             SnatchError::Closed => Self::ClosedError,
             SnatchError::NoReplica { .. } => Self::NoReplicaError,
+            SnatchError::Reentrant { .. } => Self::ReentrantError,
         }
     }
 }
@@ -49,6 +51,7 @@ impl AsRef<str> for ErrorClass {
             Self::LockTimeoutError => "LockTimeoutError",
             Self::ClosedError => "ClosedError",
             Self::NoReplicaError => "NoReplicaError",
+            Self::ReentrantError => "ReentrantError",
         }
     }
 }
@@ -61,6 +64,8 @@ pub struct NativeError {
     pub message: String,
     /// RedisError: what Redis or the connection said.
     pub cause: Option<String>,
+    /// ReentrantError: the key its calling context holds.
+    pub key: Option<String>,
 }
 
 impl From<&SnatchError> for NativeError {
@@ -69,13 +74,17 @@ impl From<&SnatchError> for NativeError {
             SnatchError::Redis { cause } => Some(cause.clone()),
             _ => None,
         };
-        Self { class: ErrorClass::of(e), message: e.to_string(), cause }
+        let key = match e {
+            SnatchError::Reentrant { key, .. } => Some(key.clone()),
+            _ => None,
+        };
+        Self { class: ErrorClass::of(e), message: e.to_string(), cause, key }
     }
 }
 
 /// `e` as a JS Error whose `code` is its [`ErrorClass`] and whose `cause` says what Redis or the connection said.
 pub(crate) fn js_error(e: SnatchError) -> napi::Error<ErrorClass> {
-    let NativeError { class, message, cause } = NativeError::from(&e);
+    let NativeError { class, message, cause, .. } = NativeError::from(&e);
     let mut error = napi::Error::new(class, message);
     if let Some(cause) = cause {
         error.set_cause(napi::Error::from_reason(cause));

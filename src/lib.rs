@@ -5,14 +5,16 @@
 
 #![deny(unsafe_code)]
 
-mod calls;
 mod delivery;
 mod direct_sockets;
 mod errors;
 #[allow(unsafe_code)]
 mod ffi;
+mod functions;
 mod host;
 mod inbox;
+mod lead;
+mod limits;
 mod locker;
 #[cfg_attr(any(not(unix), feature = "unsupported-loop-socket"), path = "loop_socket_unsupported.rs")]
 mod loop_socket;

@@ -2,26 +2,38 @@
 //! and is heard of through the facade's `deliver` (delivery.rs); the calls every run makes are plain functions
 //! (calls.rs).
 
-use crate::calls::RunCalls;
 use crate::delivery::{
-    AttemptedArgs, Delivery, HeldArgs, OccurrenceArgs, OutcomeKind, SkippedArgs, StoredArgs, UnclaimedArgs,
+    AttemptArgs, AttemptedArgs, Delivery, HeldArgs, LeaderArgs, OutcomeKind, SkippedArgs, StoredArgs, UnclaimedArgs,
 };
 use crate::direct_sockets::DirectSockets;
 use crate::errors::throw;
 use crate::errors::NativeError;
+use crate::functions::RunFunctions;
 use crate::host::Host;
 use crate::inbox::Inbox;
-use crate::options::{lock_options, millis, FleetQuestion, LockInit, LockerInit, ScheduleInit};
-use crate::schedule::NativeSchedule;
-use napi::bindgen_prelude::{within_runtime_if_available, BigInt, Buffer, Either9, FnArgs, Function};
+use crate::lead::{campaign_options, NativeCampaign, NativeObserver};
+use crate::limits::Limits;
+use crate::options::{lock_options, millis, FleetQuestion, LockInit, LockerInit, ReenterInit, ScheduleInit};
+use crate::schedule::{NativeHandler, NativeSchedule};
+use napi::bindgen_prelude::{within_runtime_if_available, BigInt, Buffer, Either12, FnArgs, Function};
 use napi::Env;
 use napi_derive::napi;
+use snatch_core::limits::DEFAULT_CONTENTION_LIMIT;
 use snatch_core::protocol::run::Outcome;
 use snatch_core::{Cron, FleetRequest, Holder, Input, Locker, LockerConfig, Runner, SnatchError};
 use std::cell::OnceCell;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// A key waited for: its waits, the time they waited in all (ms), and those that timed out.
+#[napi(object)]
+pub struct ContendedKey {
+    pub key: String,
+    pub waits: f64,
+    pub wait_ms: f64,
+    pub timeouts: f64,
+}
 
 /// A locker; the facade's `Locker` wraps it.
 #[napi]
@@ -44,16 +56,19 @@ impl NativeLocker {
                 u32,
                 Option<BigInt>,
                 Option<
-                    Either9<
+                    Either12<
                         bool,
                         String,
-                        OccurrenceArgs,
+                        AttemptArgs,
                         HeldArgs,
                         NativeError,
                         SkippedArgs,
                         UnclaimedArgs,
                         AttemptedArgs,
                         StoredArgs,
+                        Vec<BigInt>,
+                        u32,
+                        LeaderArgs,
                     >,
                 >,
             )>,
@@ -102,6 +117,19 @@ impl NativeLocker {
         Ok(Self { host })
     }
 
+    /// The core's limits, defaults and names, for the facade (limits.rs).
+    #[napi]
+    pub fn limits() -> Limits {
+        crate::limits::limits()
+    }
+
+    /// Checks option `name`'s number `value` (an integer in its range: ms for a duration, a count otherwise); throws
+    /// the coded RangeError when it is not.
+    #[napi]
+    pub fn check_option(env: Env, name: String, value: f64) -> napi::Result<()> {
+        crate::limits::check_option(&env, &name, value)
+    }
+
     /// The event loop turned now: leases are renewed while it beats within `maxStall` (the facade beats on a timer).
     #[napi]
     pub fn beat(&self) {
@@ -110,16 +138,40 @@ impl NativeLocker {
 
     /// The calls every run or one-attempt lock makes (calls.rs).
     #[napi]
-    pub fn run_calls<'env>(&self, env: &'env Env) -> napi::Result<RunCalls<'env>> {
-        RunCalls::new(env, &self.host)
+    pub fn run_functions<'env>(&self, env: &'env Env) -> napi::Result<RunFunctions<'env>> {
+        RunFunctions::new(env, &self.host)
     }
 
     /// Starts acquisition `id` of `key`, waiting up to `options.wait` (one attempt is `tryLock` of
-    /// [`NativeLocker::run_calls`]): a lock, or a timeout error when waiting ran out.
+    /// [`NativeLocker::run_functions`]): a lock, or a timeout error when waiting ran out.
     #[napi]
     pub fn acquire(&self, env: Env, id: u32, key: String, options: Option<LockInit>) -> napi::Result<()> {
         let options = lock_options(options, false).map_err(|e| throw(&env, e))?;
         self.step(&env, |runner| runner.lock(id, &key, &options))
+    }
+
+    /// The `limit` keys (default: `Limits.defaultContentionLimit`) this locker's acquisitions waited for most, most
+    /// first; with `reset`, the count starts again.
+    #[napi]
+    pub fn contention(&self, limit: Option<u32>, reset: Option<bool>) -> Vec<ContendedKey> {
+        let limit = limit.map_or(DEFAULT_CONTENTION_LIMIT, |limit| limit as usize);
+        let top = self.host.step(|runner, _| runner.locker().contention(limit, reset.unwrap_or(false)));
+        top.into_iter()
+            .map(|c| ContendedKey {
+                key: c.key,
+                waits: c.waits as f64,
+                wait_ms: c.wait_ms,
+                timeouts: c.timeouts as f64,
+            })
+            .collect()
+    }
+
+    /// Call `id` (a run, or a lock's acquisition) made inside the fn of runs of the facade's: when they hold some of its
+    /// keys, it is told what it comes to (`Failed` with a ReentrantError, `NotAcquired`, or `Invoke` under the held
+    /// locks and `Ran` once `taskDone` was told), and true; false: the facade starts it as any call.
+    #[napi]
+    pub fn reenter(&self, id: u32, call: ReenterInit) -> bool {
+        self.host.step(|runner, out| runner.reenter(id, &call.into(), out))
     }
 
     /// Starts acquisition `id` of a permit of semaphore `key` of `limit` holders: one attempt, or waiting up to
@@ -162,7 +214,9 @@ impl NativeLocker {
         wait: bool,
     ) -> napi::Result<()> {
         let options = lock_options(options, false).map_err(|e| throw(&env, e))?;
-        self.step(&env, |runner| runner.acquire_as(id, &key, holder, &options, wait))
+        self.host
+            .step(|runner, out| runner.acquire_as(id, &key, holder, &options, wait, out))
+            .map_err(|e| throw(&env, e))
     }
 
     /// Starts operation `id`: extend lock `lock` to `ttl` ms (default: its acquisition's). Answers whether it was still
@@ -181,11 +235,43 @@ impl NativeLocker {
         self.step(&env, |runner| runner.lock_all(ids, keys, &options))
     }
 
-    /// Starts turn `id` at the shared result of `key`: `Stored` (the stored bytes), or `Locked` (the lock to compute
-    /// it under, as lock `id`). Waits for a round under way up to `options.wait`. `storeErrors`: take a stored error of
-    /// any round, not only of one waited for.
+    /// Starts run `id` of the facade's fn as a permit of semaphore `key` of `limit` holders (`holder` 'permit'), or as
+    /// the write lock ('write') or a read lock ('read') of read-write lock `key`, waiting up to `options.wait`: `Call`,
+    /// then `Ran` once `taskDone` was told; a timeout error when waiting ran out.
     #[napi]
-    pub fn shared(
+    pub fn run_as(
+        &self,
+        env: Env,
+        id: u32,
+        key: String,
+        holder: String,
+        limit: u32,
+        options: Option<LockInit>,
+    ) -> napi::Result<()> {
+        let holder = match holder.as_str() {
+            "permit" => Holder::Permit(limit),
+            "read" => Holder::Reader,
+            "write" => Holder::Writer,
+            _ => return Err(throw(&env, SnatchError::type_arg(format!("no such holder: '{holder}'")))),
+        };
+        let options = lock_options(options, true).map_err(|e| throw(&env, e))?;
+        self.host.step(|runner, out| runner.run_as(id, &key, holder, &options, out)).map_err(|e| throw(&env, e))
+    }
+
+    /// Starts run `id` of the facade's fn under every key of `keys` or none, waiting up to `options.wait` in all:
+    /// `Call` with the fence of each key, then `Ran` once `taskDone` was told; a timeout error naming the first key
+    /// not had in time.
+    #[napi]
+    pub fn run_all(&self, env: Env, id: u32, keys: Vec<String>, options: Option<LockInit>) -> napi::Result<()> {
+        let options = lock_options(options, true).map_err(|e| throw(&env, e))?;
+        self.step(&env, |runner| runner.run_all(id, keys, &options))
+    }
+
+    /// Starts run `id` of the facade's fn for the shared result of `key`: `Stored` (fn not called), or `Call` and,
+    /// once `sharedDone` was told, `Ran`. Waits for a round under way up to `options.wait`. `storeErrors`: a stored
+    /// error of any round is taken.
+    #[napi]
+    pub fn run_shared(
         &self,
         env: Env,
         id: u32,
@@ -194,24 +280,58 @@ impl NativeLocker {
         store_errors: bool,
     ) -> napi::Result<()> {
         let options = lock_options(options, true).map_err(|e| throw(&env, e))?;
-        self.step(&env, |runner| runner.shared(id, &key, &options, store_errors))
+        self.step(&env, |runner| runner.run_shared(id, &key, &options, store_errors))
     }
 
-    /// Starts operation `id`: stores `bytes` (`error`: fn's error rather than its value) as the shared result of lock
-    /// `lock`'s key for `ttl` ms, while the lock is still ours. Answers whether it was.
+    /// The fn of shared run `id` settled: `bytes` (`error`: fn's error rather than its value) are stored for `ttl` ms
+    /// while the lock is still ours, unless `bytes` is null; then the lock is given back.
     #[napi]
-    pub fn store_shared(&self, env: Env, id: u32, lock: u32, error: bool, bytes: Buffer, ttl: f64) -> napi::Result<()> {
+    pub fn shared_done(&self, env: Env, id: u32, error: bool, bytes: Option<Buffer>, ttl: f64) -> napi::Result<()> {
         let ttl = millis("resultTtl", ttl).map_err(|e| throw(&env, e))?;
-        let payload = bytes.to_vec();
-        self.host.step(|runner, _| runner.store_shared(id, lock, error, payload, ttl));
+        let result = bytes.map(|bytes| (error, bytes.to_vec()));
+        self.host.step(|runner, _| runner.shared_done(id, result, ttl));
         Ok(())
+    }
+
+    /// The caller of shared run `id` stopped waiting (its signal aborted): true when it is forgotten (nothing more is
+    /// told of it); false when it took its turn already (its fn is then still called, for the round's other callers).
+    #[napi]
+    pub fn stop_waiting(&self, id: u32) -> bool {
+        self.host.step(|runner, _| runner.stop_waiting(id))
+    }
+
+    /// Starts campaign `id` for leadership of `name` (`ttl`: a term's lease; `retry`: how long it waits for the lock
+    /// at a time, and pauses after a term): each term's fn is called as a run's (`Call` with the campaign's id),
+    /// ended by `Revoked`; while it does not lead, `Leader` says who does. Throws on a bad name or option.
+    #[napi]
+    pub fn lead(
+        &self,
+        env: Env,
+        id: u32,
+        name: String,
+        ttl: Option<f64>,
+        retry: Option<f64>,
+    ) -> napi::Result<NativeCampaign> {
+        let options = campaign_options(ttl, retry).map_err(|e| throw(&env, e))?;
+        let runner = self.host.runner.borrow();
+        let campaign =
+            within_runtime_if_available(|| snatch_core::campaign(runner.locker(), id, &name, options, runner.post()));
+        campaign.map(NativeCampaign::new).map_err(|e| throw(&env, e))
+    }
+
+    /// Starts observer `id` of leadership `name`: `Leader` whenever the leader changes, `Erred` on an error.
+    #[napi]
+    pub fn observe(&self, env: Env, id: u32, name: String) -> napi::Result<NativeObserver> {
+        let runner = self.host.runner.borrow();
+        let observer = within_runtime_if_available(|| snatch_core::observe(runner.locker(), id, &name, runner.post()));
+        observer.map(NativeObserver::new).map_err(|e| throw(&env, e))
     }
 
     /// Hands lock `lock` over to another owner: it is no longer renewed nor released here. The milliseconds of validity
     /// left; `null` when it was no longer held. Throws for a semaphore's permit or a read-write lock's.
     #[napi]
-    pub fn hand_off(&self, env: Env, lock: u32) -> napi::Result<Option<f64>> {
-        let left = self.host.step(|runner, _| runner.hand_off(lock)).map_err(|e| throw(&env, e))?;
+    pub fn hand_over(&self, env: Env, lock: u32) -> napi::Result<Option<f64>> {
+        let left = self.host.step(|runner, _| runner.hand_over(lock)).map_err(|e| throw(&env, e))?;
         Ok(left.map(|left| left.as_secs_f64() * 1000.0))
     }
 
@@ -272,7 +392,7 @@ impl NativeLocker {
     }
 
     /// Starts schedule `id` (the facade's id for it): every occurrence of `cron` runs once across the replicas, its
-    /// fn called as a run's (an occurrence's [`crate::delivery::OutcomeKind::Call`]); the on-time occurrences it does
+    /// fn called as a run's (an occurrence's [`crate::delivery::OutcomeKind::Invoke`]); the on-time occurrences it does
     /// not run here are told as the schedule's. Throws on a bad name, expression, zone or option.
     #[napi]
     pub fn schedule(
@@ -293,6 +413,53 @@ impl NativeLocker {
         schedule.map(NativeSchedule::new).map_err(|e| throw(&env, e))
     }
 
+    /// Makes this replica a runner of stored schedules' handler `name` (the facade's id for it: `id`): their
+    /// occurrences' fns are called as a schedule's (an occurrence's [`crate::delivery::OutcomeKind::Invoke`], with the
+    /// stored schedule's id and data). Throws on a bad name or on Redlock.
+    #[napi]
+    pub fn handle(&self, env: Env, id: u32, name: String, max_running: Option<u32>) -> napi::Result<NativeHandler> {
+        let runner = self.host.runner.borrow();
+        let handler =
+            within_runtime_if_available(|| snatch_core::handle(runner.locker(), id, &name, max_running, runner.post()));
+        handler.map(NativeHandler::new).map_err(|e| throw(&env, e))
+    }
+
+    /// Starts operation `id` on stored schedule `target`: `op` is 'upsert' (from the spec `json`), 'remove' or 'get';
+    /// or 'summary' of them all by handler (`target` unused); answers with JSON.
+    #[napi]
+    pub fn stored(&self, env: Env, id: u32, op: String, target: String, json: Option<String>) -> napi::Result<()> {
+        if !matches!(op.as_str(), "upsert" | "remove" | "get" | "summary") {
+            return Err(throw(&env, SnatchError::type_arg(format!("no stored schedules' operation '{op}'"))));
+        }
+        self.host.step(|runner, _| {
+            let locker = runner.locker().clone();
+            runner.answer(id, async move {
+                let json = match op.as_str() {
+                    "upsert" => snatch_core::upsert_stored(&locker, &target, json.as_deref().unwrap_or("{}")).await?,
+                    "remove" => snatch_core::remove_stored(&locker, &target).await?.to_string(),
+                    "summary" => snatch_core::stored_summary(&locker).await?,
+                    _ => snatch_core::get_stored(&locker, &target).await?,
+                };
+                Ok(Outcome::Answered(json))
+            });
+        });
+        Ok(())
+    }
+
+    /// Starts operation `id`: one page of the stored schedules (`listSchedules`); answers with JSON.
+    #[napi]
+    pub fn list_stored(&self, id: u32, options: ListInit) {
+        self.host.step(|runner, _| {
+            let locker = runner.locker().clone();
+            runner.answer(id, async move {
+                let ListInit { handler, pattern, limit, cursor } = options;
+                let page =
+                    snatch_core::list_stored(&locker, handler.as_deref(), pattern.as_deref(), limit, cursor.as_deref());
+                Ok(Outcome::Answered(page.await?))
+            });
+        });
+    }
+
     /// Starts operation `id`: stop schedules, wait for calls under way, release every lock still held, close the
     /// connections. Idempotent. The fns running get `drainMs` to finish (none: all the time they take); then their
     /// signals abort (a schedule's attempts are recorded interrupted and handed over).
@@ -307,4 +474,13 @@ impl NativeLocker {
     fn step(&self, env: &Env, step: impl FnOnce(&mut Runner) -> Result<(), SnatchError>) -> napi::Result<()> {
         self.host.step(|runner, _| step(runner)).map_err(|e| throw(env, e))
     }
+}
+
+/// What `listSchedules` asks for.
+#[napi(object)]
+pub struct ListInit {
+    pub handler: Option<String>,
+    pub pattern: Option<String>,
+    pub limit: u32,
+    pub cursor: Option<String>,
 }

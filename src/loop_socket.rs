@@ -1,6 +1,6 @@
 //! A Redis socket that node's own event loop polls (libuv's `uv_poll`), for the core's direct calls
 //! (snatch_core::DirectAcquire): commands are written from the JS thread and the replies are read and handed to JS in
-//! the loop's callback, with no thread hand-off either way. One per server (per master on a cluster). Opened on the
+//! the loop's callback, with no hop between threads either way. One per server (per master on a cluster). Opened on the
 //! runtime (`Locker::direct_socket`), then handed to the loop; not ready while opening, and again for a second after
 //! a failure, when callers use the locker's own connection. This file only moves bytes and time between libuv and
 //! the core's `DirectSession`, which holds the protocol: which calls are written together, replies paired with
@@ -252,7 +252,7 @@ impl<C: DirectCall + 'static> LoopSocket<C> {
 }
 
 /// Hands `stream` to the loop of `env` (ffi's `LoopWatch`); its calls have `timeout` each, grouped as `group` says
-/// ([`DirectSession::new`]). `None` if the watch cannot be installed.
+/// ([`DirectSession::new`]), on the server's own commands it offers. `None` if the watch cannot be installed.
 fn install<C: DirectCall + 'static>(
     state: &Rc<RefCell<State<C>>>,
     env: &Env,
@@ -261,7 +261,7 @@ fn install<C: DirectCall + 'static>(
     group: bool,
 ) -> Option<Open<C>> {
     let watch = LoopWatch::install(env, stream.as_raw_fd(), state)?;
-    let session = DirectSession::new(timeout, group);
+    let session = DirectSession::new(timeout, group, stream.offers());
     Some(Open { watch, stream, session, writable_wanted: false })
 }
 

@@ -2,8 +2,10 @@
 //! numbers are checked here.
 
 use napi_derive::napi;
+use snatch_core::limits::{DEFAULT_HISTORY_LIMIT, DEFAULT_LIST_LIMIT};
+use snatch_core::protocol::run::Purpose;
 use snatch_core::{
-    duration_error, Concurrency, FleetRequest, LockOptions, LockerConfig, SnatchError, TlsOptions, Topology,
+    duration_error, Concurrency, FleetRequest, LockOptions, LockerConfig, Reentering, SnatchError, TlsOptions, Topology,
 };
 use std::time::Duration;
 
@@ -53,6 +55,30 @@ pub struct LockInit {
     pub min_hold: Option<f64>,
     pub wait: Option<f64>,
     pub fair: Option<bool>,
+}
+
+/// A call made inside the fn of runs of the facade's (snatch-core's `Reentering`).
+#[napi(object)]
+pub struct ReenterInit {
+    /// Its keys, in the call's order.
+    pub keys: Vec<String>,
+    /// A lock handed to the facade (tryLock, lock), not a run of fn.
+    pub lock: bool,
+    /// A run of withLocks.
+    pub set: bool,
+    /// A waiting call (withLock, lock, withLocks).
+    pub waits: bool,
+    /// The `reentrant` option.
+    pub reentrant: bool,
+    /// The runs whose fn the call runs inside, by id.
+    pub within: Vec<u32>,
+}
+
+impl From<ReenterInit> for Reentering {
+    fn from(o: ReenterInit) -> Self {
+        let purpose = if o.lock { Purpose::Lock } else { Purpose::Run };
+        Self { keys: o.keys, purpose, set: o.set, waits: o.waits, reentrant: o.reentrant, within: o.within }
+    }
 }
 
 impl TryFrom<LockerInit> for LockerConfig {
@@ -151,7 +177,7 @@ pub struct ScheduleInit {
     pub retries: Option<u32>,
     /// Milliseconds before the first retry, doubled for each next one.
     pub retry_delay: Option<f64>,
-    /// `forbid`, `allow` or `replace`.
+    /// `forbid`, `allow`, `replace` or `buffer`.
     pub concurrency: Option<String>,
     /// Milliseconds an attempt may take before its signal aborts.
     pub timeout: Option<f64>,
@@ -159,6 +185,8 @@ pub struct ScheduleInit {
     pub max_runtime: Option<f64>,
     /// How many records Redis keeps.
     pub history: Option<u32>,
+    /// Milliseconds: each occurrence starts at its tick plus an offset below this, the same on every replica.
+    pub jitter: Option<f64>,
 }
 
 impl TryFrom<ScheduleInit> for snatch_core::ScheduleOptions {
@@ -166,16 +194,7 @@ impl TryFrom<ScheduleInit> for snatch_core::ScheduleOptions {
 
     fn try_from(o: ScheduleInit) -> Result<Self, SnatchError> {
         let defaults = snatch_core::ScheduleOptions::default();
-        let concurrency = match o.concurrency.as_deref() {
-            None | Some("forbid") => Concurrency::Forbid,
-            Some("allow") => Concurrency::Allow,
-            Some("replace") => Concurrency::Replace,
-            Some(other) => {
-                return Err(SnatchError::type_arg(format!(
-                    "concurrency must be 'forbid', 'allow' or 'replace', got '{other}'"
-                )))
-            }
-        };
+        let concurrency = o.concurrency.as_deref().map_or(Ok(defaults.concurrency), Concurrency::parse)?;
         let options = snatch_core::ScheduleOptions {
             ttl: o.ttl.map(|v| millis("ttl", v)).transpose()?,
             clock_offset_ms: o.clock_offset.unwrap_or(0.0) as i64,
@@ -186,6 +205,7 @@ impl TryFrom<ScheduleInit> for snatch_core::ScheduleOptions {
             timeout: o.timeout.map(|v| millis("timeout", v)).transpose()?,
             max_runtime: o.max_runtime.map(|v| millis("maxRuntime", v)).transpose()?,
             history: o.history.unwrap_or(defaults.history),
+            jitter: millis_or("jitter", o.jitter, defaults.jitter)?,
         };
         options.validate()?;
         Ok(options)
@@ -213,18 +233,18 @@ impl TryFrom<FleetQuestion> for FleetRequest {
         let name = || q.name.clone().ok_or_else(|| SnatchError::type_arg("the schedule's name is required"));
         Ok(match q.kind.as_str() {
             "schedules" => FleetRequest::Schedules,
-            "history" => FleetRequest::History { name: name()?, limit: q.limit.unwrap_or(50) },
+            "history" => FleetRequest::History { name: name()?, limit: q.limit.unwrap_or(DEFAULT_HISTORY_LIMIT) },
             "suspend" => FleetRequest::Suspend(name()?),
             "resume" => FleetRequest::Resume(name()?),
             "trigger" => FleetRequest::Trigger(name()?),
             "locks" => FleetRequest::Locks {
                 pattern: q.pattern.unwrap_or_else(|| "*".to_owned()),
-                limit: q.limit.unwrap_or(1000),
+                limit: q.limit.unwrap_or(DEFAULT_LIST_LIMIT),
             },
             "deployment" => FleetRequest::Deployment,
             "semaphores" => FleetRequest::Semaphores {
                 pattern: q.pattern.unwrap_or_else(|| "*".to_owned()),
-                limit: q.limit.unwrap_or(1000),
+                limit: q.limit.unwrap_or(DEFAULT_LIST_LIMIT),
             },
             other => return Err(SnatchError::type_arg(format!("unknown question '{other}'"))),
         })

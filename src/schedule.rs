@@ -3,7 +3,7 @@
 //! other outcomes (delivery.rs).
 
 use napi_derive::napi;
-use snatch_core::Schedule;
+use snatch_core::{Handler, Schedule};
 
 /// A running schedule.
 #[napi]
@@ -23,5 +23,26 @@ impl NativeSchedule {
     #[napi]
     pub async fn stop(&self) {
         self.schedule.stop().await;
+    }
+}
+
+/// A handler of stored schedules run on this replica (`locker.handle`), which the facade's handler wraps.
+#[napi]
+pub struct NativeHandler {
+    handler: Handler,
+}
+
+impl NativeHandler {
+    pub(crate) fn new(handler: Handler) -> Self {
+        Self { handler }
+    }
+}
+
+#[napi]
+impl NativeHandler {
+    /// No new occurrences here; resolves once the fns running here have settled and their locks are given back.
+    #[napi]
+    pub async fn stop(&self) {
+        self.handler.stop().await;
     }
 }

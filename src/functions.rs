@@ -1,8 +1,8 @@
 //! The calls every run makes, `startRun` and `taskDone` (its fn settled), and those of a one-attempt lock,
 //! `startTryLock` and `startRelease`: plain JS functions (ffi's `function`) that the facade gets once per locker from
-//! `NativeLocker::runCalls()`. A napi-rs function or method spends more on tracking its arguments' and receiver's
+//! `NativeLocker::runFunctions()`. A napi-rs function or method spends more on tracking its arguments' and receiver's
 //! borrows than the direct call it starts (bench/README.md, profile step 23).
-//! Their signatures are the types of [`RunCalls`]' fields, from which binding.d.ts is generated; the functions that
+//! Their signatures are the types of [`RunFunctions`]' fields, from which binding.d.ts is generated; the functions that
 //! read the arguments must take the same types, or the binding does not build.
 
 #![allow(clippy::type_complexity, reason = "the argument types are spelled out: binding.d.ts is generated from them")]
@@ -22,7 +22,7 @@ type Thrown = Result<(), napi::Error<ErrorClass>>;
 
 /// The calls every run or one-attempt lock makes, of one locker.
 #[napi(object)]
-pub struct RunCalls<'env> {
+pub struct RunFunctions<'env> {
     /// `(id, key, required, ttl?, minHold?, autoExtend?, wait?, fair?)`: starts run `id` of the facade's fn under
     /// `key`; with `required` (withLock), not getting the lock is a timeout error.
     #[allow(clippy::type_complexity)]
@@ -41,7 +41,7 @@ pub struct RunCalls<'env> {
     pub start_release: Function<'env, FnArgs<(u32, u32)>, ()>,
 }
 
-impl<'env> RunCalls<'env> {
+impl<'env> RunFunctions<'env> {
     /// The calls of `host`'s locker; each function keeps `host` until collected.
     pub(crate) fn new(env: &'env Env, host: &Rc<Host>) -> napi::Result<Self> {
         Ok(Self {
@@ -53,7 +53,7 @@ impl<'env> RunCalls<'env> {
     }
 }
 
-/// `startRun`: see [`RunCalls::start_run`] (whose type the arguments' must be, or this does not build).
+/// `startRun`: see [`RunFunctions::start_run`] (whose type the arguments' must be, or this does not build).
 fn start_run(
     host: &Rc<Host>,
     args: Args<(u32, String, bool, Option<f64>, Option<f64>, Option<bool>, Option<f64>, Option<bool>)>,
@@ -63,14 +63,14 @@ fn start_run(
     host.step(|runner, out| runner.run(id, &key, &options, required, out)).map_err(js_error)
 }
 
-/// `taskDone`: see [`RunCalls::task_done`].
+/// `taskDone`: see [`RunFunctions::task_done`].
 fn task_done(host: &Rc<Host>, args: Args<(u32, Option<String>)>) -> Thrown {
     let (id, failure) = args.map_err(invalid)?;
     host.step(|runner, out| runner.task_done(id, failure, out));
     Ok(())
 }
 
-/// `startTryLock`: see [`RunCalls::start_try_lock`].
+/// `startTryLock`: see [`RunFunctions::start_try_lock`].
 fn start_try_lock(host: &Rc<Host>, args: Args<(u32, String, Option<f64>, Option<f64>, Option<bool>)>) -> Thrown {
     let (id, key, ttl, min_hold, auto_extend) = args.map_err(invalid)?;
     let options =
@@ -78,7 +78,7 @@ fn start_try_lock(host: &Rc<Host>, args: Args<(u32, String, Option<f64>, Option<
     host.step(|runner, out| runner.try_lock(id, &key, &options, out)).map_err(js_error)
 }
 
-/// `startRelease`: see [`RunCalls::start_release`].
+/// `startRelease`: see [`RunFunctions::start_release`].
 fn start_release(host: &Rc<Host>, args: Args<(u32, u32)>) -> Thrown {
     let (id, lock) = args.map_err(invalid)?;
     host.step(|runner, out| runner.release(id, lock, out));

@@ -102,6 +102,15 @@ export interface LockOptions {
   autoExtend?: boolean
   /** Keep the key at least this long after acquisition, even if released earlier; default 0. */
   minHold?: number
+  /**
+   * Inside the fn of a withLock, snatchTask or withLocks (or a decorated method) of this locker that holds the key
+   * already: run fn under that lock (withLock, snatchTask; withLocks only when every key is held), with its fence; the
+   * outer lease (its ttl, renewal and minHold) governs, and the lock is given back when the outermost call ends.
+   * Without it, a waiting call there (withLock, lock, withLocks, lockAll) rejects {@link ReentrantError} at once, and a
+   * one-attempt call answers as when anyone else holds the key. Never across processes or lockers: a key another
+   * process or locker holds is waited for. A Lock from lock() never re-enters, nor is its key tracked. Default false.
+   */
+  reentrant?: boolean
 }
 
 /** Options of an acquisition that may wait. */
@@ -113,6 +122,18 @@ export interface WaitOptions extends LockOptions {
    * first. Default false (waiters race for a release). Locks and semaphores on one Redis, Sentinel or Cluster.
    */
   fair?: boolean
+}
+
+/** A key waited for (`locker.contention()`). */
+export interface ContendedKey {
+  /** The key, as given. */
+  key: string
+  /** Acquisitions that found it held and waited (and got it, or timed out). */
+  waits: number
+  /** The time they waited, in all, in ms. */
+  waitMs: number
+  /** Those that did not get it within their `wait`. */
+  timeouts: number
 }
 
 /** What a task run under a lock receives. */
@@ -236,6 +257,22 @@ export declare class Locker {
   adopt(handle: LockHandle, options?: LockOptions): Promise<Lock>
   /** Cluster-safe cron: each occurrence of `cron` runs fn on exactly one replica. Throws on a bad expression or zone. */
   schedule(name: string, cron: string, fn: (ctx: TickContext) => unknown, options?: ScheduleOptions): ScheduledTask
+  /** This replica runs the stored schedules whose handler is `name` (at most `maxRunning` at once here). Throws on
+   *  Redlock. */
+  handle(name: string, fn: (ctx: StoredTickContext) => unknown, options?: { maxRunning?: number }): Handler
+  /** Creates or replaces stored schedule `id`, fleet-wide; its next occurrence follows the new spec. */
+  upsertSchedule(id: string, spec: StoredScheduleSpec): Promise<StoredScheduleInfo>
+  /** Removes stored schedule `id`: true when it existed; once this resolves no occurrence of it starts. */
+  removeSchedule(id: string): Promise<boolean>
+  /** Stored schedule `id`, or null. */
+  getSchedule(id: string): Promise<StoredScheduleInfo | null>
+  /** One page of the stored schedules (`limit` default 100, at most 1000); `cursor` null on the last page. */
+  listSchedules(options?: { handler?: string; match?: string; limit?: number; cursor?: string | null }): Promise<{
+    /** This page's schedules. */
+    schedules: StoredScheduleInfo[]
+    /** The `cursor` of the next page, or null after the last. */
+    cursor: string | null
+  }>
   /** A counting semaphore: at most `limit` holders of `key` at once, across every process (not on Redlock). */
   semaphore(key: string, limit: number): Semaphore
   /** A read-write lock: many readers or one writer of `key` at once, across every process (not on Redlock). */
@@ -244,6 +281,14 @@ export declare class Locker {
   lead(name: string, fn: (ctx: LeaderContext) => unknown, options?: LeadOptions): Leadership
   /** Watches who leads `name` without campaigning. */
   observe(name: string): LeaderObserver
+  /**
+   * The keys this locker's waiting calls (withLock, lock, withLocks, lockAll, a permit's or read-write lock's with
+   * `wait`) waited for most since it was made, or since the last call with `reset: true` (which starts the count
+   * again): `limit` of them (default 10), by total wait. Kept in the core in a table of at most 100 keys however many
+   * keys wait (a key waited for a lot enters it and stays; one that enters counts from then), never sent anywhere;
+   * per-key metrics only through the `keyLabel` options of redis-snatch/prometheus and redis-snatch/otel.
+   */
+  contention(options?: { limit?: number; reset?: boolean }): ContendedKey[]
   /** What Redis holds for `key` now: null when it is free. For dashboards and debugging. */
   inspect(key: string): Promise<null | Inspection>
   /** Deletes `key`'s lock whoever holds it (an operator's tool) and wakes its waiters; true if there was one. The
@@ -509,7 +554,7 @@ export interface AttemptMessage {
   fence: bigint
   /** This replica's `instanceId`. */
   instance: string
-  /** From its tick to fn's call, in ms. */
+  /** From its tick (plus the schedule's `jitter` offset for it, when it has one) to fn's call, in ms. */
   lagMs: number
   /** From fn's call to its settling, in ms. */
   durationMs: number
@@ -547,8 +592,17 @@ export interface ScheduleOptions {
   /** Delay before the first retry in ms, doubled for each next one, with ±20% jitter. Default 1000. */
   retryDelay?: number
   /** While an earlier occurrence still runs: 'forbid' skips the new one (default), 'allow' runs both, 'replace' aborts
-   *  the running attempt's signal (RunReplacedError) and runs the new one once it gave way. */
-  concurrency?: 'forbid' | 'allow' | 'replace'
+   *  the running attempt's signal (RunReplacedError) and runs the new one once it gave way, 'buffer' has the new one
+   *  wait and run right after the running one (at most one waits, fleet-wide: a further one is skipped, reason
+   *  'overlap', as with 'forbid'). */
+  concurrency?: 'forbid' | 'allow' | 'replace' | 'buffer'
+  /**
+   * In ms, from 0 to 43200000 (12 hours): each occurrence starts at its tick plus an offset below this, the same on every
+   * replica (derived from the schedule's name and the tick), so that many schedules sharing a tick do not all start in
+   * the same millisecond. The occurrence is still its tick (`ctx.tick`, its record); `startingDeadline` counts from
+   * its start. Default 0 (at its tick).
+   */
+  jitter?: number
   /** Per attempt, in ms: the signal aborts then (RunTimeoutError) and the attempt counts as failed. Default: none. */
   timeout?: number
   /**
@@ -595,6 +649,85 @@ export interface ScheduledTask extends EventEmitter {
   once(event: 'run', listener: (info: AttemptInfo & { fence: bigint; durationMs: number }) => void): this
   once(event: 'skip', listener: (info: { tick: Date; reason: 'taken' | 'overlap' | 'suspended' }) => void): this
   once(event: 'error', listener: (err: unknown, info: AttemptInfo) => void): this
+}
+
+/** A stored schedule (`upsertSchedule`): exactly one of `cron`, `every` and `at`, and the options of `schedule()`. */
+export interface StoredScheduleSpec extends ScheduleOptions {
+  /** A cron expression, in `timezone`. */
+  cron?: string
+  /** Milliseconds between occurrences (>= 1000), counted from `startAt` (default: when first stored). */
+  every?: number
+  /** One occurrence at this time (a delayed one-off, kept across restarts). */
+  at?: Date | number
+  /** The cron's IANA zone, default 'UTC'. */
+  timezone?: string
+  /** The name the runners gave `locker.handle()`. */
+  handler: string
+  /** Given to fn as `ctx.data`: JSON, at most 8 KiB. */
+  data?: unknown
+  /** No occurrence before. */
+  startAt?: Date | number
+  /** No occurrence after. */
+  endAt?: Date | number
+  /** At most this many occurrences in all. */
+  limit?: number
+}
+
+/** What a stored schedule's handler receives. */
+export interface StoredTickContext extends TickContext {
+  /** The stored schedule's id. */
+  id: string
+  /** Its `data` (null when none). */
+  data: unknown
+}
+
+/** A stored schedule, as `getSchedule` and `listSchedules` tell it. */
+export interface StoredScheduleInfo {
+  /** The schedule's id (one namespace with code schedules' names). */
+  id: string
+  /** The handler its occurrences run on (`locker.handle(handler, fn)` on the runners). */
+  handler: string
+  /** Its cron expression, or null for `every` or `at`. */
+  cron: string | null
+  /** Its period in ms, or null for `cron` or `at`. */
+  every: number | null
+  /** Its one occurrence, or null for `cron` or `every`. */
+  at: Date | null
+  /** The IANA time zone its cron is read in. */
+  timezone: string
+  /** The `data` its occurrences get, as stored (JSON). */
+  data: unknown
+  /** No occurrence before this, or null. */
+  startAt: Date | null
+  /** No occurrence after this, or null. */
+  endAt: Date | null
+  /** How many occurrences it runs in all, or null for no limit. */
+  limit: number | null
+  /** Its next occurrence (null once finished). */
+  next: Date | null
+  /** Whether it is suspended fleet-wide (`locker.suspend(id)`). */
+  suspended: boolean
+  /** Occurrences dispatched so far. */
+  runs: number
+  /** The record of its latest occurrence, or null before the first. */
+  last: OccurrenceRecord | null
+  /** The records of its occurrences running now. */
+  running: OccurrenceRecord[]
+  /** As a code schedule's health; `orphaned` while no replica runs its handler. */
+  health: 'ok' | 'failing' | 'missed' | 'stuck' | 'orphaned'
+  /** Live replicas that run its handler. */
+  runners: number
+  /** When it finished (its `at` done, `limit` or `endAt` reached): it is removed a day later. */
+  finished: Date | null
+}
+
+/** This replica running a handler of stored schedules (an EventEmitter: 'run' and 'error' as a ScheduledTask's, with
+ *  the stored schedule's `id`). */
+export interface Handler extends EventEmitter {
+  /** The handler's name. */
+  readonly name: string
+  /** No new occurrences here; waits for those running here. */
+  stop(): Promise<void>
 }
 
 /** A held lock. */
@@ -709,7 +842,7 @@ export declare class QuorumError extends SnatchError {
   /** Always 'ERR_SNATCH_QUORUM'. */
   readonly code: 'ERR_SNATCH_QUORUM'
 }
-/** ERR_SNATCH_TIMEOUT: `wait` elapsed without getting the lock. */
+/** ERR_SNATCH_TIMEOUT: `wait` elapsed without getting the lock (with redis-snatch/fence's `fenced()`: the fence row). */
 export declare class LockTimeoutError extends SnatchError {
   /** Always 'ERR_SNATCH_TIMEOUT'. */
   readonly code: 'ERR_SNATCH_TIMEOUT'
@@ -730,6 +863,34 @@ export declare class LockLostError extends SnatchError {
 export declare class ResultError extends SnatchError {
   /** Always 'ERR_SNATCH_RESULT'. */
   readonly code: 'ERR_SNATCH_RESULT'
+}
+/**
+ * ERR_SNATCH_STALE_FENCE: a fenced write (`fenced()` of redis-snatch/fence) found a higher fence recorded for its
+ * resource, so a newer holder wrote since; nothing of it was committed.
+ */
+export declare class StaleFenceError extends SnatchError {
+  /** Always 'ERR_SNATCH_STALE_FENCE'. */
+  readonly code: 'ERR_SNATCH_STALE_FENCE'
+  /** The resource the fence guards. */
+  readonly resource: string
+  /** The write's fence. */
+  readonly fence: bigint
+  /** The higher fence recorded for the resource. */
+  readonly current: bigint
+  /** A stale `fence` of `resource`, below `current`. */
+  constructor(resource: string, fence: bigint, current: bigint)
+}
+/**
+ * ERR_SNATCH_REENTRANT: a waiting call (withLock, lock, withLocks, lockAll) made inside the fn of a withLock, snatchTask or
+ * withLocks of the same locker that holds its key: it would wait for itself, so it is refused at once (pass
+ * `reentrant: true` to run under the held lock). Also a reentrant withLocks whose keys are held only in part: taking
+ * the free ones while one is held out of order could deadlock.
+ */
+export declare class ReentrantError extends SnatchError {
+  /** Always 'ERR_SNATCH_REENTRANT'. */
+  readonly code: 'ERR_SNATCH_REENTRANT'
+  /** The key the calling context holds. */
+  readonly key: string
 }
 /** ERR_SNATCH_CLOSED: the locker was closed. */
 export declare class ClosedError extends SnatchError {

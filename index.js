@@ -34,4 +34,6 @@ module.exports = {
   RunTimeoutError: errors.RunTimeoutError,
   RunReplacedError: errors.RunReplacedError,
   ResultError: errors.ResultError,
+  StaleFenceError: errors.StaleFenceError,
+  ReentrantError: errors.ReentrantError,
 }

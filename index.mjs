@@ -18,4 +18,6 @@ export const {
   RunTimeoutError,
   RunReplacedError,
   ResultError,
+  StaleFenceError,
+  ReentrantError,
 } = cjs

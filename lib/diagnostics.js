@@ -6,10 +6,11 @@ const dc = require('node:diagnostics_channel')
 const { performance } = require('node:perf_hooks')
 
 /**
- * `{ key, method, locker }`: a call of `locker` starts (`withLock`, `snatchTask`, `lead`, `lock`, `tryLock`, `acquire`,
- * `tryAcquire`, `read`, `write`, `adopt`, `lockAll`: one per key of a set, `shared`; `schedule` for a schedule's attempt run here, with `schedule`, `tick`, `attempt`,
- * `why`, `fence`), published in the caller's own async context. The same object is the `start` of that call's later
- * messages.
+ * `{ key, method, locker }`: a call of `locker` starts (runs of fn: `withLock`, `snatchTask`, `withPermit`, `withRead`,
+ * `withWrite`, `withLocks` under its first key, `shared`, `idempotency`, `lead` for each wait of a campaign and its
+ * term; locks: `lock`, `tryLock`, `acquire`, `tryAcquire`, `read`, `write`, `adopt`, `lockAll` one per key of a set;
+ * `schedule` for a schedule's attempt run here, with `schedule`, `tick`, `attempt`, `why`, `fence`), published in the
+ * caller's own async context. The same object is the `start` of that call's later messages.
  */
 const start = dc.channel('redis-snatch:start')
 /**
@@ -30,8 +31,8 @@ const lost = dc.channel('redis-snatch:lost')
 const error = dc.channel('redis-snatch:error')
 /**
  * `{ schedule, tick, attempt, why, fence, instance, lagMs, durationMs, ending, error?, start }`: a schedule's attempt
- * run here ended, as its record says (`ending`: ok, failed, timeout, replaced, lost); `lagMs` from its tick to fn's
- * call.
+ * run here ended, as its record says (`ending`: ok, failed, timeout, replaced, lost); `lagMs` from its tick (plus
+ * its jitter offset) to fn's call.
  */
 const attempt = dc.channel('redis-snatch:attempt')
 /** `{ schedule, tick, reason, locker }`: this replica recorded an occurrence of a schedule of `locker` missed. */

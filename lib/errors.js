@@ -23,7 +23,7 @@ class QuorumError extends SnatchError {
   }
 }
 
-/** `wait` elapsed without getting the lock. */
+/** `wait` elapsed without getting the lock (fenced(): the fence row). */
 class LockTimeoutError extends SnatchError {
   constructor(message, options) {
     super(message, 'ERR_SNATCH_TIMEOUT', options)
@@ -88,6 +88,35 @@ class ResultError extends SnatchError {
   }
 }
 
+/**
+ * A fenced write (redis-snatch/fence) whose fence is below the one already recorded for its resource: a newer holder
+ * wrote since. Nothing of it was committed.
+ */
+class StaleFenceError extends SnatchError {
+  /** `fence`: the write's; `current`: the higher one recorded. */
+  constructor(resource, fence, current, options) {
+    super(
+      `fence ${fence} of '${resource}' is stale: fence ${current} is recorded for it already (a newer holder wrote); nothing was committed`,
+      'ERR_SNATCH_STALE_FENCE',
+      options,
+    )
+    this.resource = resource
+    this.fence = fence
+    this.current = current
+  }
+}
+
+/**
+ * A waiting call (withLock, lock, withLocks, lockAll) on a key its calling context holds already (it runs inside the fn of a
+ * withLock, snatchTask or withLocks of the same locker on that key): it would wait for itself. `key` names it.
+ */
+class ReentrantError extends SnatchError {
+  constructor(key, message, options) {
+    super(message, 'ERR_SNATCH_REENTRANT', options)
+    this.key = key
+  }
+}
+
 const INVALID_ARG = 'ERR_SNATCH_INVALID_ARG'
 
 /** A TypeError or RangeError (`Class`) with code ERR_SNATCH_INVALID_ARG. */
@@ -98,16 +127,41 @@ function invalidArg(Class, message) {
 }
 
 /** The exported class for each name of the binding's `ErrorClass`. */
-const CLASSES = { TypeError, RangeError, RedisError, QuorumError, LockTimeoutError, ClosedError, NoReplicaError }
+const CLASSES = { TypeError, RangeError, RedisError, QuorumError, LockTimeoutError, ClosedError, NoReplicaError, ReentrantError }
+
+/** The errors made where the caller's frames are not on the stack (a native delivery): their stack is taken again at the caller. */
+const untraced = new WeakSet()
 
 /**
- * The exported error a native one describes: `{ class, message, cause? }` (the binding's `NativeError`, in a
- * completion or event), `cause` being what Redis or the connection said.
+ * `err`, made where the caller's frames are not on the stack (a native delivery, a loss), marked so that `atCaller`
+ * takes its stack again where the caller awaits it.
  */
-function fromNativeError({ class: name, message, cause }) {
+function untracedError(err) {
+  untraced.add(err)
+  return err
+}
+
+/**
+ * Rethrows `err` with its stack taken here, once, when it was made where the caller's frames were not on the stack
+ * (`untracedError`): called in the catch of an async function the caller awaits, V8's async stack trace then reaches
+ * the caller's frames. Anything else (fn's own errors) is left as it is. Costs nothing unless something is thrown.
+ */
+function atCaller(err) {
+  if (untraced.delete(err)) Error.captureStackTrace(err, atCaller)
+  return err
+}
+
+/**
+ * The exported error a native one describes: `{ class, message, cause?, key? }` (the binding's `NativeError`, in a
+ * completion or event), `cause` being what Redis or the connection said; its stack is the caller's once rethrown with
+ * `atCaller`.
+ * @param {{ class: string, message: string, cause?: string | null, key?: string | null }} error
+ */
+function fromNativeError({ class: name, message, cause, key }) {
   const Class = CLASSES[name]
-  if (Class === TypeError || Class === RangeError) return invalidArg(Class, message)
-  return new Class(message, cause === undefined || cause === null ? undefined : { cause: new Error(cause) })
+  if (Class === TypeError || Class === RangeError) return untracedError(invalidArg(Class, message))
+  const options = cause === undefined || cause === null ? undefined : { cause: new Error(cause) }
+  return untracedError(Class === ReentrantError ? new ReentrantError(key, message, options) : new Class(message, options))
 }
 
 /**
@@ -153,7 +207,11 @@ module.exports = {
   RunTimeoutError,
   RunReplacedError,
   ResultError,
+  StaleFenceError,
+  ReentrantError,
   invalidArg,
+  untracedError,
+  atCaller,
   emitError,
   CLASSES,
   fromNative,

@@ -7,7 +7,7 @@
 
 const date = (ms) => (ms === null || ms === undefined ? null : new Date(ms))
 
-/** An occurrence record (API.md `OccurrenceRecord`). */
+/** An attempt's record (index.d.ts `OccurrenceRecord`). */
 function occurrenceRecord(r) {
   const record = {
     tick: new Date(r.tick),
@@ -26,7 +26,7 @@ function occurrenceRecord(r) {
   return record
 }
 
-/** A schedule as replicas registered it (API.md `ScheduleInfo`, with `health`). */
+/** A schedule as replicas registered it (index.d.ts `ScheduleInfo`, with `health`). */
 function scheduleInfo(s) {
   return {
     name: s.name,

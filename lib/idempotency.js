@@ -1,19 +1,20 @@
 'use strict'
 // redis-snatch/idempotency: the HTTP `Idempotency-Key` header (draft-ietf-httpapi-idempotency-key-header) for
 // Express and Fastify, on shared results: the first request with a key runs the handler under the key's lock and its
-// response is stored; a duplicate while it runs gets 409, a later one the stored response, byte for byte (422 when
-// its request differs).
+// response is stored; a duplicate while it runs gets 409, a later one the stored response, byte for byte, marked
+// `Idempotent-Replayed: true` (422 when its request differs).
 
 const crypto = require('node:crypto')
-const { Locker, sharedTurn } = require('./locker')
+const { Locker, sharedRun } = require('./locker')
 const { invalidArg } = require('./errors')
-const { heldContext } = require('./lock')
-const { checkType, positiveOption, snapshot } = require('./options')
+const { LIMITS } = require('./native')
+const { checkType, lockInit, positiveOption, snapshot } = require('./options')
 
 const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000
-const DEFAULT_MAX_BYTES = 1024 * 1024
 /** The longest key accepted, in characters. */
 const MAX_KEY_LENGTH = 255
+/** The header a replayed response carries (Stripe's name, which clients know), with the value 'true'. */
+const REPLAYED_HEADER = 'Idempotent-Replayed'
 /** Response headers not stored: of the connection, or of the one response. */
 const UNSTORED_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date', 'set-cookie'])
 
@@ -30,7 +31,7 @@ function settingsOf(options) {
     ttl: positiveOption('ttl', o.ttl, DEFAULT_TTL_MS),
     scope: o.scope ?? (() => ''),
     fingerprint: o.fingerprint ?? defaultFingerprint,
-    maxBytes: positiveOption('maxBytes', o.maxBytes, DEFAULT_MAX_BYTES),
+    maxBytes: positiveOption('maxBytes', o.maxBytes, LIMITS.defaultMaxResultBytes),
   }
 }
 
@@ -46,10 +47,14 @@ function problem(status, title) {
   return { status, headers: { 'content-type': 'application/problem+json' }, body: Buffer.from(JSON.stringify({ status, title })) }
 }
 
+/** A request's lock: one attempt (a duplicate in flight gets 409), renewed while its handler runs. */
+const LOCK = lockInit({ wait: 0, autoExtend: true }, { canWait: true })
+
 /**
  * What to do with a request (the framework's `req`, its key header's value `key`): `{ respond }` (an error, or the
- * stored response), `{ run }` (the turn: run the handler, then `finish`), or `{}` (no key: the handler runs as usual).
- * Rejects when Redis cannot be asked (the handler does not run).
+ * stored response), `{ ctx, done }` (its turn: the handler runs with `ctx`, its run's context, then `done(response)`
+ * ends the run, resolving once the response, unless null, is stored and the lock given back), or `{}` (no key: the
+ * handler runs as usual). Rejects when Redis cannot be asked (the handler does not run).
  */
 async function decide(locker, s, req, key) {
   if (key === undefined) return s.required ? { respond: problem(400, `the ${s.header} header is required`) } : {}
@@ -58,36 +63,48 @@ async function decide(locker, s, req, key) {
   }
   const fingerprint = String(await s.fingerprint(req))
   const scoped = crypto.createHash('sha256').update(String(await s.scope(req))).update('\n').update(key).digest('base64url')
-  let turn
-  try {
-    turn = await locker[sharedTurn](`idempotency:${scoped}`, { wait: 0, autoExtend: true }, true, 'idempotency')
-  } catch (err) {
-    if (err?.code === 'ERR_SNATCH_TIMEOUT') return { respond: problem(409, 'a request with this key is being processed') }
-    throw err
+  /** @type {(turn: { ctx: object, finish: (response: object | null) => void }) => void} */
+  let taken = () => {}
+  const turn = new Promise((resolve) => {
+    taken = resolve
+  })
+  // The request's run: its fn is the handler's turn, and comes to the response to keep (or null).
+  const fn = (ctx) => new Promise((finish) => taken({ ctx, finish }))
+  const store = (run) => {
+    const { threw, value } = run.did()
+    return threw || value === null ? null : [false, Buffer.from(JSON.stringify({ fingerprint, ...value }))]
   }
-  if (turn.stored) {
-    const record = JSON.parse(turn.stored.bytes.toString('utf8'))
-    if (record.fingerprint !== fingerprint) return { respond: problem(422, 'this key was used for another request') }
-    return { respond: { status: record.status, headers: Object.fromEntries(record.headers), body: Buffer.from(record.body, 'base64') } }
+  const options = { lock: LOCK, storeErrors: true, resultTtl: s.ttl, store }
+  const ran = locker[sharedRun](`idempotency:${scoped}`, fn, options, 'idempotency')
+  const first = await Promise.race([turn, ran.then((got) => ({ got }), (error) => ({ error }))])
+  if ('ctx' in first) {
+    const done = (response) => {
+      first.finish(response)
+      return ran.then(
+        () => {},
+        () => {},
+      )
+    }
+    return { ctx: first.ctx, done }
   }
-  return { run: { ...turn, fingerprint } }
+  if ('error' in first) {
+    if (first.error?.code === 'ERR_SNATCH_TIMEOUT') return { respond: problem(409, 'a request with this key is being processed') }
+    throw first.error
+  }
+  const record = JSON.parse(first.got.stored.bytes.toString('utf8'))
+  if (record.fingerprint !== fingerprint) return { respond: problem(422, 'this key was used for another request') }
+  const headers = { ...Object.fromEntries(record.headers), [REPLAYED_HEADER]: 'true' }
+  return { respond: { status: record.status, headers, body: Buffer.from(record.body, 'base64') } }
 }
 
 /**
- * Stores the handler's response (`status`, `headers`, `body`: null when not kept, over maxBytes or a stream) unless
- * it is a server error or not kept, or the lock was lost. Before the response goes out, so that a client's retry
- * right after it finds it.
+ * The handler's response (`status`, `headers`, `body`: null when not kept, over maxBytes or a stream) as kept: null
+ * when it is a server error or not kept.
  */
-async function store(s, run, { status, headers, body }) {
-  if (body === null || status >= 500 || run.lock.signal.aborted) return
-  const kept = Object.entries(headers).filter(([name, value]) => !UNSTORED_HEADERS.has(name.toLowerCase()) && value !== undefined)
-  const record = { fingerprint: run.fingerprint, status, headers: kept, body: body.toString('base64') }
-  await run.store(false, Buffer.from(JSON.stringify(record)), s.ttl).catch(() => false)
-}
-
-/** Gives the run's lock back (the request is over, its response stored or not). */
-async function release(run) {
-  await run.lock.release().catch(() => {})
+function kept({ status, headers, body }) {
+  if (body === null || status >= 500) return null
+  const stored = Object.entries(headers).filter(([name, value]) => !UNSTORED_HEADERS.has(name.toLowerCase()) && value !== undefined)
+  return { status, headers: stored, body: body.toString('base64') }
 }
 
 /** Express middleware: see docs/locks.md, "HTTP idempotency keys". */
@@ -97,9 +114,9 @@ function idempotency(locker, options) {
   return function idempotencyMiddleware(req, res, next) {
     decide(locker, s, req, req.headers[s.header]).then((decision) => {
       if (decision.respond) return send(res, decision.respond)
-      if (decision.run) {
-        req.idempotency = heldContext(decision.run.lock) // its lock's signal, fence and validUntil
-        capture(res, s, decision.run)
+      if (decision.ctx) {
+        req.idempotency = decision.ctx // its run's signal, fence and validUntil
+        capture(res, s, decision.done)
       }
       next()
     }, next)
@@ -114,10 +131,11 @@ function send(res, { status, headers, body }) {
 }
 
 /**
- * Keeps what the handler writes on `res` (up to maxBytes); when it ends the response, stores it before the end goes
- * out; gives the lock back once the response is over (sent or cut).
+ * Keeps what the handler writes on `res` (up to maxBytes); when it ends the response, ends the request's run with it
+ * (`done`: stored, and the lock given back) before the end goes out; a response cut before its end ends the run with
+ * nothing kept.
  */
-function capture(res, s, run) {
+function capture(res, s, done) {
   const chunks = []
   let size = 0
   const keep = (chunk, encoding) => {
@@ -131,16 +149,18 @@ function capture(res, s, run) {
     keep(chunk, encoding)
     return write.call(this, chunk, encoding, ...rest)
   }
-  let stored = Promise.resolve()
+  let ended = false
   res.end = function (chunk, encoding, ...rest) {
     res.end = end
+    ended = true
     keep(chunk, encoding)
     const body = size <= s.maxBytes ? Buffer.concat(chunks) : null
-    stored = store(s, run, { status: res.statusCode, headers: res.getHeaders(), body })
-    stored.then(() => end.call(this, chunk, encoding, ...rest))
+    done(kept({ status: res.statusCode, headers: res.getHeaders(), body })).then(() => end.call(this, chunk, encoding, ...rest))
     return this
   }
-  res.once('close', () => stored.then(() => release(run)))
+  res.once('close', () => {
+    if (!ended) done(null)
+  })
 }
 
 /** Fastify plugin: `fastify.register(fastifyIdempotency, { locker, ...options })`; see docs/locks.md, "HTTP idempotency keys". */
@@ -155,26 +175,25 @@ async function fastifyIdempotency(fastify, options) {
       const { status, headers, body } = decision.respond
       return reply.code(status).headers(headers).send(body)
     }
-    if (decision.run) {
-      request.idempotency = heldContext(decision.run.lock)
-      runs.set(request, decision.run)
+    if (decision.ctx) {
+      request.idempotency = decision.ctx
+      runs.set(request, decision.done)
     }
   })
   fastify.addHook('onSend', async (request, reply, payload) => {
-    const run = runs.get(request)
-    if (run === undefined) return payload
+    const done = runs.get(request)
+    if (done === undefined) return payload
     runs.delete(request)
     const body = typeof payload === 'string' ? Buffer.from(payload) : Buffer.isBuffer(payload) ? payload : null
-    const kept = body !== null && body.length <= s.maxBytes ? body : null
-    await store(s, run, { status: reply.statusCode, headers: reply.getHeaders(), body: kept })
-    await release(run)
+    const within = body !== null && body.length <= s.maxBytes ? body : null
+    await done(kept({ status: reply.statusCode, headers: reply.getHeaders(), body: within }))
     return payload
   })
   fastify.addHook('onResponse', async (request) => {
-    const run = runs.get(request)
-    if (run === undefined) return
+    const done = runs.get(request)
+    if (done === undefined) return
     runs.delete(request)
-    await release(run)
+    await done(null)
   })
 }
 // Its hooks apply where it is registered, not in a scope of its own (as fastify-plugin does).

@@ -1,5 +1,7 @@
 'use strict'
 
+const { LIMITS } = require('./native')
+
 /**
  * Keeps the Node process alive while something counts on work the event loop cannot see (a native operation in
  * flight, a lease renewed by the native core), the way a pending timer would. Counted: alive while `hold` calls
@@ -11,7 +13,7 @@ class KeepAlive {
 
   hold() {
     if (this.#count++ === 0) {
-      this.#timer ??= setInterval(() => {}, 2 ** 31 - 1)
+      this.#timer ??= setInterval(() => {}, LIMITS.maxDurationMs)
       this.#timer.ref()
     }
   }

@@ -1,21 +1,13 @@
 'use strict'
-// Leader election on a lock: `locker.lead(name, fn)` campaigns by waiting for the lock `name` (withLock), runs fn
-// while it holds it (renewed, fenced, its signal aborted before the lease can lapse: the run lifecycle of every
-// withLock), and campaigns again when the term ends. `locker.observe(name)` watches who holds it.
+// Leaders: `locker.lead(name, fn)` and `locker.observe(name)` over the native campaign and observer (the core's
+// lead/): the campaign, its terms (each a run of the one lifecycle), why each ended, and who leads are decided there;
+// these deliver them as events.
 
 const { EventEmitter } = require('node:events')
-const { emitError, invalidArg } = require('./errors')
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/** The key of the Locker's method a campaign waits for its lock with: withLock, told apart in diagnostics ('lead'). */
-const campaign = Symbol('redis-snatch campaign')
-
-/** How often an observer asks who leads, in ms. */
-const OBSERVE_EVERY_MS = 500
-
-/** Why a term ended, as 'revoked' tells it. */
-const REASONS = { returned: 'returned', resigned: 'resigned', stopped: 'stopped', lost: 'lost', error: 'error' }
+const diagnostics = require('./diagnostics')
+const { LIMITS } = require('./native')
+const { emitError, native } = require('./errors')
+const { Run } = require('./run')
 
 /**
  * One replica's campaign for `name`: an EventEmitter of 'elected' `{ term, fence }`, 'revoked' `{ term, reason }`
@@ -23,116 +15,106 @@ const REASONS = { returned: 'returned', resigned: 'resigned', stopped: 'stopped'
  * 'error' when fn threw) and 'error' (fn's error, or a failed campaign: it goes on after `retry` ms).
  */
 class Leadership extends EventEmitter {
-  #locker
   #name
   #fn
-  #ttl
-  #retry
-  #self
-  #stopped = false
+  #native
+  #locker
+  #hooks
   #warned = false
-  /** Aborts the term under way (resign, stop). */
-  #ending = null
-  #reason = null
-  /** Resolves when the term under way has ended. */
-  #termEnded = null
-  #campaign
+  /** This campaign's wait for the lock under way, as diagnostics published it (method 'lead'). */
+  #waiting
+  #waitingSince = 0
+  /** Keeps the process alive while it campaigns, as a timer would. */
+  #alive
+  #ended
   /** The instance id of the leader as last seen (this replica's while it leads). */
   leader = null
   isLeader = false
 
   /**
-   * `self`: this replica's instance id; `ttl` and `retry` (ms between a campaign's looks) as checked by lead();
-   * `ended()` is called once the campaign has stopped.
+   * @internal Built by `locker` around its native campaign: `hooks` are the locker's (`self` its instanceId, `runs`
+   * its runs by id, `taskDone`, `wentDirect`, `remainingMs`); `ended()` is called once the campaign has stopped.
    */
-  constructor(locker, name, fn, { ttl, retry, self, ended }) {
+  constructor(locker, name, fn, nativeCampaign, hooks, ended) {
     super()
     this.#locker = locker
     this.#name = name
     this.#fn = fn
-    this.#ttl = ttl
-    this.#retry = retry
-    this.#self = self
-    this.#campaign = this.#run().finally(ended)
+    this.#native = nativeCampaign
+    this.#hooks = hooks
+    this.#ended = ended
+    this.#alive = setInterval(() => this, LIMITS.maxDurationMs)
+    this.#wait()
   }
 
   /** Ends the term under way, if any, and campaigns again after `retry` ms (another replica takes over meanwhile). */
   async resign() {
-    await this.#end(REASONS.resigned)
+    await native(this.#native.resign())
+    await this.#termEnded()
   }
 
   /** Ends the term under way, if any, and stops campaigning. Resolves once the campaign has stopped. */
   async stop() {
-    this.#stopped = true
-    await this.#end(REASONS.stopped)
-    await this.#campaign
+    await native(this.#native.stop())
+    await this.#termEnded()
+    this._closed()
   }
 
-  async #end(reason) {
-    if (!this.#ending) return
-    this.#reason ??= reason
-    this.#ending.abort(new Error(`leadership of '${this.#name}' ${reason}`))
-    await this.#termEnded
+  /**
+   * Once the native call has ended the term, its end may still be on its way here (the term's events and the call's
+   * answer reach JavaScript by separate queues): waits for it, so that `isLeader` is false when the call resolves.
+   */
+  async #termEnded() {
+    if (this.isLeader) await new Promise((resolve) => this.once('revoked', resolve))
   }
 
-  async #run() {
-    while (!this.#stopped) {
-      let term = null
-      let pause = 0
-      /** @type {(value?: unknown) => void} */
-      let finish = () => {}
-      try {
-        await this.#locker[campaign](
-          this.#name,
-          async (ctx) => {
-            // Elected after stop() was called: hand the lock back at once.
-            if (this.#stopped) return
-            this.#ending = new AbortController()
-            this.#termEnded = new Promise((resolve) => {
-              finish = resolve
-            })
-            term = ctx.fence
-            this.isLeader = true
-            this.leader = this.#self
-            this.emit('elected', { term, fence: term })
-            const signal = AbortSignal.any([ctx.signal, this.#ending.signal])
-            const leading = { key: ctx.key, fence: ctx.fence, term, signal }
-            Object.defineProperty(leading, 'validUntil', { get: () => ctx.validUntil, enumerable: true })
-            return this.#fn(leading)
-          },
-          { ttl: this.#ttl, wait: this.#retry },
-        )
-      } catch (err) {
-        if (term === null && err.code === 'ERR_SNATCH_TIMEOUT') {
-          // Not elected within `retry`: note who leads, and campaign again.
-          this.leader = (await leaderOf(this.#locker, this.#name).catch(() => null))?.leader ?? null
-          continue
-        }
-        if (err.code === 'ERR_SNATCH_CLOSED') {
-          this.#stopped = true
-        } else if (err.code === 'ERR_SNATCH_LOCK_LOST') {
-          this.#reason ??= REASONS.lost
-        } else if (term === null || this.#reason === null) {
-          // (fn's rejection after a resign or stop is its answer to the abort, not an error)
-          this.#reason = term === null ? null : REASONS.error
-          this.#error(err)
-        }
-        pause = this.#retry
-      }
-      if (term !== null) {
-        const reason = this.#reason ?? REASONS.returned
-        this.isLeader = false
-        this.leader = null
-        this.#ending = null
-        this.#reason = null
-        this.emit('revoked', { term, reason })
-        finish()
-        // Others campaign meanwhile: after a resign one of them takes over, and a fn that returns at once does not
-        // make a loop of terms.
-        pause = this.#retry
-      }
-      if (pause && !this.#stopped) await sleep(pause)
-    }
+  /** @internal The campaign ended (stopped, or its locker closed). */
+  _closed() {
+    clearInterval(this.#alive)
+    this.#ended()
+  }
+
+  /** @internal Elected: the term's fn is called as run `id`, under `fence` (the term). */
+  _term(id, fence) {
+    const { runs, taskDone, wentDirect, remainingMs, self } = this.#hooks
+    const finish = (runId, run) => taskDone(runId, run.failure())
+    const run = new Run(this.#name, this.#fn, finish, wentDirect, remainingMs, this.#locker, 'lead', this.#waiting)
+    run.started = this.#waitingSince
+    runs.set(id, new Term(run, (termFence, reason) => this.#revoked(run, termFence, reason)))
+    this.isLeader = true
+    this.leader = self
+    this.emit('elected', { term: fence, fence })
+    run.task(id, fence, { term: fence })
+  }
+
+  /** @internal Not elected within `retry`: who leads (`{ leader, term }`, or undefined without a leader). */
+  _leader(seen) {
+    if (this.#waiting !== undefined) diagnostics.publishBusy(this.#name, this.#waitingSince, this.#waiting)
+    this.leader = this.isLeader ? this.leader : (seen?.leader ?? null)
+    this.#wait()
+  }
+
+  /** @internal The campaign met `err` (Redis unreachable, say); it goes on after `retry`. */
+  _erred(err) {
+    if (this.#waiting !== undefined) diagnostics.publishError(this.#name, undefined, this.#waitingSince, err, this.#waiting)
+    this.#error(err)
+    this.#wait()
+  }
+
+  /** The term of `run` ended, for `reason` (decided natively), its lock given back. */
+  #revoked(run, fence, reason) {
+    run.ended(reason === 'lost')
+    this.isLeader = false
+    this.leader = null
+    this.emit('revoked', { term: fence, reason })
+    if (reason === 'error') this.#error(run.did().error)
+    this.#wait()
+  }
+
+  /** A wait for the lock begins (for diagnostics: each campaign not elected within `retry` is a busy wait). */
+  #wait() {
+    this.#waitingSince = diagnostics.now()
+    this.#waiting = diagnostics.begin(this.#locker, this.#name, 'lead')
   }
 
   /** Emits 'error'; without a listener, logs the first one to stderr instead of crashing the process. */
@@ -141,74 +123,79 @@ class Leadership extends EventEmitter {
   }
 }
 
+/** A term's run, as the locker's runs hold it: its loss and abort are the run's, its end the campaign's. */
+class Term {
+  #run
+  #revoked
+
+  /** `revoked(fence, reason)` hears the term's end. */
+  constructor(run, revoked) {
+    this.#run = run
+    this.#revoked = revoked
+  }
+
+  lost(reason) {
+    this.#run.lost(reason)
+  }
+
+  aborted(reason) {
+    this.#run.aborted(reason)
+  }
+
+  /** The term ended (`kind` Revoked): under `fence`, for `reason`. */
+  end(_kind, fence, reason) {
+    this.#revoked(fence, reason)
+  }
+}
+
 /**
- * Who leads `name`, as seen by asking Redis every OBSERVE_EVERY_MS: an EventEmitter of 'change' `{ leader, term }`
- * when the leader changes (leader: the holder's instance id, or null; term: the key's fence counter as read then,
- * at least the leader's term, as campaigns count it up too; null without a leader) and 'error'.
+ * Who leads `name`, as the native observer hears it (each change is published by the campaigns; a leader that died is
+ * seen when its lease ends): an EventEmitter of 'change' `{ leader, term }` (leader: the holder's instance id, or
+ * null; term: its term, the fence of its lock, null when not known) and 'error'.
  */
 class LeaderObserver extends EventEmitter {
-  #locker
-  #name
-  #onClose
+  #native
   #closed = false
-  #timer = null
+  #ended
+  /** Keeps the process alive until closed, as a timer would. */
+  #alive
   leader = null
   term = null
 
-  /** `onClose()` is called when the observer is closed. */
-  constructor(locker, name, onClose) {
+  /** @internal Built by the locker around its native observer; `ended()` is called when the observer is closed. */
+  constructor(nativeObserver, ended) {
     super()
-    this.#locker = locker
-    this.#name = name
-    this.#onClose = onClose
-    this.#look()
+    this.#native = nativeObserver
+    this.#ended = ended
+    this.#alive = setInterval(() => this, LIMITS.maxDurationMs)
   }
 
   /** Stops watching. */
   close() {
     if (this.#closed) return
+    this._closed()
+    this.#native.close().catch(() => {})
+  }
+
+  /** @internal Closed, or its locker closed. */
+  _closed() {
     this.#closed = true
-    clearTimeout(this.#timer)
-    this.#onClose()
+    clearInterval(this.#alive)
+    this.#ended()
   }
 
-  async #look() {
-    try {
-      const { leader, term } = (await leaderOf(this.#locker, this.#name)) ?? { leader: null, term: null }
-      if (!this.#closed && leader !== this.leader) {
-        this.leader = leader
-        this.term = term
-        this.emit('change', { leader, term })
-      }
-    } catch (err) {
-      if (!this.#closed && this.listenerCount('error') > 0) this.emit('error', err)
-    }
-    if (!this.#closed) this.#timer = setTimeout(() => this.#look(), OBSERVE_EVERY_MS)
+  /** @internal The leader changed: `{ leader, term }`, or undefined without one. */
+  _leader(seen) {
+    if (this.#closed) return
+    this.leader = seen?.leader ?? null
+    this.term = seen?.term ?? null
+    this.emit('change', { leader: this.leader, term: this.term })
+  }
+
+  /** @internal Watching met `err`; it goes on. */
+  _erred(err) {
+    if (!this.#closed && this.listenerCount('error') > 0) this.emit('error', err)
   }
 }
 
-/** Who holds the lock `name` now, by `locker.inspect`: `{ leader, term }` (its holder, its fence counter) or null. */
-async function leaderOf(locker, name) {
-  const held = await locker.inspect(name)
-  return held !== null && held.ttl > 0 ? { leader: held.holder, term: held.fence } : null
-}
-
-const MAX_MS = 2 ** 31 - 1
-
-/**
- * lead()'s options checked: `ttl` (as every lock's: an integer in [5, 2^31 - 1] ms, config.rs validate_ttl; thrown
- * here rather than failing each campaign) and `retry` (an integer of ms, at least 1; `retryFallback` if not given).
- * @param {{ ttl?: number, retry?: number }} options
- * @param {number} retryFallback
- */
-function leadOptions({ ttl, retry }, retryFallback) {
-  if (ttl !== undefined && !(Number.isSafeInteger(ttl) && ttl >= 5 && ttl <= MAX_MS)) {
-    throw invalidArg(RangeError, `ttl must be an integer number of milliseconds in [5, ${MAX_MS}], got ${ttl}`)
-  }
-  if (retry !== undefined && !(Number.isSafeInteger(retry) && retry >= 1 && retry <= MAX_MS)) {
-    throw invalidArg(RangeError, `retry must be an integer number of milliseconds in [1, ${MAX_MS}], got ${retry}`)
-  }
-  return { ttl, retry: retry ?? retryFallback }
-}
-
-module.exports = { Leadership, LeaderObserver, leadOptions, campaign }
+module.exports = { Leadership, LeaderObserver }

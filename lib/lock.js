@@ -1,8 +1,8 @@
 'use strict'
 
 const diagnostics = require('./diagnostics')
-const { LockLostError } = require('./errors')
-const { checkFn, checkType, lockInit } = require('./options')
+const { LockLostError, atCaller } = require('./errors')
+const { checkType } = require('./options')
 
 /** A held lock, from `Locker.tryLock()` / `Locker.lock()`. */
 class Lock {
@@ -23,7 +23,7 @@ class Lock {
   /**
    * @internal Built by the Locker from the outcome of its acquisition (`fence`, and the token as `extra`): `ops` runs
    * this lock's native operations (extend, release: each resolves its outcome, the answer as `extra`; remainingMs;
-   * handOff: the ms of validity left, null when no longer held);
+   * handOver: the ms of validity left, null when no longer held);
    * `begun` is its call's start (diagnostics), `onEnd` runs once when the lock is released or lost.
    */
   constructor(key, id, locked, ops, begun, onEnd) {
@@ -55,7 +55,12 @@ class Lock {
   /** Sets the lease to `ttl` ms from now (default: the ttl it was acquired with); false if it was no longer ours. */
   async extend(ttl) {
     checkType('ttl', ttl, 'number')
-    const { extra: ok } = await this.#ops.extend(this.#id, ttl)
+    let ok
+    try {
+      ok = (await this.#ops.extend(this.#id, ttl)).extra
+    } catch (err) {
+      throw atCaller(err)
+    }
     if (!ok) this._lost()
     return ok
   }
@@ -67,7 +72,7 @@ class Lock {
       released = (await this.#ops.release(this.#id)).extra
     } catch (err) {
       diagnostics.publishError(this.key, this.fence, this.#acquiredAt, err, this.#begun)
-      throw err
+      throw atCaller(err)
     } finally {
       this.#end()
     }
@@ -82,7 +87,7 @@ class Lock {
    * the lock over: pass it as you would the lock. Throws LockLostError when the lock is no longer held here.
    */
   handoff() {
-    const left = this.#ended ? null : this.#ops.handOff(this.#id)
+    const left = this.#ended ? null : this.#ops.handOver(this.#id)
     if (left === null) throw this.#reason instanceof LockLostError ? this.#reason : new LockLostError(this.key)
     this.#publishRelease(true)
     this.#end()
@@ -93,18 +98,13 @@ class Lock {
     await this.release()
   }
 
-  /** @internal Calls `fn()` as a diagnostics subscriber asked for this lock's call (within its span), or as it is. */
-  _wrap(fn) {
-    return diagnostics.wrapped(this.#begun, fn)
-  }
-
-  /** @internal Called by the Locker when the core reports the lease lost (`reason` 'stalled': see maxStall). */
+  /** @internal Invoked by the Locker when the core reports the lease lost (`reason` 'stalled': see maxStall). */
   _lost(reason) {
     if (!this.#ended) diagnostics.publishLost(this.key, this.fence, this.#acquiredAt, this.#begun, reason)
     this.#end(new LockLostError(this.key, { reason }))
   }
 
-  /** @internal Called by the Locker when `close()` released the lock. */
+  /** @internal Invoked by the Locker when `close()` released the lock. */
   _released() {
     this.#publishRelease(true)
     this.#end()
@@ -126,57 +126,4 @@ class Lock {
   }
 }
 
-/**
- * Waits up to `options.wait` ms for a lock by `acquire(init, wait)` (a permit, a read or a write lock, a set of
- * locks), runs `fn(context(held))` under it (by default `{ signal, fence, key }`; renewed while fn runs, unless
- * `autoExtend: false`), releases it, and resolves fn's value; fn's error, or LockLostError (fn's error as `cause`, its
- * value as `value`) when it was lost.
- */
-async function withHeld(key, acquire, fn, options, context = (held) => ({ signal: held.signal, fence: held.fence, key })) {
-  checkFn(fn)
-  const init = lockInit(options, { canWait: true })
-  const held = await acquire({ ...init, autoExtend: init?.autoExtend ?? true }, true)
-  let settled
-  try {
-    settled = { threw: false, value: await held._wrap(() => fn(context(held))) }
-  } catch (error) {
-    settled = { threw: true, error }
-  }
-  const lost = lostError(held, key, settled)
-  await held.release().catch(() => {
-    // As for a task's lock: a release that fails leaves the lock to expire with its lease.
-  })
-  if (lost) throw lost
-  if (settled.threw) throw settled.error
-  return settled.value
-}
-
-/**
- * The LockLostError of `held` (a Lock or a MultiLock on `key`) when its lease was lost by the time fn settled
- * (`settled`: `{ threw, error, value }`), with fn's error as `cause` (unless it is that error) and its value as
- * `value`; null when it was not. Read before the release, which aborts the signal too.
- * @param {{ threw: boolean, error?: unknown, value?: unknown }} settled
- */
-function lostError(held, key, settled) {
-  if (!(held.signal.aborted || held.validUntil <= Date.now())) return null
-  const err = held.signal.reason instanceof LockLostError ? held.signal.reason : new LockLostError(key)
-  if (settled.threw && settled.error !== err) err.cause = settled.error
-  err.value = settled.value
-  return err
-}
-
-/** What fn gets under lock `held`: its signal, fence, `key` when given, and `validUntil` (a getter: right when read). */
-function heldContext(held, key) {
-  const context = {
-    signal: held.signal,
-    fence: held.fence,
-    key,
-    get validUntil() {
-      return held.validUntil
-    },
-  }
-  if (key === undefined) delete context.key
-  return context
-}
-
-module.exports = { Lock, withHeld, lostError, heldContext }
+module.exports = { Lock }

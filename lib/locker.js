@@ -1,10 +1,10 @@
 'use strict'
 
-const { NativeLocker, OutcomeKind } = require('./native')
+const { LIMITS, NativeLocker, OutcomeKind } = require('./native')
 const diagnostics = require('./diagnostics')
-const { LockLostError, LockTimeoutError, fromNative, fromNativeError, invalidArg } = require('./errors')
+const { LockLostError, atCaller, fromNative, fromNativeError, invalidArg } = require('./errors')
 const { KeepAlive } = require('./keep-alive')
-const { Lock, withHeld, lostError, heldContext } = require('./lock')
+const { Lock } = require('./lock')
 const { MultiLock, checkKeys } = require('./multi-lock')
 const { sharedOptions, encodeValue, decodeValue, encodeError, decodeError } = require('./shared')
 const {
@@ -14,19 +14,22 @@ const {
   closeDrain,
   checkKey,
   checkFn,
+  checkRange,
   checkString,
   checkType,
   snapshot,
 } = require('./options')
 const { heldLock, occurrenceRecord, scheduleInfo } = require('./fleet')
-const { Leadership, LeaderObserver, campaign, leadOptions } = require('./leadership')
+const { Leadership, LeaderObserver } = require('./leadership')
 const { ReadWriteLock } = require('./read-write-lock')
+const { RunFrames } = require('./context')
 const { Run } = require('./run')
 const { ScheduledTask } = require('./schedule')
+const { storedSpec, storedInfo } = require('./stored')
 const { Semaphore, checkLimit } = require('./semaphore')
 
 /** What the native side tells, defined once in the binding (src/delivery.rs, `OutcomeKind`). */
-const CALL = OutcomeKind.Call
+const INVOKE = OutcomeKind.Invoke
 const LOST = OutcomeKind.Lost
 const ABORTED = OutcomeKind.Aborted
 const FAILED = OutcomeKind.Failed
@@ -34,17 +37,18 @@ const SKIPPED = OutcomeKind.Skipped
 const UNCLAIMED = OutcomeKind.Unclaimed
 const MISSED = OutcomeKind.Missed
 const STORED = OutcomeKind.Stored
+const LEADER = OutcomeKind.Leader
+const ERRED = OutcomeKind.Erred
 
 /** The keys of the Locker's methods that only the dashboard asks (lib/dashboard): the deployment, the semaphores. */
 const deployment = Symbol('redis-snatch deployment')
 const semaphores = Symbol('redis-snatch semaphores')
-/** The key of the Locker's method that shared() and redis-snatch/idempotency take a turn with. */
-const sharedTurn = Symbol('redis-snatch shared turn')
+const storedSummary = Symbol('redis-snatch stored summary')
+/** The key of the Locker's method that shared() and redis-snatch/idempotency run fn for a shared result with. */
+const sharedRun = Symbol('redis-snatch shared run')
 
-/** The ids the facade gives its operations and schedules: below 2^31 (the native side numbers its own runs above). */
-const MAX_ID = 2 ** 31 - 1
-/** lead()'s default `retry`, in ms. */
-const DEFAULT_RETRY_MS = 1000
+/** The greatest id the facade gives its runs, locks, operations, schedules and campaigns (the core's own are above). */
+const MAX_ID = LIMITS.maxCallerId
 
 /**
  * The native side's delivery, `deliver(kind, id, fence, extra)`: every outcome of an operation (it settles the
@@ -54,12 +58,20 @@ const DEFAULT_RETRY_MS = 1000
  * lives, and closures made in one function share their captured variables): an unreachable Locker is collected, and
  * then closed.
  */
-function deliverTo(pending, runs, locks, schedules, keepAlive) {
+function deliverTo(pending, runs, locks, schedules, watchers, keepAlive) {
   return (kind, id, fence, extra) => {
     switch (kind) {
-      case CALL:
-        if (extra === undefined) runs.get(id).task(id, fence)
-        else schedules.get(extra.schedule)?._occurrence(id, extra, fence)
+      case INVOKE:
+        if (extra === undefined) invoke(pending, id, runs.get(id), fence)
+        else if (Array.isArray(extra)) invoke(pending, id, runs.get(id), fence, { fences: extra })
+        else if (typeof extra === 'number') watchers.get(extra)?._term(id, fence)
+        else schedules.get(extra.schedule)?._attempt(id, extra, fence)
+        return
+      case LEADER:
+        watchers.get(id)?._leader(extra)
+        return
+      case ERRED:
+        watchers.get(id)?._erred(fromNativeError(extra))
         return
       case ABORTED:
         runs.get(id)?.aborted(extra)
@@ -76,16 +88,38 @@ function deliverTo(pending, runs, locks, schedules, keepAlive) {
     }
     const settle = pending.get(id)
     if (settle === undefined) {
-      // The end of a schedule's occurrence: its run is the schedule's, not an operation of the facade's.
-      const occurrence = runs.get(id)
+      // The end of a schedule's attempt or a leader's term: a run the native side started, not an operation.
+      const run = runs.get(id)
       runs.delete(id)
-      occurrence?.end(kind, fence, extra)
+      run?.end(kind, fence, extra)
       return
     }
     pending.delete(id)
     keepAlive.drop()
     if (kind === FAILED) settle.reject(fromNativeError(extra))
     else settle.resolve({ kind, fence, extra })
+  }
+}
+
+/**
+ * Invokes the fn of the caller's run `id` (`run.task(id, fence, more)`). A run started while a fn of its locker was
+ * under way (`run.linked`: its caller may run inside one) has its caller await fn's frame (lib/context.js) before the
+ * run's end: the caller's operation follows that frame, and the end is told to a new one. So V8's async stack trace
+ * from inside fn reaches the caller's frames, and a call inside fn finds the runs its caller runs inside too.
+ */
+function invoke(pending, id, run, fence, more) {
+  const called = run.task(id, fence, more)
+  if (!run.linked) return
+  const settle = pending.get(id)
+  const end = new Promise((resolve, reject) => pending.set(id, { resolve, reject }))
+  called.then(() => end).then(settle.resolve, settle.reject)
+}
+
+/** Checks `value`, when given, is an integer from 1 to `max`. */
+function checkCount(name, value, max) {
+  checkType(name, value, 'number')
+  if (value !== undefined && !(Number.isInteger(value) && value >= 1 && value <= max)) {
+    throw invalidArg(RangeError, `${name} must be an integer from 1 to ${max}, got ${value}`)
   }
 }
 
@@ -99,13 +133,10 @@ class Locker {
   #runs = new Map()
   /** Schedule id → its ScheduledTask. */
   #schedules = new Map()
-  /** Campaigns (lead) and observers (observe) under way, which close() ends. */
-  #leaderships = new Set()
-  #observers = new Set()
+  /** Campaign (lead) or observer (observe) id → its Leadership or LeaderObserver. */
+  #watchers = new Map()
   /** This replica's name in lock values (`instanceId`). */
   #instanceId
-  /** Key → the shared() round under way in this process, which its other callers here wait for. */
-  #rounds = new Map()
   /** Acquisition id → a Lock not yet released or lost. */
   #locks = new Map()
   /** Alive while operations are pending or autoExtend locks are held. */
@@ -116,37 +147,43 @@ class Locker {
   #lockOps
   /** Starts a run: `(id, key, required, ttl?, minHold?, autoExtend?, wait?)`. */
   #startRun
-  /** Tells the native side that the fn of run `id` has settled: `(id)`. */
+  /** Tells the native side that the fn of run `id` has settled: `(id, failure?)`. */
   #taskDone
+  /** `#taskDone(id)`, as a run's `finish`. */
+  #finishRun
   /** Starts a one-attempt acquisition: `(id, key, ttl?, minHold?, autoExtend?)`. */
   #startTryLock
   /** Whether the lock of run or lock `id` was taken by a direct call: `(id)`. */
   #wentDirect
+  /** Where a call finds the runs whose fn it runs inside (lib/context.js). */
+  #frames = new RunFrames()
 
   constructor(options) {
     const init = lockerInit(options)
     this.#instanceId = init.instanceId
-    const deliver = deliverTo(this.#pending, this.#runs, this.#locks, this.#schedules, this.#keepAlive)
+    const deliver = deliverTo(this.#pending, this.#runs, this.#locks, this.#schedules, this.#watchers, this.#keepAlive)
     try {
       this.#native = new NativeLocker(init, deliver)
     } catch (err) {
       throw fromNative(err)
     }
     // Plain functions rather than methods: every run calls the first two, every tryLock cycle the others, and a
-    // native method call costs several times as much (their signatures: the binding's RunCalls).
+    // native method call costs several times as much (their signatures: the binding's RunFunctions).
     this.#beats = beatsOf(this.#native, init.maxStall)
-    const calls = this.#native.runCalls()
-    ;({ startRun: this.#startRun, taskDone: this.#taskDone, startTryLock: this.#startTryLock } = calls)
-    const { startRelease } = calls
+    const functions = this.#native.runFunctions()
+    ;({ startRun: this.#startRun, taskDone: this.#taskDone, startTryLock: this.#startTryLock } = functions)
+    const taskDone = this.#taskDone
+    this.#finishRun = (id) => taskDone(id)
+    const { startRelease } = functions
     const native = this.#native
     this.#wentDirect = (id) => native.wentDirect(id)
     this.#lockOps = {
-      extend: (id, ttl) => this.#call((op) => this.#native.extend(op, id, ttl)),
-      release: (id) => this.#call((op) => startRelease(op, id)),
+      extend: (id, ttl) => this.#operation((op) => this.#native.extend(op, id, ttl)),
+      release: (id) => this.#operation((op) => startRelease(op, id)),
       remainingMs: (id) => this.#native.remainingMs(id),
-      handOff: (id) => {
+      handOver: (id) => {
         try {
-          return this.#native.handOff(id)
+          return this.#native.handOver(id)
         } catch (err) {
           throw fromNative(err)
         }
@@ -166,11 +203,6 @@ class Locker {
     return outcome.value
   }
 
-  /** withLock for a leader's campaign (lib/leadership.js): the same, told apart in diagnostics as method 'lead'. */
-  async [campaign](key, fn, options) {
-    const outcome = await this.#run(key, fn, lockInit(options, { canWait: true }), true, 'lead')
-    return outcome.value
-  }
 
   /** One attempt; `null` when the key is held by someone else. */
   async tryLock(key, options) {
@@ -183,7 +215,10 @@ class Locker {
   /** Waits up to `options.wait` ms for `key`; rejects LockTimeoutError. */
   async lock(key, options) {
     const init = lockInit(options, { canWait: true })
-    return this.#acquire(key, init, 'lock', (op) => this.#native.acquire(op, key, init))
+    const start = this.#inContext([key], { lock: true, set: false, waits: true, reentrant: init?.reentrant }, (op) =>
+      this.#native.acquire(op, key, init),
+    )
+    return this.#acquire(key, init, 'lock', start)
   }
 
   /**
@@ -196,82 +231,42 @@ class Locker {
     checkFn(fn)
     const o = sharedOptions(options)
     o.signal?.throwIfAborted()
-    const deadline = Date.now() + o.wait
-    for (;;) {
-      let round = this.#rounds.get(key)
-      const mine = round === undefined
-      if (mine) {
-        round = this.#sharedRound(key, fn, o, deadline - Date.now())
-        const forget = () => this.#rounds.get(key) === round && this.#rounds.delete(key)
-        round.then(forget, forget)
-        this.#rounds.set(key, round)
-      }
-      let outcome
+    /** What fn came to, as stored: its error's bytes, or its value's (ResultError, and stored so, when it cannot be). */
+    const store = (run) => {
+      const { threw, error, value } = run.did()
+      if (threw) return [true, encodeError(error)]
       try {
-        // This caller's own bounds apply while it waits; its own round's fn, once running, is not cut short by them.
-        outcome = await (mine ? aborted(round, o.signal) : bounded(round, o.signal, deadline, key, o.wait))
+        return [false, encodeValue(value, o)]
       } catch (err) {
-        if (!mine && err?.code === 'ERR_SNATCH_TIMEOUT' && Date.now() < deadline) continue
-        throw err
+        run.fail(err)
+        return [true, encodeError(err)]
       }
-      if (mine) {
-        if (outcome.own.threw) throw outcome.own.error
-        return outcome.own.value
-      }
-      if (outcome.entry?.error) throw decodeError(outcome.entry.bytes)
-      if (outcome.entry) return decodeValue(outcome.entry.bytes, o)
-      // That round stored nothing (its runner lost its lease): another one, while there is time.
-      if (Date.now() >= deadline) throw sharedTimeout(key, o.wait)
     }
+    const got = await this[sharedRun](key, fn, { ...o, store }, 'shared')
+    if (got.stored === undefined) return got.own.value
+    if (got.stored.error) throw decodeError(got.stored.bytes)
+    return decodeValue(got.stored.bytes, o)
   }
 
   /**
-   * One round of shared() in this process: the turn at `key` (waiting up to `waitMs`), then, holding the lock, fn
-   * run, its value or error stored and the lock released. Resolves `{ entry, own }`: what is stored (`{ error, bytes
-   * }`, or null), and for the caller that started it, what fn came to: `{ threw, error, value }`.
+   * A run of `fn` for the shared result of `key` (for `method`, in diagnostics), for shared() and
+   * redis-snatch/idempotency (not public API): the callers of this process share one turn at a time, and a turn finds
+   * the result stored or runs fn under the key's lock and stores what `store(run)` says (`[error, bytes]`, or null for
+   * nothing). Resolves `{ stored: { error, bytes } }`, or `{ own }` (fn's outcome, as snatchTask's); rejects fn's
+   * error, LockLostError, or LockTimeoutError after `lock.wait`, or `signal`'s reason once it aborts.
    */
-  async #sharedRound(key, fn, o, waitMs) {
-    const turn = await this[sharedTurn](key, { ...o.lock, wait: Math.max(0, waitMs) }, o.storeErrors, 'shared')
-    if (turn.stored) {
-      const entry = turn.stored
-      const own = entry.error ? { threw: true, error: decodeError(entry.bytes) } : { threw: false, value: decodeValue(entry.bytes, o) }
-      return { entry, own }
+  async [sharedRun](key, fn, { lock, storeErrors, resultTtl, signal, store }, method) {
+    checkKey(key)
+    checkFn(fn)
+    const native = this.#native
+    const finish = (id, run) => {
+      const kept = store(run)
+      native.sharedDone(id, kept?.[0] ?? false, kept?.[1] ?? null, resultTtl)
     }
-    const { lock, store } = turn
-    let own
-    try {
-      own = { threw: false, value: await lock._wrap(() => fn(heldContext(lock, key))) }
-    } catch (error) {
-      own = { threw: true, error }
-    }
-    let payload
-    try {
-      payload = own.threw ? encodeError(own.error) : encodeValue(own.value, o)
-    } catch (error) {
-      own = { threw: true, error }
-      payload = encodeError(error)
-    }
-    const lost = lostError(lock, key, own)
-    const stored = !lost && (await store(own.threw, payload, o.resultTtl).catch(() => false))
-    await lock.release().catch(() => {})
-    return { entry: stored ? { error: own.threw, bytes: payload } : null, own: lost ? { threw: true, error: lost } : own }
-  }
-
-  /**
-   * A turn at the shared result of `key` (for `method`, in diagnostics), for shared() and redis-snatch/idempotency
-   * (not public API): waits up to `init.wait` for a run under way, then resolves `{ stored: { error, bytes } }`, or
-   * `{ lock, store(error, bytes, ttlMs) }`: the Lock to compute the result under, and how to store it while the lock
-   * is ours (resolves whether it was). `storeErrors`: take a stored error of any run.
-   */
-  async [sharedTurn](key, init, storeErrors, method) {
-    const id = this.#newId()
-    const started = diagnostics.now()
-    const begun = diagnostics.begin(this, key, method)
-    const turn = await this.#call((op) => this.#native.shared(op, key, init, storeErrors), id)
-    if (turn.kind === STORED) return { stored: { error: turn.extra.error, bytes: turn.extra.bytes } }
-    const lock = this.#held(key, id, init, turn, started, begun)
-    const store = (error, bytes, ttl) => this.#call((op) => this.#native.storeShared(op, id, error, bytes, ttl)).then((s) => s.extra)
-    return { lock, store }
+    const run = this.#newRun(key, fn, method, finish)
+    const completion = await this.#runWith(run, (op) => native.runShared(op, key, lock, storeErrors), signal)
+    if (completion.kind === STORED) return { stored: { error: completion.extra.error, bytes: completion.extra.bytes } }
+    return { own: run.outcome(completion) }
   }
 
   /**
@@ -285,35 +280,43 @@ class Locker {
     const ids = list.map(() => this.#newId())
     const started = diagnostics.now()
     const begun = list.map((key) => diagnostics.begin(this, key, 'lockAll'))
+    let start = () => this.#native.lockAll(ids, list, init)
+    const within = this.#frames.within(this.#runs, list)
+    if (within.length > 0) {
+      // Inside a run holding one of the keys: refused, told to the first id; the others are not waited for.
+      const reentering = { keys: list, lock: true, set: true, waits: true, reentrant: false, within }
+      start = () => {
+        if (this.#native.reenter(ids[0], reentering)) this.#forget(ids.slice(1))
+        else this.#native.lockAll(ids, list, init)
+      }
+    }
     let completions
     try {
       // Told together: every lock, or the set's error to each.
-      completions = await Promise.all(this.#callAll(ids, () => this.#native.lockAll(ids, list, init)))
+      completions = await Promise.all(this.#operations(ids, start))
     } catch (err) {
       list.forEach((key, i) => diagnostics.publishError(key, undefined, started, err, begun[i]))
-      throw err
+      throw atCaller(err)
     }
     const locks = list.map((key, i) => this.#held(key, ids[i], init, completions[i], started, begun[i]))
     return new MultiLock(list, locks)
   }
 
   /**
-   * lockAll(keys, options), then `fn({ signal, fences, keys, fence, key, validUntil })` (`fences[i]` is `keys[i]`'s;
-   * `fence` and `key` the first key's), renewed while fn runs unless `autoExtend: false`, then every lock released.
-   * Resolves fn's value; fn's error, or LockLostError when a lease was lost.
+   * Holds every key of `keys` or none (as lockAll), then runs `fn({ signal, fences, keys, fence, key, validUntil })`
+   * (`fences[i]` is `keys[i]`'s; `fence` and `key` the first key's), renewed while fn runs unless `autoExtend: false`,
+   * then every lock released. Resolves fn's value; fn's error, or LockLostError when a lease was lost.
    */
   async withLocks(keys, fn, options) {
     const list = checkKeys(keys)
-    return withHeld(list[0], (init) => this.lockAll(list, init), fn, options, (held) => ({
-      signal: held.signal,
-      fences: held.fences,
-      keys: held.keys,
-      fence: held.fences[0],
-      key: held.keys[0],
-      get validUntil() {
-        return held.validUntil
-      },
-    }))
+    checkFn(fn)
+    const init = lockInit(options, { canWait: true })
+    const run = this.#newRun(list[0], fn, 'withLocks', this.#finishRun, { keys: list })
+    const start = this.#inContext(list, { lock: false, set: true, waits: true, reentrant: init?.reentrant }, (op) =>
+      this.#native.runAll(op, list, init),
+    )
+    const completion = await this.#runWith(run, start)
+    return run.outcome(completion).value
   }
 
   /**
@@ -367,6 +370,86 @@ class Locker {
   }
 
   /**
+   * Makes this replica a runner of the stored schedules whose handler is `name`: each occurrence runs `fn` once across
+   * the fleet, with `{ signal, fence, key, tick, attempt, why, id, data }`; at most `maxRunning` at once here. The
+   * returned handler is an EventEmitter like a ScheduledTask ('run', 'error'), with `stop()`.
+   */
+  handle(name, fn, options) {
+    checkString('name', name)
+    checkFn(fn)
+    const { maxRunning } = snapshot('options', options, ['maxRunning'])
+    checkCount('maxRunning', maxRunning, LIMITS.maxCount)
+    const id = this.#newId()
+    let native
+    try {
+      native = this.#native.handle(id, name, maxRunning)
+    } catch (err) {
+      throw fromNative(err)
+    }
+    const forget = () => this.#schedules.delete(id)
+    const handler = new ScheduledTask(name, fn, this, native, {
+      runs: this.#runs,
+      taskDone: this.#taskDone,
+      remainingMs: this.#lockOps.remainingMs,
+      forget,
+      timeout: undefined,
+      instance: this.#instanceId,
+    })
+    this.#schedules.set(id, handler)
+    return handler
+  }
+
+  /** Creates or replaces stored schedule `id`, fleet-wide: its next occurrence follows `spec`. Resolves its info. */
+  async upsertSchedule(id, spec) {
+    checkKey(id)
+    const json = storedSpec(spec)
+    return storedInfo(await this.#stored('upsert', id, json))
+  }
+
+  /** Removes stored schedule `id`: true when it existed. Once this resolves, no occurrence of it starts. */
+  async removeSchedule(id) {
+    checkKey(id)
+    return this.#stored('remove', id)
+  }
+
+  /** Stored schedule `id`, or null. */
+  async getSchedule(id) {
+    checkKey(id)
+    const found = await this.#stored('get', id)
+    return found === null ? null : storedInfo(found)
+  }
+
+  /**
+   * One page of the stored schedules (of `handler`, their ids matching the glob `match`): `limit` at most (default
+   * 100, at most 1000); pass the answer's `cursor` for the next page (null on the last).
+   */
+  async listSchedules(options) {
+    const { handler, match, limit = 100, cursor } = snapshot('options', options, ['handler', 'match', 'limit', 'cursor'])
+    checkType('handler', handler, 'string')
+    checkType('match', match, 'string')
+    checkType('cursor', cursor ?? undefined, 'string')
+    checkCount('limit', limit, LIMITS.maxCount)
+    const list = { handler, pattern: match, limit, cursor: cursor ?? undefined }
+    const { extra } = await this.#operation((op) => this.#native.listStored(op, list))
+    const page = JSON.parse(extra)
+    return { schedules: page.schedules.map(storedInfo), cursor: page.cursor }
+  }
+
+  /**
+   * The stored schedules by handler, for `check`, the metrics and the dashboard (not public API): `[{ handler,
+   * schedules, overdue, runners }]` (how many, how many due over a minute ago that no runner took, live runners). Its
+   * cost does not grow with the schedules.
+   */
+  async [storedSummary]() {
+    return this.#stored('summary', '')
+  }
+
+  async #stored(op, target, json) {
+    const { extra } = await this.#operation((id) => this.#native.stored(id, op, target, json))
+    return JSON.parse(extra)
+  }
+
+  /**
    * Campaigns for leadership of `name` (the lock `name`): while this replica holds it, fn runs with `{ signal, fence,
    * term, validUntil, key }`; when the term ends (fn settled, lease lost, resign()), it campaigns again after
    * `retry` ms (default 1000), which is also how long a campaign waits before it looks again. Options: `ttl` (the
@@ -378,18 +461,40 @@ class Locker {
     const o = snapshot('options', options ?? {}, ['ttl', 'retry'])
     checkType('ttl', o.ttl, 'number')
     checkType('retry', o.retry, 'number')
-    const { ttl, retry } = leadOptions(o, DEFAULT_RETRY_MS)
-    const ended = () => this.#leaderships.delete(leadership)
-    const leadership = new Leadership(this, name, fn, { ttl, retry, self: this.#instanceId, ended })
-    this.#leaderships.add(leadership)
+    const id = this.#newId()
+    let campaign
+    try {
+      campaign = this.#native.lead(id, name, o.ttl, o.retry)
+    } catch (err) {
+      throw fromNative(err)
+    }
+    const hooks = {
+      self: this.#instanceId,
+      runs: this.#runs,
+      taskDone: this.#taskDone,
+      wentDirect: this.#wentDirect,
+      remainingMs: this.#lockOps.remainingMs,
+    }
+    const leadership = new Leadership(this, name, fn, campaign, hooks, () => this.#watchers.delete(id))
+    this.#watchers.set(id, leadership)
     return leadership
   }
 
-  /** Watches who leads `name` (who holds the lock `name`) without campaigning; `close()` the observer when done. */
+  /**
+   * Watches who leads `name` (who holds the lock `name`) without campaigning: told of each new leader when it is
+   * elected, and of a leader that died when its lease ends. `close()` the observer when done.
+   */
   observe(name) {
     checkKey(name)
-    const observer = new LeaderObserver(this, name, () => this.#observers.delete(observer))
-    this.#observers.add(observer)
+    const id = this.#newId()
+    let watching
+    try {
+      watching = this.#native.observe(id, name)
+    } catch (err) {
+      throw fromNative(err)
+    }
+    const observer = new LeaderObserver(watching, () => this.#watchers.delete(id))
+    this.#watchers.set(id, observer)
     return observer
   }
 
@@ -400,11 +505,9 @@ class Locker {
   semaphore(key, limit) {
     checkKey(key)
     checkLimit(limit)
-    return new Semaphore(key, limit, (init, wait) =>
-      this.#acquire(key, init, wait ? 'acquire' : 'tryAcquire', (op) =>
-        this.#native.acquirePermit(op, key, limit, init, wait),
-      ),
-    )
+    const acquire = (init, wait) =>
+      this.#acquire(key, init, wait ? 'acquire' : 'tryAcquire', (op) => this.#native.acquirePermit(op, key, limit, init, wait))
+    return new Semaphore(key, limit, acquire, (fn, init) => this.#runAs(key, 'permit', limit, fn, init, 'withPermit'))
   }
 
   /**
@@ -414,17 +517,29 @@ class Locker {
    */
   rwlock(key) {
     checkKey(key)
-    return new ReadWriteLock(key, (write, init, wait) =>
-      this.#acquire(key, init, write ? 'write' : 'read', (op) =>
-        this.#native.acquireReadWrite(op, key, write, init, wait),
-      ),
-    )
+    const acquire = (write, init, wait) =>
+      this.#acquire(key, init, write ? 'write' : 'read', (op) => this.#native.acquireReadWrite(op, key, write, init, wait))
+    const run = (write, fn, init) =>
+      this.#runAs(key, write ? 'write' : 'read', 0, fn, init, write ? 'withWrite' : 'withRead')
+    return new ReadWriteLock(key, acquire, run)
+  }
+
+  /**
+   * The keys this locker's waiting calls waited for most since it was made (or since the last call with `reset`),
+   * most first: `limit` of them at most (default 10, LIMITS.defaultContentionLimit), each `{ key, waits, waitMs,
+   * timeouts }`. Kept in a table of at most LIMITS.contentionKeys keys in the core, however many keys wait.
+   */
+  contention(options) {
+    const { limit, reset } = snapshot('options', options, ['limit', 'reset'])
+    checkLimitOption(limit)
+    checkType('reset', reset, 'boolean')
+    return this.#native.contention(limit, reset)
   }
 
   /** What Redis holds for `key` now, for dashboards and debugging: `null` when it is free. */
   async inspect(key) {
     checkKey(key)
-    const { fence, extra } = await this.#call((op) => this.#native.inspect(op, key))
+    const { fence, extra } = await this.#answer((op) => this.#native.inspect(op, key))
     if (fence === undefined) return null
     return { ttl: extra.ttl, fence, holders: extra.holders, holder: extra.holder ?? null }
   }
@@ -435,7 +550,7 @@ class Locker {
    */
   async forceRelease(key) {
     checkKey(key)
-    return (await this.#call((op) => this.#native.forceRelease(op, key))).extra
+    return (await this.#answer((op) => this.#native.forceRelease(op, key))).extra
   }
 
   /** Every schedule a live replica registered, fleet-wide (none needs to be registered in this process), by name. */
@@ -443,7 +558,7 @@ class Locker {
     return (await this.#ask({ kind: 'schedules' })).map(scheduleInfo)
   }
 
-  /** Schedule `name`'s newest records, newest first: `limit` of them at most (default 50). */
+  /** Schedule `name`'s newest records, newest first: `limit` of them at most (default 50, LIMITS.defaultHistoryLimit). */
   async history(name, options) {
     checkKey(name)
     const { limit } = snapshot('options', options, ['limit'])
@@ -508,21 +623,19 @@ class Locker {
    */
   async close(options) {
     const drainMs = closeDrain(options)
-    for (const observer of [...this.#observers]) observer.close()
-    // From now on nothing new is taken; a leader's term, which runs until it is told to stop, steps down.
-    const closed = this.#call((op) => this.#native.close(op, drainMs))
-    await Promise.all([...this.#leaderships].map((leadership) => leadership.stop()))
-    await closed
+    // From now on nothing new is taken; campaigns and observers stop, and a leader's term steps down.
+    await this.#answer((op) => this.#native.close(op, drainMs))
     clearInterval(this.#beats ?? undefined)
     for (const lock of this.#locks.values()) lock._released()
     for (const schedule of this.#schedules.values()) schedule._closed()
+    for (const watcher of [...this.#watchers.values()]) watcher._closed()
   }
 
   /**
    * Starts a native operation under `id` (`start(id)` may throw for bad input) and resolves its outcome
    * (`{ kind, fence, extra }`), which may be told while `start` runs. The process stays alive while it is pending.
    */
-  #call(start, id = this.#newId()) {
+  #operation(start, id = this.#newId()) {
     const outcome = new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }))
     this.#keepAlive.hold()
     try {
@@ -535,11 +648,20 @@ class Locker {
     return outcome
   }
 
+  /** `#operation(start)` awaited: its error rethrown with the caller's stack (`atCaller`). */
+  async #answer(start) {
+    try {
+      return await this.#operation(start)
+    } catch (err) {
+      throw atCaller(err)
+    }
+  }
+
   /**
    * Starts a native operation told under each of `ids` (`start()` may throw for bad input); the outcome of each, as
-   * `#call` resolves one.
+   * `#operation` resolves one.
    */
-  #callAll(ids, start) {
+  #operations(ids, start) {
     const outcomes = ids.map((id) => new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject })))
     ids.forEach(() => this.#keepAlive.hold())
     try {
@@ -555,9 +677,16 @@ class Locker {
     return outcomes
   }
 
+  /** Operations `ids` will not be told anything: their promises are forgotten. */
+  #forget(ids) {
+    for (const id of ids) {
+      if (this.#pending.delete(id)) this.#keepAlive.drop()
+    }
+  }
+
   /** Asks the fleet `question` (the binding's `FleetQuestion`); its answer, parsed. */
   async #ask(question) {
-    const { extra } = await this.#call((op) => this.#native.ask(op, question))
+    const { extra } = await this.#answer((op) => this.#native.ask(op, question))
     return JSON.parse(extra)
   }
 
@@ -576,10 +705,10 @@ class Locker {
     const begun = diagnostics.begin(this, key, method)
     let completion
     try {
-      completion = await this.#call(start, id)
+      completion = await this.#operation(start, id)
     } catch (err) {
       diagnostics.publishError(key, undefined, started, err, begun)
-      throw err
+      throw atCaller(err)
     }
     if (completion.fence === undefined) {
       diagnostics.publishBusy(key, started, begun)
@@ -609,70 +738,107 @@ class Locker {
   async #run(key, fn, init, required, method = required ? 'withLock' : 'snatchTask') {
     checkKey(key)
     checkFn(fn)
-    const id = this.#newId()
-    const run = new Run(key, fn, this.#taskDone, this.#wentDirect, this.#lockOps.remainingMs, this, method)
-    this.#runs.set(id, run)
-    let completion
-    try {
-      completion = await this.#call(
-        (op) =>
-          init === undefined
-            ? this.#startRun(op, key, required)
-            : this.#startRun(op, key, required, init.ttl, init.minHold, init.autoExtend, init.wait, init.fair),
-        id,
-      )
-    } catch (err) {
-      diagnostics.publishError(key, undefined, run.started, err, run.begun)
-      throw err
-    } finally {
-      this.#runs.delete(id)
+    let start = init === undefined
+      ? (op) => this.#startRun(op, key, required)
+      : (op) => this.#startRun(op, key, required, init.ttl, init.minHold, init.autoExtend, init.wait, init.fair)
+    // A one-attempt call that does not ask to re-enter comes to the same whoever holds the key: no context needed.
+    if (required || init?.reentrant) {
+      start = this.#inContext([key], { lock: false, set: false, waits: required, reentrant: init?.reentrant }, start)
     }
-    return run.outcome(completion)
+    const run = this.#newRun(key, fn, method, this.#finishRun)
+    return run.outcome(await this.#runWith(run, start))
+  }
+
+  /**
+   * Runs `fn` as `holder` of `key` ('permit' of a semaphore of `limit`, 'read' or 'write' of a read-write lock),
+   * waiting up to `options.wait` ms (for `method`, in diagnostics): fn's value.
+   */
+  async #runAs(key, holder, limit, fn, options, method) {
+    checkFn(fn)
+    const init = lockInit(options, { canWait: true })
+    const run = this.#newRun(key, fn, method, this.#finishRun)
+    const completion = await this.#runWith(run, (op) => this.#native.runAs(op, key, holder, limit, init))
+    return run.outcome(completion).value
+  }
+
+  /**
+   * The JS side of a run of `fn` under `key` (for `method`, in diagnostics), reported back by `finish(id, run)` once fn
+   * settled, with `context` (a set's `keys`) in fn's context.
+   */
+  #newRun(key, fn, method, finish, context) {
+    const run = new Run(key, fn, finish, this.#wentDirect, this.#lockOps.remainingMs, this, method, undefined, context, this.#frames)
+    run.linked = this.#frames.held.size > 0
+    return run
+  }
+
+  /**
+   * `start(op)` of a call on `keys` (`call`: `{ lock, set, waits, reentrant }`, snatch-core's `Reentering`), or, when
+   * it runs inside the fn of runs of this locker, a start that first has the core decide what it comes to if those
+   * runs hold some of its keys (`reenter`: refused, not acquired, or run under the held locks), else starts it so.
+   */
+  #inContext(keys, call, start) {
+    const within = this.#frames.within(this.#runs, keys)
+    if (within.length === 0) return start
+    const reentering = { keys, lock: call.lock, set: call.set, waits: call.waits, reentrant: call.reentrant === true, within }
+    return (op) => {
+      if (!this.#native.reenter(op, reentering)) start(op)
+    }
+  }
+
+  /**
+   * Starts `run` of the native lifecycle by `start(op)` and resolves its end; with `signal`, rejects its reason once
+   * it aborts (the run goes on when it took its turn: a shared round's).
+   */
+  async #runWith(run, start, signal) {
+    const id = this.#newId()
+    this.#runs.set(id, run)
+    const told = this.#operation(start, id)
+    try {
+      const completion = await (signal === undefined ? told : this.#unlessAborted(id, told, signal))
+      this.#runs.delete(id)
+      return completion
+    } catch (err) {
+      diagnostics.publishError(run.key, undefined, run.started, err, run.begun)
+      if (signal === undefined) this.#runs.delete(id)
+      else told.then(() => this.#runs.delete(id), () => this.#runs.delete(id))
+      throw atCaller(err)
+    }
+  }
+
+  /**
+   * `told`, the outcome of shared run `id`, or `signal`'s reason once it aborts: the run is then forgotten, unless it
+   * took its turn already (its fn still runs, for the round's other callers).
+   */
+  #unlessAborted(id, told, signal) {
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        if (this.#native.stopWaiting(id)) {
+          this.#pending.delete(id)
+          this.#keepAlive.drop()
+          this.#runs.delete(id)
+        }
+        reject(signal.reason)
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+      told.then(
+        (outcome) => {
+          signal.removeEventListener('abort', onAbort)
+          resolve(outcome)
+        },
+        (err) => {
+          signal.removeEventListener('abort', onAbort)
+          reject(err)
+        },
+      )
+    })
   }
 }
-
-/** The error of a shared() caller that did not get `key`'s result within its `wait` ms. */
-function sharedTimeout(key, wait) {
-  return new LockTimeoutError(`could not get the shared result of '${key}' within ${wait} ms`)
-}
-
-/** `promise`, or `signal`'s reason once it aborts. */
-function aborted(promise, signal) {
-  return signal === undefined ? promise : bounded(promise, signal, Infinity)
-}
-
-/** `promise`, or `signal`'s reason once it aborts, or a LockTimeoutError at `deadline` (epoch ms). */
-function bounded(promise, signal, deadline, key, wait) {
-  return new Promise((resolve, reject) => {
-    const done = (settle) => {
-      clearTimeout(timer)
-      signal?.removeEventListener('abort', onAbort)
-      settle()
-    }
-    const onAbort = () => done(() => reject(signal.reason))
-    const timer =
-      deadline === Infinity
-        ? undefined
-        : setTimeout(
-            () => done(() => reject(sharedTimeout(key, wait))),
-            Math.max(0, deadline - Date.now()),
-          )
-    signal?.addEventListener('abort', onAbort, { once: true })
-    promise.then(
-      (value) => done(() => resolve(value)),
-      (err) => done(() => reject(err)),
-    )
-  })
-}
-
-/** The native side's default `maxStall`, in ms. */
-const DEFAULT_MAX_STALL_MS = 30_000
 
 /**
  * A timer that tells `native` that the event loop turns, at least four times per `maxStall` (at most once a second):
  * leases are renewed only while it does. Unref'd, and holding the native locker weakly; null for `maxStall: Infinity`.
  */
-function beatsOf(native, maxStall = DEFAULT_MAX_STALL_MS) {
+function beatsOf(native, maxStall = LIMITS.defaultMaxStallMs) {
   if (maxStall === Infinity) return null
   const ref = new WeakRef(native)
   native.beat()
@@ -685,12 +851,10 @@ function beatsOf(native, maxStall = DEFAULT_MAX_STALL_MS) {
   return timer
 }
 
-/** Checks a `limit` option: a positive integer, when given. */
+/** Checks a `limit` option: a number in the core's range, when given. */
 function checkLimitOption(limit) {
   checkType('limit', limit, 'number')
-  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0 && limit <= 2 ** 32 - 1)) {
-    throw invalidArg(RangeError, `limit must be a positive integer, got ${limit}`)
-  }
+  if (limit !== undefined) checkRange('limit', limit)
 }
 
-module.exports = { Locker, deployment, semaphores, sharedTurn }
+module.exports = { Locker, deployment, semaphores, sharedRun, storedSummary }

@@ -1,10 +1,8 @@
 'use strict'
 
 const { invalidArg } = require('./errors')
+const { LIMITS } = require('./native')
 const { checkKey } = require('./options')
-
-/** Most keys one set may name (the native side's bound). */
-const MAX_SET_KEYS = 1024
 
 /** A set of locks held together, from `Locker.lockAll()`: every key, or none. */
 class MultiLock {
@@ -57,17 +55,13 @@ class MultiLock {
     await this.release()
   }
 
-  /** @internal For withHeld: fn is called as it is. */
-  _wrap(fn) {
-    return fn()
-  }
 }
 
-/** Checks the keys of a set: an array of 1 to MAX_SET_KEYS valid keys, none twice. A copy. */
+/** Checks the keys of a set: an array of 1 to LIMITS.maxSetKeys valid keys (none twice: checked natively). A copy. */
 function checkKeys(keys) {
   if (!Array.isArray(keys)) throw invalidArg(TypeError, `keys must be an array of keys, got ${typeof keys}`)
-  if (keys.length === 0 || keys.length > MAX_SET_KEYS) {
-    throw invalidArg(RangeError, `keys must hold 1 to ${MAX_SET_KEYS} keys, got ${keys.length}`)
+  if (keys.length === 0 || keys.length > LIMITS.maxSetKeys) {
+    throw invalidArg(RangeError, `keys must hold 1 to ${LIMITS.maxSetKeys} keys, got ${keys.length}`)
   }
   const copy = [...keys]
   copy.forEach(checkKey)

@@ -30,8 +30,14 @@ function notLoaded(cause) {
   return Object.assign(new Error(`redis-snatch: ${message}`, { cause }), { code: 'ERR_SNATCH_NATIVE' })
 }
 
+let binding
 try {
-  module.exports = require('../binding')
+  binding = require('./binding')
 } catch (cause) {
   throw notLoaded(cause)
 }
+
+/** The core's limits, defaults and names (durations in ms): the facade uses these, and writes no number of its own. */
+const LIMITS = Object.freeze(binding.NativeLocker.limits())
+
+module.exports = { ...binding, LIMITS }

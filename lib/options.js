@@ -3,10 +3,8 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const { clientOptions } = require('./client-options')
-const { invalidArg } = require('./errors')
-
-/** The single-server default when neither `url` nor `urls` nor REDIS_URL is given. */
-const DEFAULT_URL = 'redis://127.0.0.1:6379'
+const { fromNative, invalidArg } = require('./errors')
+const { LIMITS, NativeLocker } = require('./native')
 
 function checkType(name, value, type) {
   if (value !== undefined && typeof value !== type) {
@@ -124,7 +122,7 @@ function lockerInit(options) {
     checkType(name, o[name], 'number')
   }
   for (const name of ['username', 'password', 'instanceId']) checkType(name, o[name], 'string')
-  const urls = o.urls ?? o.cluster ?? (o.sentinel && sentinel.urls) ?? [o.url ?? (process.env.REDIS_URL || DEFAULT_URL)]
+  const urls = o.urls ?? o.cluster ?? (o.sentinel && sentinel.urls) ?? [o.url ?? (process.env.REDIS_URL || LIMITS.defaultUrl)]
   return {
     urls,
     cluster: o.cluster !== undefined,
@@ -205,8 +203,9 @@ function extraCertificates() {
  */
 function lockInit(options, { canWait }) {
   if (options === undefined) return undefined
-  const o = snapshot('options', options, ['ttl', 'minHold', 'autoExtend', 'wait', 'fair'])
+  const o = snapshot('options', options, ['ttl', 'minHold', 'autoExtend', 'wait', 'fair', 'reentrant'])
   checkType('ttl', o.ttl, 'number')
+  checkType('reentrant', o.reentrant, 'boolean')
   checkType('minHold', o.minHold, 'number')
   checkType('autoExtend', o.autoExtend, 'boolean')
   checkType('fair', o.fair, 'boolean')
@@ -216,25 +215,30 @@ function lockInit(options, { canWait }) {
     const option = o.wait !== undefined ? 'wait' : 'fair'
     throw invalidArg(TypeError, `this method makes one attempt and takes no ${option} option; use withLock() or lock()`)
   }
-  return { ttl: o.ttl, minHold: o.minHold, wait: o.wait, autoExtend: o.autoExtend, fair: o.fair }
+  return { ttl: o.ttl, minHold: o.minHold, wait: o.wait, autoExtend: o.autoExtend, fair: o.fair, reentrant: o.reentrant }
 }
 
-/** The longest duration option, in ms (the native side's bound). */
-const MAX_DURATION_MS = 2 ** 31 - 1
+/** Has the core check option `name`'s number `value` (an integer in its range); its coded RangeError when not. */
+function checkRange(name, value) {
+  try {
+    NativeLocker.checkOption(name, value)
+  } catch (err) {
+    throw fromNative(err)
+  }
+}
 
-/** A positive integer option `name` (ms or bytes) up to MAX_DURATION_MS, or `fallback` when not given. */
+/** A positive integer option `name` (ms or bytes, in the core's range), or `fallback` when not given. */
 function positiveOption(name, value, fallback) {
   checkType(name, value, 'number')
   if (value === undefined) return fallback
-  if (!(Number.isSafeInteger(value) && value > 0 && value <= MAX_DURATION_MS)) {
-    throw invalidArg(RangeError, `${name} must be a positive integer up to ${MAX_DURATION_MS}, got ${value}`)
-  }
+  if (!(value > 0)) throw invalidArg(RangeError, `${name} must be a positive integer, got ${value}`)
+  checkRange(name, value)
   return value
 }
 
 /**
- * Checks close()'s options: how long the fns running get to finish, in ms (`drain: false`: none; `timeout`: an integer
- * of ms, or Infinity, the default: all the time they take): undefined for no limit.
+ * Checks close()'s options: how long the fns running get to finish, in ms (`drain: false`: none; `timeout`: 0, an
+ * integer of ms, or Infinity, the default: all the time they take): undefined for no limit.
  */
 function closeDrain(options) {
   if (options === undefined) return undefined
@@ -242,31 +246,27 @@ function closeDrain(options) {
   checkType('drain', o.drain, 'boolean')
   checkType('timeout', o.timeout, 'number')
   const { timeout = Infinity } = o
-  if (timeout !== Infinity && !(Number.isSafeInteger(timeout) && timeout >= 0 && timeout <= MAX_DURATION_MS)) {
-    throw invalidArg(
-      RangeError,
-      `timeout must be an integer number of milliseconds in [0, ${MAX_DURATION_MS}] or Infinity, got ${timeout}`,
-    )
-  }
-  if (o.drain === false) return 0
+  if (timeout !== Infinity && timeout !== 0) checkRange('timeout', timeout)
+  if (o.drain === false || timeout === 0) return 0
   return timeout === Infinity ? undefined : timeout
 }
 
 /**
  * Checks the JS types of ScheduleOptions. The test-only environment variable SNATCH_TEST_CLOCK_OFFSET_MS shifts
  * this process's clock for the scheduler, to simulate replicas with skewed clocks.
- * @returns {import('../binding').ScheduleInit}
+ * @returns {import('./binding').ScheduleInit}
  */
 function scheduleInit(options) {
   const o = snapshot('options', options, [
     'ttl', 'timezone', 'startingDeadline', 'retries', 'retryDelay', 'concurrency', 'timeout', 'maxRuntime', 'history',
+    'jitter',
   ])
-  for (const name of ['ttl', 'startingDeadline', 'retryDelay', 'timeout', 'maxRuntime']) checkType(name, o[name], 'number')
+  for (const name of ['ttl', 'startingDeadline', 'retryDelay', 'timeout', 'maxRuntime', 'jitter']) {
+    checkType(name, o[name], 'number')
+  }
   for (const name of ['retries', 'history']) {
     checkType(name, o[name], 'number')
-    if (o[name] !== undefined && !(Number.isSafeInteger(o[name]) && o[name] >= 0)) {
-      throw invalidArg(RangeError, `${name} must be a non-negative integer, got ${o[name]}`)
-    }
+    if (o[name] !== undefined) checkRange(name, o[name])
   }
   checkType('timezone', o.timezone, 'string')
   checkType('concurrency', o.concurrency, 'string')
@@ -298,6 +298,7 @@ function checkFn(fn) {
 
 module.exports = {
   LOCKER_OPTIONS,
+  checkRange,
   lockerInit,
   lockInit,
   scheduleInit,
@@ -307,5 +308,6 @@ module.exports = {
   checkFn,
   checkString,
   checkType,
+  describe,
   snapshot,
 }

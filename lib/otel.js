@@ -1,11 +1,13 @@
 'use strict'
 // `require('redis-snatch/otel')`: OpenTelemetry traces and metrics of every locker in the process (or of one), from what
-// redis-snatch publishes on diagnostics_channel (lib/diagnostics.js). `@opentelemetry/api` is the user's (an optional
-// peer dependency); the SDK, exporters and providers too. Off, it costs nothing: nothing subscribes.
+// redis-snatch publishes on diagnostics_channel (lib/diagnostics.js; the metrics as lib/call-metrics.js counts them).
+// `@opentelemetry/api` is the user's (an optional peer dependency); the SDK, exporters and providers too. Off, it
+// costs nothing: nothing subscribes.
 
 const dc = require('node:diagnostics_channel')
 const fs = require('node:fs')
 const path = require('node:path')
+const { CONTENTION, METRICS, RUNS, contentionByLabel, countCalls, labelSets } = require('./call-metrics')
 const diagnostics = require('./diagnostics')
 const { invalidArg } = require('./errors')
 const { Locker } = require('./locker')
@@ -14,8 +16,6 @@ const { checkType, snapshot } = require('./options')
 const api = requireApi()
 
 const NAME = 'redis-snatch'
-/** The methods whose end is published on the release channel after a loss too (their fn ran under the lock). */
-const RUNS = new Set(['withLock', 'snatchTask', 'lead', 'schedule'])
 const VERSION = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')).version
 
 /** The application's `@opentelemetry/api`, or an error that says to install it. */
@@ -30,9 +30,6 @@ function requireApi() {
     throw err
   }
 }
-
-/** Seconds, from milliseconds (OpenTelemetry's unit of durations). */
-const seconds = (ms) => ms / 1000
 
 /**
  * Turns OpenTelemetry on for every locker of the process (or only `locker`'s calls): spans of each wait for a lock,
@@ -55,24 +52,8 @@ function instrument(options) {
   const tracer = (o.tracerProvider ?? api.trace.getTracerProvider()).getTracer(NAME, VERSION)
   const meter = (o.meterProvider ?? api.metrics.getMeterProvider()).getMeter(NAME, VERSION)
   const keyOf = o.keyLabel === true ? (key) => key : typeof o.keyLabel === 'function' ? o.keyLabel : null
-  const metrics = instruments(meter)
   /** The spans of each call under way, by its `start` message. */
   const calls = new WeakMap()
-
-  /** The attributes of a call's metrics: its method (and `outcome`), and its key when `keyLabel` says. */
-  const labels = (start, key, outcome) => {
-    const attributes = { 'redis_snatch.method': start.method }
-    if (outcome !== undefined) attributes['redis_snatch.outcome'] = outcome
-    if (keyOf !== null) attributes['redis_snatch.key'] = String(keyOf(key))
-    return attributes
-  }
-  /** The call of `start` holds its lock no longer (once): one lock fewer held. */
-  const unheld = (start, key) => {
-    const call = calls.get(start)
-    if (call?.held !== true) return
-    call.held = false
-    metrics.held.add(-1, labels(start, key))
-  }
 
   const handlers = {
     [diagnostics.start.name]: (start) => {
@@ -99,76 +80,55 @@ function instrument(options) {
       const attributes = { 'redis_snatch.method': start.method, 'redis_snatch.key': start.key }
       calls.set(start, { parent, wait: tracer.startSpan('redis-snatch wait', { attributes }, parent) })
     },
-    [diagnostics.acquire.name]: ({ key, fence, ms, direct, start }) => {
+    [diagnostics.acquire.name]: ({ key, fence, direct, start }) => {
       const call = start && calls.get(start)
-      if (call === undefined) return
-      metrics.acquisitions.add(1, labels(start, key, 'acquired'))
-      metrics.held.add(1, labels(start, key))
-      call.held = true
-      if (start.method === 'schedule') {
-        metrics.lag.record(seconds(ms), { 'redis_snatch.schedule': start.schedule })
-        return
-      }
-      metrics.wait.record(seconds(ms), labels(start, key))
+      if (call === undefined || start.method === 'schedule') return
       call.wait.setAttribute('redis_snatch.outcome', 'acquired')
       call.wait.end()
       const attributes = { 'redis_snatch.method': start.method, 'redis_snatch.key': key, 'redis_snatch.fence': String(fence), 'redis_snatch.direct': direct }
       call.hold = tracer.startSpan('redis-snatch hold', { attributes }, call.parent)
       start[diagnostics.WRAP] = (fn) => api.context.with(api.trace.setSpan(call.parent, call.hold), fn)
     },
-    [diagnostics.busy.name]: ({ key, ms, start }) => {
+    [diagnostics.busy.name]: ({ start }) => {
       const call = start && calls.get(start)
       if (call === undefined) return
-      metrics.acquisitions.add(1, labels(start, key, 'busy'))
-      metrics.wait.record(seconds(ms), labels(start, key))
       call.wait.setAttribute('redis_snatch.outcome', 'busy')
       call.wait.end()
       calls.delete(start)
     },
-    [diagnostics.release.name]: ({ key, ms, released, start }) => {
+    [diagnostics.release.name]: ({ released, start }) => {
       const call = start && calls.get(start)
-      if (call === undefined) return
-      unheld(start, key)
-      if (start.method !== 'schedule') metrics.hold.record(seconds(ms), labels(start, key))
-      if (call.hold === undefined) return
+      if (call?.hold === undefined) return
       call.hold.setAttribute('redis_snatch.released', released)
       call.hold.end()
       calls.delete(start)
     },
-    [diagnostics.lost.name]: ({ key, ms, reason, start }) => {
+    [diagnostics.lost.name]: ({ reason, start }) => {
       const call = start && calls.get(start)
       if (call === undefined) return
-      metrics.lost.add(1, labels(start, key))
       const span = call.hold ?? call.attempt
       span?.addEvent('redis-snatch lease lost', reason === undefined ? undefined : { 'redis_snatch.reason': reason })
       span?.setStatus({ code: api.SpanStatusCode.ERROR, message: 'ERR_SNATCH_LOCK_LOST' })
       if (!RUNS.has(start.method)) {
         // A lock the caller holds ends with its loss (a run's end follows it on the release channel).
-        unheld(start, key)
-        metrics.hold.record(seconds(ms), labels(start, key))
         call.hold?.end()
         calls.delete(start)
       }
     },
-    [diagnostics.error.name]: ({ key, ms, error, start }) => {
+    [diagnostics.error.name]: ({ error, start }) => {
       const call = start && calls.get(start)
       if (call === undefined) return
-      const outcome = error?.code === 'ERR_SNATCH_TIMEOUT' ? 'timeout' : 'error'
-      if (start.method === 'lead' && outcome === 'timeout') {
+      if (start.method === 'lead' && error?.code === 'ERR_SNATCH_TIMEOUT') {
         // A campaign not elected within its `retry`: it looks again; another replica leads, as it should.
-        handlers[diagnostics.busy.name]({ key, ms, start })
+        handlers[diagnostics.busy.name]({ start })
         return
       }
-      if (call.hold === undefined) metrics.acquisitions.add(1, labels(start, key, outcome))
-      unheld(start, key)
       const span = call.hold ?? call.wait ?? call.attempt
       failed(api, span, error)
       span.end()
       calls.delete(start)
     },
-    [diagnostics.attempt.name]: ({ schedule, ending, durationMs, instance, error, start }) => {
-      if (only !== null && start?.locker !== only) return
-      metrics.attempts.add(1, { 'redis_snatch.schedule': schedule, 'redis_snatch.ending': ending })
+    [diagnostics.attempt.name]: ({ ending, durationMs, instance, error, start }) => {
       const span = start && calls.get(start)?.attempt
       if (span === undefined) return
       span.setAttributes({ 'redis_snatch.ending': ending, 'redis_snatch.instance': instance, 'redis_snatch.duration_ms': durationMs })
@@ -176,12 +136,10 @@ function instrument(options) {
       span.end()
       calls.delete(start)
     },
-    [diagnostics.missed.name]: ({ schedule, reason, locker }) => {
-      if (only !== null && locker !== only) return
-      metrics.missed.add(1, { 'redis_snatch.schedule': schedule, 'redis_snatch.reason': reason })
-    },
   }
   for (const [name, handler] of Object.entries(handlers)) dc.subscribe(name, handler)
+  const uncount = countCalls(only, recorder(meter, keyOf))
+  const unobserve = keyOf === null ? () => {} : observeContention(meter, keyOf, only)
   let on = true
   return {
     /** Turns it off: no span or metric point is recorded any more. */
@@ -189,45 +147,77 @@ function instrument(options) {
       if (!on) return
       on = false
       for (const [name, handler] of Object.entries(handlers)) dc.unsubscribe(name, handler)
+      uncount()
+      unobserve()
     },
   }
 }
 
-/** The metrics, named by OpenTelemetry's rules (durations in seconds). */
-function instruments(meter) {
-  return {
-    acquisitions: meter.createCounter('redis_snatch.lock.acquisitions', {
-      description: 'Attempts to take a lock, by outcome: acquired, busy (held by another), timeout, error',
-      unit: '{acquisition}',
-    }),
-    wait: meter.createHistogram('redis_snatch.lock.wait.duration', {
-      description: 'From a call to its lock acquired, or found held',
-      unit: 's',
-    }),
-    hold: meter.createHistogram('redis_snatch.lock.hold.duration', {
-      description: 'How long a lock was held, from its acquisition to its release or loss',
-      unit: 's',
-    }),
-    held: meter.createUpDownCounter('redis_snatch.lock.held', {
-      description: 'Locks held now by this process (runs, locks, permits, scheduled attempts)',
-      unit: '{lock}',
-    }),
-    lost: meter.createCounter('redis_snatch.lock.lost', {
-      description: 'Leases lost while held',
-      unit: '{lease}',
-    }),
-    attempts: meter.createCounter('redis_snatch.schedule.attempts', {
-      description: "Scheduled attempts run here, by how they ended: ok, failed, timeout, replaced, lost",
-      unit: '{attempt}',
-    }),
-    lag: meter.createHistogram('redis_snatch.schedule.start_lag', {
-      description: "From an occurrence's tick to its fn's call, here",
-      unit: 's',
-    }),
-    missed: meter.createCounter('redis_snatch.schedule.missed', {
-      description: 'Occurrences this process recorded missed, by reason: deadline, superseded, overlap, suspended',
-      unit: '{occurrence}',
-    }),
+/**
+ * The metrics of lib/call-metrics.js as OpenTelemetry instruments of `meter`: a `record` for countCalls, with a call's
+ * key as an attribute when `keyOf` (not null) says.
+ */
+function recorder(meter, keyOf) {
+  const instruments = {}
+  for (const [id, { name, instrument, unit, description }] of Object.entries(METRICS)) {
+    const create = { counter: 'createCounter', histogram: 'createHistogram', updown: 'createUpDownCounter' }[instrument]
+    instruments[id] = meter[create](name, { description, unit })
+  }
+  const attributesOf = (metric, values) => {
+    const attributes = {}
+    METRICS[metric].attributes.forEach((name, i) => (attributes[`redis_snatch.${name}`] = values[i]))
+    return attributes
+  }
+  const known = labelSets(attributesOf)
+  return (metric, value, values, key) => {
+    let attributes = known(metric, values)
+    if (key !== undefined && keyOf !== null) attributes = { ...attributes, 'redis_snatch.key': String(keyOf(key)) }
+    if (METRICS[metric].instrument === 'histogram') instruments[metric].record(value, attributes)
+    else instruments[metric].add(value, attributes)
+  }
+}
+
+/**
+ * The keys waited for most (`locker.contention()`) as observable gauges of `meter` (lib/call-metrics.js's
+ * CONTENTION), with their label `keyOf(key)` as `redis_snatch.key`: of `only`, or of every locker seen calling since.
+ * Returns a function that stops it.
+ */
+function observeContention(meter, keyOf, only) {
+  /** The lockers seen (held weakly), when not `only`. */
+  const seen = new WeakSet()
+  const lockers = new Set()
+  const onStart = ({ locker }) => {
+    if (seen.has(locker)) return
+    seen.add(locker)
+    lockers.add(new WeakRef(locker))
+  }
+  if (only === null) dc.subscribe(diagnostics.start.name, onStart)
+  const live = () => {
+    if (only !== null) return [only]
+    const alive = []
+    for (const ref of lockers) {
+      const locker = ref.deref()
+      if (locker === undefined) lockers.delete(ref)
+      else alive.push(locker)
+    }
+    return alive
+  }
+  const gauges = Object.entries(CONTENTION).map(([id, { name, unit, description }]) => {
+    const gauge = meter.createObservableGauge(name, { description, unit })
+    const observe = (result) => {
+      // One point per label: the lockers' keys of one label summed.
+      const byLabel = new Map()
+      for (const locker of live()) {
+        for (const [key, sum] of contentionByLabel(locker, keyOf)) byLabel.set(key, (byLabel.get(key) ?? 0) + sum[id])
+      }
+      for (const [key, value] of byLabel) result.observe(id === 'waitMs' ? value / 1000 : value, { 'redis_snatch.key': key })
+    }
+    gauge.addCallback(observe)
+    return () => gauge.removeCallback(observe)
+  })
+  return () => {
+    if (only === null) dc.unsubscribe(diagnostics.start.name, onStart)
+    for (const stop of gauges) stop()
   }
 }
 

@@ -1,6 +1,5 @@
 'use strict'
 
-const { withHeld } = require('./lock')
 const { lockInit } = require('./options')
 
 /**
@@ -10,11 +9,16 @@ const { lockInit } = require('./options')
  */
 class ReadWriteLock {
   #acquire
+  #run
 
-  /** @internal Built by the Locker: `acquire(write, init, wait)` resolves a Lock or null. */
-  constructor(key, acquire) {
+  /**
+   * @internal Built by the Locker: `acquire(write, init, wait)` resolves a Lock or null; `run(write, fn, options)` runs
+   * fn under the write lock or a read lock and resolves its value.
+   */
+  constructor(key, acquire, run) {
     this.key = key
     this.#acquire = acquire
+    this.#run = run
     Object.freeze(this)
   }
 
@@ -40,12 +44,12 @@ class ReadWriteLock {
 
   /** Runs `fn({ signal, fence, key })` under a read lock, as `Semaphore.withPermit` runs it under a permit. */
   async withRead(fn, options) {
-    return withHeld(this.key, (init, wait) => this.#acquire(false, init, wait), fn, options)
+    return this.#run(false, fn, options)
   }
 
   /** Runs `fn({ signal, fence, key })` under the write lock, as `Semaphore.withPermit` runs it under a permit. */
   async withWrite(fn, options) {
-    return withHeld(this.key, (init, wait) => this.#acquire(true, init, wait), fn, options)
+    return this.#run(true, fn, options)
   }
 }
 

@@ -1,8 +1,9 @@
 'use strict'
 
 const { OutcomeKind } = require('./native')
+const { RunFrames } = require('./context')
 const diagnostics = require('./diagnostics')
-const { ClosedError, LockLostError, RunReplacedError, RunTimeoutError } = require('./errors')
+const { ClosedError, LockLostError, RunReplacedError, RunTimeoutError, atCaller, untracedError } = require('./errors')
 
 const RAN = OutcomeKind.Ran
 const NOT_ACQUIRED = OutcomeKind.NotAcquired
@@ -32,7 +33,13 @@ function endError(ending, { signal, abort, threw, error, value }, make) {
   return { error: err }
 }
 
-/** What a run's task receives: the key, the fence of its lease, and a signal that aborts if the lease is lost. */
+/** The frames of runs not made by a locker's methods (a leader's terms): nobody looks for them. */
+const UNSEEN = new RunFrames()
+
+/**
+ * What a run's fn receives: the key, the fence of its lease, and a signal that aborts if the lease is lost; a set's
+ * run also `keys` and `fences` (`key` and `fence` are its first key's).
+ */
 class TaskContext {
   #run
 
@@ -54,43 +61,61 @@ class TaskContext {
 }
 
 /**
- * The JS side of one run (snatchTask, withLock): calls the task when the native side has the lease, reports back
- * when it settled, and turns the native outcome into the method's result. One object per run, with its context.
+ * The JS side of one run of the native lifecycle (snatchTask, withLock, withPermit, withRead, withWrite, withLocks,
+ * shared, a leader's term): calls fn when the native side has the lease, reports back when it settled (`finish`), and
+ * turns the native outcome into the method's result. Loss, its reason and the run's end are the native side's: this
+ * aborts the signal and delivers them. One object per run, with its context.
  */
 class Run {
   #key
   #fn
-  #taskDone
+  #finish
   #wentDirect
   #remainingMs
+  #frames
   #ctx
-  /** The run's id once its task is called. */
+  /** The run's id once its fn is called. */
   #id
-  /** Made on first read of ctx.signal, or on loss: most tasks never look at it. */
+  /** The function that awaits fn (named after the run only when a call looks for it: `nameFrame`). */
+  #frame
+  /** Whether `#frame` is named already. */
+  #named = false
+  /** A set's keys (undefined for one key). */
+  #keys
+  /** Made on first read of ctx.signal, or on loss: most fns never look at it. */
   #controller = null
   #threw = false
   #value
   #error
-  /** When the task was called, for diagnostics (0 when no one listened then). */
+  /** When fn was called, for diagnostics (0 when no one listened then). */
   #acquiredAt = 0
   #lostPublished = false
 
   /**
-   * `taskDone(id)` tells the native side that the task of run `id` has settled; `wentDirect(id)` whether its lock was
-   * taken by a direct call (for diagnostics); `remainingMs(id)` how long its lease is still guaranteed; `method` the
-   * method of `locker` that made it (for diagnostics).
+   * `finish(id, run)` tells the native side that the fn of run `id` has settled (`run.did()` says how); `wentDirect(id)`
+   * whether its lock was taken by a direct call (for diagnostics); `remainingMs(id)` how long its lease is still
+   * guaranteed; `method` the method of `locker` that made it (for diagnostics; `begun`, when given, is its start as
+   * published already); `context`, what fn's context has besides (a set's `keys`); `frames`, the locker's
+   * (lib/context.js), where calls inside fn find this run.
    */
-  constructor(key, fn, taskDone, wentDirect, remainingMs, locker, method) {
+  constructor(key, fn, finish, wentDirect, remainingMs, locker, method, begun, context, frames = UNSEEN) {
     /** When the run was started, for diagnostics (0 when no one listened then). */
     this.started = diagnostics.now()
     /** Its start as diagnostics published it (undefined when no one listened then). */
-    this.begun = diagnostics.begin(locker, key, method)
+    this.begun = begun ?? diagnostics.begin(locker, key, method)
     this.#key = key
     this.#fn = fn
-    this.#taskDone = taskDone
+    this.#finish = finish
     this.#wentDirect = wentDirect
     this.#remainingMs = remainingMs
+    this.#frames = frames
+    /** Started while a fn of its locker was under way: fn's frame is then linked to its caller (lib/locker.js). */
+    this.linked = false
     this.#ctx = new TaskContext(this, key)
+    if (context !== undefined) Object.assign(this.#ctx, context)
+    this.#keys = context?.keys
+    /** Its key. */
+    this.key = key
   }
 
   /** The AbortController of ctx.signal. */
@@ -103,55 +128,125 @@ class Run {
     return Date.now() + (this.#id === undefined ? 0 : this.#remainingMs(this.#id))
   }
 
-  /** The locker closes, and the task's time to finish ran out: abort ctx.signal. */
-  aborted() {
-    this.controller().abort(new ClosedError(`the locker closed before the task under '${this.#key}' finished`))
+  /** fn is to stop (`reason`: the locker closes and its time ran out, or a leader resigns or stops): abort its signal. */
+  aborted(reason) {
+    this.controller().abort(
+      reason === 'shutdown' || reason === undefined
+        ? new ClosedError(`the locker closed before the task under '${this.#key}' finished`)
+        : new Error(`leadership of '${this.#key}' ${reason}`),
+    )
   }
 
-  /** The lease was lost while the task runs (`reason` 'stalled': see maxStall): abort ctx.signal. */
+  /** The lease was lost while fn runs (`reason` 'stalled': see maxStall): abort ctx.signal. */
   lost(reason) {
     this.#publishLost(reason)
     this.controller().abort(this.#lostError(reason))
   }
 
-  /** Calls the task under the lease with `fence`, then reports back with `taskDone(id)`. */
-  async task(id, fence) {
+  /**
+   * Calls fn under the lease with `fence` (and `more`: a set's `{ keys, fences }`, a term's `{ term }`), awaited in a
+   * frame named after the run (lib/context.js), then reports back with `finish`.
+   */
+  task(id, fence, more) {
     this.#id = id
     this.#ctx.fence = fence
+    if (more !== undefined) Object.assign(this.#ctx, more)
     this.#acquiredAt = diagnostics.now()
     if (diagnostics.acquire.hasSubscribers) {
       const direct = this.#wentDirect(id)
       const ms = diagnostics.since(this.started)
       diagnostics.acquire.publish({ key: this.#key, fence, ms, direct, start: this.begun })
     }
-    try {
-      this.#value = await (this.begun === undefined ? this.#fn(this.#ctx) : diagnostics.wrapped(this.begun, () => this.#fn(this.#ctx)))
-    } catch (err) {
-      this.#threw = true
-      this.#error = err
+    const run = this
+    const frame = async () => {
+      // A linked run's fn is called once its caller awaits this frame (lib/locker.js, `invoke`).
+      if (run.linked) await undefined
+      try {
+        run.#value = await run.#call()
+      } catch (err) {
+        run.#threw = true
+        run.#error = err
+      }
+      run.#counted(false)
+      run.#finish(id, run)
     }
-    this.#taskDone(id)
+    this.#frame = frame
+    this.#counted(true)
+    return frame()
+  }
+
+  /** Its key (a set's keys) counted in its frames' `held` while fn is under way (`began`), or no longer. */
+  #counted(began) {
+    const frames = this.#frames
+    const keys = this.#keys
+    if (keys === undefined) {
+      if (began) frames.began(this.key)
+      else frames.ended(this.key)
+    } else {
+      for (const key of keys) {
+        if (began) frames.began(key)
+        else frames.ended(key)
+      }
+    }
+  }
+
+  /** Names fn's frame after the run (`prefix` and its id), once, where `within()` of lib/context.js finds it. */
+  nameFrame(prefix) {
+    if (this.#frame === undefined || this.#named) return
+    Object.defineProperty(this.#frame, 'name', { value: prefix + this.#id })
+    this.#named = true
+  }
+
+  /** fn called with its context: what it returns. */
+  #call() {
+    return this.begun === undefined ? this.#fn(this.#ctx) : diagnostics.wrapped(this.begun, () => this.#fn(this.#ctx))
+  }
+
+  /** What fn did: `{ threw, error, value }`. */
+  did() {
+    return { threw: this.#threw, error: this.#error, value: this.#value }
+  }
+
+  /** fn's outcome is `err` after all (its value could not be kept, say). */
+  fail(err) {
+    this.#threw = true
+    this.#error = err
+    this.#value = undefined
+  }
+
+  /** What fn failed with, as a record keeps it (its message); undefined when it did not fail. */
+  failure() {
+    if (!this.#threw) return undefined
+    const err = this.#error
+    return String(err instanceof Error ? err.message : err)
   }
 
   /**
    * The run's result from its end (`kind`, `fence`, and whether the lease lapsed as `extra`): undefined when not
-   * acquired, `{ ran, value, fence }` when the task ran; throws the task's error, or LockLostError (with `cause` and
-   * `value`) when the lease lapsed meanwhile.
+   * acquired, `{ ran, value, fence }` when fn ran; throws fn's error, or LockLostError (with `cause` and `value`) when
+   * the lease lapsed meanwhile.
    */
   outcome({ kind, fence, extra: lost }) {
     if (kind === NOT_ACQUIRED) diagnostics.publishBusy(this.#key, this.started, this.begun)
     if (kind !== RAN) return undefined
-    if (diagnostics.release.hasSubscribers || diagnostics.lost.hasSubscribers) this.#publishEnd(lost)
-    const settled = {
-      signal: this.#controller?.signal,
-      abort: (err) => this.controller().abort(err),
-      threw: this.#threw,
-      error: this.#error,
-      value: this.#value,
-    }
-    const failed = endError(lost ? 'lost' : this.#threw ? 'failed' : 'ok', settled, () => new LockLostError(this.#key))
-    if (failed !== null) throw failed.error
+    this.ended(lost)
+    const failed = endError(lost ? 'lost' : this.#threw ? 'failed' : 'ok', this.#settledState(), () => new LockLostError(this.#key))
+    // Called by the method the caller awaits: a loss made at its delivery gets the caller's stack.
+    if (failed !== null) throw atCaller(failed.error)
     return { ran: true, value: this.#value, fence }
+  }
+
+  /** The run ended (`lost`: its lease lapsed meanwhile): its loss, if not yet, and its end are published. */
+  ended(lost) {
+    if (!(diagnostics.release.hasSubscribers || diagnostics.lost.hasSubscribers)) return
+    if (lost) this.#publishLost()
+    diagnostics.publishRelease(this.#key, this.#ctx.fence, this.#acquiredAt, !lost, this.begun)
+  }
+
+  /** What fn did, for `endError`. */
+  #settledState() {
+    const abort = (err) => this.controller().abort(err)
+    return { signal: this.#controller?.signal, abort, threw: this.#threw, error: this.#error, value: this.#value }
   }
 
   /** Publishes the loss of the lease (`reason` 'stalled', or undefined), once. */
@@ -160,15 +255,9 @@ class Run {
     this.#lostPublished = diagnostics.publishLost(this.#key, this.#ctx.fence, this.#acquiredAt, this.begun, reason)
   }
 
-  /** Publishes the run's end: its loss first if `lost` and not published yet, then the release. */
-  #publishEnd(lost) {
-    if (lost) this.#publishLost()
-    diagnostics.publishRelease(this.#key, this.#ctx.fence, this.#acquiredAt, !lost, this.begun)
-  }
-
   /** The reason ctx.signal aborted with, or a new LockLostError (for `reason`). */
   #lostError(reason) {
-    return this.#controller?.signal.reason ?? new LockLostError(this.#key, { reason })
+    return this.#controller?.signal.reason ?? untracedError(new LockLostError(this.#key, { reason }))
   }
 }
 

@@ -2,7 +2,7 @@
 
 const { EventEmitter } = require('node:events')
 const { performance } = require('node:perf_hooks')
-const { OutcomeKind } = require('./native')
+const { LIMITS, OutcomeKind } = require('./native')
 const diagnostics = require('./diagnostics')
 const {
   ClosedError,
@@ -22,7 +22,7 @@ const MISSED = OutcomeKind.Missed
 const OUTAGE_LOG_INTERVAL_MS = 60_000
 
 /** One attempt of a schedule's occurrence, run in this process: its context, and what fn did. */
-class Occurrence {
+class Attempt {
   #schedule
   controller = new AbortController()
   lostPublished = false
@@ -32,10 +32,12 @@ class Occurrence {
 
   /**
    * Attempt `attempt` (1 for the first) of occurrence `tick` of `schedule` (of `locker`), which runs for `why`, under
-   * `fence`; `validUntil()` is the end of its lease's guarantee.
+   * `fence`, due to start at `due` (its tick plus its jitter offset); `validUntil()` is the end of its lease's guarantee.
    */
-  constructor(schedule, locker, key, { tick, attempt, why }, fence, validUntil) {
+  constructor(schedule, locker, key, { tick, attempt, why, due, id, data }, fence, validUntil) {
     this.#schedule = schedule
+    /** The stored schedule's id and data (JSON), for an occurrence of one. */
+    this.stored = id === undefined || id === null ? undefined : { id, data: data == null ? null : JSON.parse(data) }
     this.validUntil = validUntil
     this.key = key
     this.tick = tick
@@ -43,14 +45,14 @@ class Occurrence {
     this.why = why
     this.fence = fence
     this.acquiredAt = diagnostics.now()
-    /** From its tick to fn's call, in ms. */
-    this.lagMs = Date.now() - tick
+    /** From when it was due (its tick, plus its jitter offset) to fn's call, in ms. */
+    this.lagMs = Date.now() - due
     /** Its start as diagnostics published it (undefined when no one listened then). */
     const about = { schedule: schedule.name, tick: new Date(tick), attempt, why, fence }
     this.begun = diagnostics.begin(locker, key, 'schedule', about)
   }
 
-  /** Calls `fn` with the occurrence's context; resolves once it settled. */
+  /** Calls `fn` with the attempt's context; resolves once it settled. */
   async call(fn) {
     const { controller, fence, key, tick, attempt, why, validUntil, begun } = this
     if (diagnostics.acquire.hasSubscribers) {
@@ -67,6 +69,7 @@ class Occurrence {
         return validUntil()
       },
     }
+    if (this.stored !== undefined) Object.assign(ctx, this.stored)
     try {
       this.value = await (begun === undefined ? fn(ctx) : diagnostics.wrapped(begun, () => fn(ctx)))
     } catch (err) {
@@ -137,7 +140,7 @@ class ScheduledTask extends EventEmitter {
   #locker
   #native
   #fn
-  /** The locker's runs, where this schedule's occurrences are kept while their fn runs. */
+  /** The locker's runs, where this schedule's attempts are kept while their fn runs. */
   #runs
   /** Tells the native side that the fn of run `id` has settled. */
   #taskDone
@@ -180,7 +183,7 @@ class ScheduledTask extends EventEmitter {
     this.#taskDone = taskDone
     this.#remainingMs = remainingMs
     this.#forget = forget
-    this.#alive = setInterval(() => this, 2 ** 31 - 1)
+    this.#alive = setInterval(() => this, LIMITS.maxDurationMs)
   }
 
   /** No new occurrences; resolves once a running fn has settled. */
@@ -196,12 +199,14 @@ class ScheduledTask extends EventEmitter {
   }
 
   /** @internal The native side calls the fn of an attempt (`{ tick, attempt, why }`) as run `id`, under `fence`. */
-  _occurrence(id, attempt, fence) {
+  _attempt(id, attempt, fence) {
     this.#reached()
     const validUntil = () => Date.now() + this.#remainingMs(id)
-    const occurrence = new Occurrence(this, this.#locker, `${this.name}:${attempt.tick}`, attempt, fence, validUntil)
-    this.#runs.set(id, occurrence)
-    occurrence.call(this.#fn).then(() => this.#taskDone(id, occurrence.failure()))
+    // A stored schedule's occurrence (this is then its handler): keyed by the schedule's id, with its id and data.
+    const name = attempt.id ?? this.name
+    const run = new Attempt(this, this.#locker, `${name}:${attempt.tick}`, attempt, fence, validUntil)
+    this.#runs.set(id, run)
+    run.call(this.#fn).then(() => this.#taskDone(id, run.failure()))
   }
 
   /**
@@ -218,18 +223,19 @@ class ScheduledTask extends EventEmitter {
    * @internal An attempt ran here and ended `ending` (as its record says), its fn having taken `durationMs`: 'run'
    * when it was ok, else 'error' with what it came to (`endError`).
    */
-  _ended(occurrence, ending, durationMs) {
-    const { attempt, why, key } = occurrence
-    const about = { tick: new Date(occurrence.tick), attempt, why }
+  _ended(run, ending, durationMs) {
+    const { attempt, why, key } = run
+    const about = { tick: new Date(run.tick), attempt, why }
+    if (run.stored !== undefined) about.id = run.stored.id
     const make = () => (ending === 'lost' ? new LockLostError(key) : this._abortError(ending))
-    const failed = endError(ending, occurrence.settled(), make)
+    const failed = endError(ending, run.settled(), make)
     if (diagnostics.attempt.hasSubscribers) {
-      const { fence, lagMs, begun } = occurrence
+      const { fence, lagMs, begun } = run
       const instance = this.#instance
       const error = failed === null ? undefined : failed.error
       diagnostics.attempt.publish({ schedule: this.name, ...about, fence, instance, lagMs, durationMs, ending, error, start: begun })
     }
-    if (failed === null) this.emit('run', { ...about, fence: occurrence.fence, durationMs })
+    if (failed === null) this.emit('run', { ...about, fence: run.fence, durationMs })
     else this.#error(failed.error, about)
   }
 

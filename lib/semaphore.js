@@ -1,18 +1,12 @@
 'use strict'
 
 const { invalidArg } = require('./errors')
-const { withHeld } = require('./lock')
-const { lockInit } = require('./options')
+const { checkRange, lockInit } = require('./options')
 
-/** The greatest `limit`: what a signed 32-bit count holds. */
-const MAX_LIMIT = 2 ** 31 - 1
-
-/** Checks a semaphore's `limit`: an integer in [1, MAX_LIMIT]. */
+/** Checks a semaphore's `limit`: a number in the core's range. */
 function checkLimit(limit) {
   if (typeof limit !== 'number') throw invalidArg(TypeError, `limit must be a number, got ${typeof limit}`)
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
-    throw invalidArg(RangeError, `limit must be an integer in [1, ${MAX_LIMIT}], got ${limit}`)
-  }
+  checkRange('limit', limit)
 }
 
 /**
@@ -22,12 +16,17 @@ function checkLimit(limit) {
  */
 class Semaphore {
   #acquire
+  #run
 
-  /** @internal Built by the Locker: `acquire(init, wait)` resolves a permit (a Lock) or null. */
-  constructor(key, limit, acquire) {
+  /**
+   * @internal Built by the Locker: `acquire(init, wait)` resolves a permit (a Lock) or null; `run(fn, options)` runs fn
+   * under a permit and resolves its value.
+   */
+  constructor(key, limit, acquire, run) {
     this.key = key
     this.limit = limit
     this.#acquire = acquire
+    this.#run = run
     Object.freeze(this)
   }
 
@@ -47,7 +46,7 @@ class Semaphore {
    * fn's error, or LockLostError (with fn's error as `cause` and its value as `value`) when the permit was lost.
    */
   async withPermit(fn, options) {
-    return withHeld(this.key, this.#acquire, fn, options)
+    return this.#run(fn, options)
   }
 }
 

@@ -4,12 +4,8 @@
 
 const errors = require('./errors')
 const { ResultError, invalidArg } = errors
+const { LIMITS } = require('./native')
 const { checkType, lockInit, positiveOption, snapshot } = require('./options')
-
-/** Default `resultTtl`, `wait` and `maxResultBytes`. */
-const DEFAULT_RESULT_TTL_MS = 60_000
-const DEFAULT_WAIT_MS = 30_000
-const DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 
 /** The first byte of a payload: how the rest is encoded. */
 const JSON_VALUE = 0x6a // 'j': JSON, with bigints and dates marked
@@ -30,9 +26,9 @@ function sharedOptions(options) {
     throw invalidArg(TypeError, 'serialize and deserialize go together: give both or neither')
   }
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw invalidArg(TypeError, 'signal must be an AbortSignal')
-  const resultTtl = positiveOption('resultTtl', o.resultTtl, DEFAULT_RESULT_TTL_MS)
-  const maxResultBytes = positiveOption('maxResultBytes', o.maxResultBytes, DEFAULT_MAX_RESULT_BYTES)
-  const wait = o.wait === undefined ? DEFAULT_WAIT_MS : o.wait
+  const resultTtl = positiveOption('resultTtl', o.resultTtl, LIMITS.defaultResultTtlMs)
+  const maxResultBytes = positiveOption('maxResultBytes', o.maxResultBytes, LIMITS.defaultMaxResultBytes)
+  const wait = o.wait === undefined ? LIMITS.defaultSharedWaitMs : o.wait
   const lock = lockInit({ ttl: o.ttl, minHold: o.minHold, autoExtend: o.autoExtend ?? true, fair: o.fair, wait }, { canWait: true })
   return { lock, resultTtl, maxResultBytes, wait, signal: o.signal, storeErrors: o.storeErrors ?? false, serialize: o.serialize, deserialize: o.deserialize }
 }

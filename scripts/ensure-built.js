@@ -31,11 +31,12 @@ function newestMtime(target) {
     .reduce((newest, entry) => Math.max(newest, newestMtime(path.join(target, entry))), stat.mtimeMs)
 }
 
-/** True if no built `redis-snatch.*.node` exists or one of the Rust sources is newer than it. */
+/** True if no built `lib/redis-snatch.*.node` exists or one of the Rust sources is newer than it. */
 function nativeModuleIsStale() {
-  const built = fs.readdirSync(root).filter((name) => /^redis-snatch\..+\.node$/.test(name))
+  const lib = path.join(root, 'lib')
+  const built = fs.readdirSync(lib).filter((name) => /^redis-snatch\..+\.node$/.test(name))
   if (built.length === 0) return true
-  const builtAt = Math.max(...built.map((name) => fs.statSync(path.join(root, name)).mtimeMs))
+  const builtAt = Math.max(...built.map((name) => fs.statSync(path.join(lib, name)).mtimeMs))
   const crates = fs.existsSync(path.join(root, 'crates')) ? fs.readdirSync(path.join(root, 'crates')) : []
   const sources = ['src', 'Cargo.toml', 'Cargo.lock', 'build.rs']
     .concat(crates.flatMap((crate) => [`crates/${crate}/src`, `crates/${crate}/Cargo.toml`]))

@@ -1,10 +1,12 @@
 'use strict'
 // `npm run test:pack`, also the last step of `npm test`: what `npm install redis-snatch` gives a user on this host.
-// Checks npm/<platform>/ against napi.targets and binding.js, packs the main package and this host's platform
+// Checks npm/<platform>/ against napi.targets and lib/binding.js, packs the main package and this host's platform
 // package (with the built .node) into a temp dir, installs both tarballs into an empty project there whose PATH has
-// no Rust toolchain, then requires it (CJS), imports it (ESM), type-checks a strict TypeScript usage under node16,
-// nodenext and bundler resolution, and runs one snatchTask against REDIS_URL (else a throwaway redis-server). Checks
-// the .node's size last. Exits non-zero on the first failed check; removes what it made.
+// no Rust toolchain, then requires it (CJS), imports it (ESM), runs one snatchTask against REDIS_URL (else a
+// throwaway redis-server), checks that TypeScript resolves every subpath of `exports` to its types under node10,
+// node16, nodenext and bundler resolution (CommonJS and ES modules) and type-checks a strict TypeScript usage under
+// each, and follows every relative link of the installed README and guides to a file of the installed package.
+// Checks the .node's size last. Exits non-zero on the first failed check; removes what it made.
 
 const assert = require('node:assert/strict')
 const { spawnSync } = require('node:child_process')
@@ -23,8 +25,12 @@ const tsc = path.join(path.dirname(require.resolve('typescript/package.json')), 
 // A TypeScript user of a Node package has @types/node (index.d.ts refers to node:events); the temp project uses ours.
 const typeRoots = [path.join(root, 'node_modules', '@types')]
 // 4 MiB until 0.2, which added TLS (rustls with ring) and the Redis Cluster client: about 1 MiB more; 6 MiB until 0.4,
-// whose shutdown, hand-over and sets of keys took it 10 KB past that.
-const MAX_ADDON_BYTES = 6.5 * 1024 * 1024
+// whose shutdown, hand-over and sets of keys took it 10 KB past that; 6.5 MiB until stored schedules (their core
+// module, machines and ten scripts) and the servers' own release commands added 320 KB (6.25 to 6.56 MiB).
+const MAX_ADDON_BYTES = 7 * 1024 * 1024
+// The main tarball, packed: in 0.4 about 95 KB of code and types, 45 KB of guides (docs/*.md, CONTRIBUTING.md: what
+// the README links to) and the two screenshots the guides show (docs/*.png, 300 KB, which do not compress).
+const MAX_MAIN_PACKED_BYTES = 512 * 1024
 const COMMAND_TIMEOUT_MS = 60_000
 
 /** Print a passed check. */
@@ -48,9 +54,9 @@ function run(command, args, options) {
   return result.stdout
 }
 
-/** npm/<platform>/ has one package per napi target, at the root's version, named as binding.js requires it. */
+/** npm/<platform>/ has one package per napi target, at the root's version, named as lib/binding.js requires it. */
 function checkPlatformPackages() {
-  const binding = fs.readFileSync(path.join(root, 'binding.js'), 'utf8')
+  const binding = fs.readFileSync(path.join(root, 'lib', 'binding.js'), 'utf8')
   const platforms = pkg.napi.targets.map((triple) => parseTriple(triple).platformArchABI).sort()
   assert.deepEqual(pkg.napi.targets.map(platformOf).sort(), platforms, "lib/platform.js names the platforms as napi-rs does")
   assert.deepEqual(fs.readdirSync(path.join(root, 'npm')).sort(), platforms, 'npm/ (napi create-npm-dirs)')
@@ -67,9 +73,9 @@ function checkPlatformPackages() {
   ok(`npm/ has a package for each of the ${platforms.length} napi targets at ${pkg.version}, as binding.js names them`)
 }
 
-/** The path of the built .node for `platform`. */
+/** The path of the built .node for `platform` (beside lib/binding.js, which loads it). */
 function builtAddon(platform) {
-  const file = path.join(root, `${pkg.napi.binaryName}.${platform}.node`)
+  const file = path.join(root, 'lib', `${pkg.napi.binaryName}.${platform}.node`)
   assert.ok(fs.existsSync(file), `${path.basename(file)} is missing: run \`npm run build\` first`)
   return file
 }
@@ -111,15 +117,52 @@ function pack(dir, dest, env) {
 /** What npm ships whatever `files` says. */
 const ALWAYS_PACKED = ['package.json', 'README.md', 'LICENSE']
 
-/** The main tarball holds what `files` lists (plus what npm always ships), and no .node. */
+/** Whether `file` is what the `files` entry `entry` names: a folder (`dir/`), `dir/*.ext`, or the file itself. */
+function matches(entry, file) {
+  if (entry.endsWith('/')) return file.startsWith(entry)
+  const star = entry.indexOf('*')
+  if (star === -1) return file === entry
+  const [before, after] = [entry.slice(0, star), entry.slice(star + 1)]
+  return file.startsWith(before) && file.endsWith(after) && !file.slice(before.length, -after.length).includes('/')
+}
+
+/**
+ * The main tarball holds what `files` lists (plus what npm always ships), and no .node (`files` leaves out the one
+ * built beside lib/binding.js with a `!` entry: the platform packages ship it); at most MAX_MAIN_PACKED_BYTES.
+ */
 function checkMainTarball(report) {
   const packed = report.files.map((file) => file.path)
-  const listed = (file) => pkg.files.some((entry) => (entry.endsWith('/') ? file.startsWith(entry) : file === entry))
-  const unexpected = packed.filter((file) => !listed(file) && !ALWAYS_PACKED.includes(file))
+  const included = pkg.files.filter((entry) => !entry.startsWith('!'))
+  const unexpected = packed.filter((file) => !included.some((entry) => matches(entry, file)) && !ALWAYS_PACKED.includes(file))
   assert.deepEqual(unexpected, [], 'files the main tarball should not ship')
-  const missing = pkg.files.filter((entry) => !packed.some((file) => listed(file) && file.startsWith(entry)))
+  const missing = included.filter((entry) => !packed.some((file) => matches(entry, file)))
   assert.deepEqual(missing, [], '`files` entries missing from the main tarball')
-  ok(`${report.filename}: ${formatSize(report.size)}, ${packed.length} files, all from \`files\`, no .node`)
+  assert.deepEqual(packed.filter((file) => file.endsWith('.node')), [], 'a .node in the main tarball')
+  const limit = formatSize(MAX_MAIN_PACKED_BYTES)
+  assert.ok(report.size <= MAX_MAIN_PACKED_BYTES, `${report.filename} is ${formatSize(report.size)} packed, over the limit of ${limit}`)
+  ok(`${report.filename}: ${formatSize(report.size)} (within ${limit}), ${packed.length} files, all from \`files\`, no .node`)
+}
+
+/**
+ * Every relative link (and image) of the installed README.md and docs/*.md, outside code, names a file of the
+ * installed package at `dir`: what a user reads in node_modules leads somewhere (the anchors: docs/links.test.js).
+ */
+function checkInstalledLinks(dir) {
+  const pages = ['README.md', ...fs.readdirSync(path.join(dir, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
+  const broken = []
+  let links = 0
+  for (const page of pages) {
+    const prose = fs.readFileSync(path.join(dir, page), 'utf8').replace(/^```[\s\S]*?^```/gm, '').replace(/`[^`\n]*`/g, '')
+    for (const [, target] of prose.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
+      const file = target.split('#')[0]
+      if (/^[a-z]+:/i.test(target) || file === '') continue // a URL, or an anchor in the page itself
+      links++
+      const resolved = path.resolve(dir, path.dirname(page), decodeURIComponent(file))
+      if (!resolved.startsWith(dir + path.sep) || !fs.existsSync(resolved)) broken.push(`${page}: ${target}`)
+    }
+  }
+  assert.deepEqual(broken, [], 'links of the installed README and guides to no file of the installed package')
+  ok(`the ${links} relative links of the installed README.md and docs/*.md (${pages.length} pages) name files of the package`)
 }
 
 /**
@@ -203,6 +246,52 @@ function usedNames() {
   return imports.flatMap((node) => node.importClause.namedBindings.elements.map((element) => element.name.text)).sort()
 }
 
+/**
+ * TypeScript's resolution from a file of the installed project: the moduleResolution, its module setting, and the
+ * resolution modes it has (node10: CommonJS only, the others `require` and `import`).
+ */
+const RESOLUTIONS = [
+  ['node10', 'commonjs', [undefined]],
+  ['node16', 'node16', [ts.ModuleKind.CommonJS, ts.ModuleKind.ESNext]],
+  ['nodenext', 'nodenext', [ts.ModuleKind.CommonJS, ts.ModuleKind.ESNext]],
+  ['bundler', 'preserve', [ts.ModuleKind.CommonJS, ts.ModuleKind.ESNext]],
+]
+
+/**
+ * The declarations (relative to the package) that `subpath` of `exports` must resolve to under `moduleResolution` and
+ * `mode`: node10 has no `exports` (`types` for the main entry, else `typesVersions`).
+ */
+function expectedTypes(subpath, moduleResolution, mode) {
+  if (moduleResolution === 'node10') return subpath === '.' ? pkg.types : pkg.typesVersions['*'][subpath.slice(2)]?.[0]
+  return pkg.exports[subpath][mode === ts.ModuleKind.ESNext ? 'import' : 'require'].types
+}
+
+/**
+ * Every subpath of `exports` resolves with TypeScript's own resolver, from the installed project, to its
+ * declarations under each moduleResolution and mode of RESOLUTIONS.
+ */
+function checkTypeResolution(project) {
+  const installed = path.join(project, 'node_modules', pkg.name)
+  const from = path.join(project, 'resolve-from.ts')
+  const subpaths = Object.keys(pkg.exports).filter((subpath) => subpath !== './package.json')
+  for (const [moduleResolution, module, modes] of RESOLUTIONS) {
+    const { options } = ts.convertCompilerOptionsFromJson({ moduleResolution, module }, project)
+    for (const mode of modes) {
+      const condition = mode === undefined ? '' : mode === ts.ModuleKind.ESNext ? ' (import)' : ' (require)'
+      const how = `${moduleResolution}${condition}`
+      for (const subpath of subpaths) {
+        const specifier = subpath === '.' ? pkg.name : `${pkg.name}${subpath.slice(1)}`
+        const { resolvedModule } = ts.resolveModuleName(specifier, from, options, ts.sys, undefined, undefined, mode)
+        const expected = expectedTypes(subpath, moduleResolution, mode)
+        assert.ok(expected, `package.json names no declarations for ${specifier} under ${how}`)
+        assert.equal(resolvedModule?.resolvedFileName, path.join(installed, expected), `${specifier} under ${how}`)
+      }
+    }
+  }
+  const modes = RESOLUTIONS.map(([name, , list]) => `${name}${list.length > 1 ? ' (require, import)' : ''}`)
+  ok(`TypeScript resolves each of the ${subpaths.length} entries of \`exports\` to its types under ${modes.join(', ')}`)
+}
+
 /** Type-check `files` of `project` (strict, with Node's types) with this repo's TypeScript under `compilerOptions`. */
 function typecheck(project, env, name, compilerOptions, files) {
   const lib = ['ES2022', 'ESNext.Disposable']
@@ -233,28 +322,39 @@ async function checkInstalled(temp, tarballs, platform, env) {
   assert.deepEqual(usedNames(), exported.all, 'scripts/pack-fixture/usage.ts must import every name index.d.ts exports')
   ok(`the TypeScript usage imports all ${exported.all.length} names the installed index.d.ts exports`)
   const declared = JSON.stringify(exported.values)
+  // The values each subpath's types declare, for the ES module entries of those that need no peer dependency.
+  const subpaths = ['./dashboard', './prometheus', './idempotency'].map((subpath) => {
+    const dts = path.join(project, 'node_modules', pkg.name, pkg.exports[subpath].require.types)
+    return [subpath, declaredExports(dts).values]
+  })
 
   process.stdout.write(run('node', ['smoke.cjs', platform, declared], { cwd: project, env }))
   ok('require(): CommonJS entry')
   checkMissingPlatformPackage(project, platform, env)
-  const help = run(path.join(project, 'node_modules', '.bin', 'redis-snatch'), ['--help'], { cwd: project, env })
-  assert.match(help, /^usage: redis-snatch /, 'the command line answers --help')
-  ok('the command line: node_modules/.bin/redis-snatch --help')
+  const bin = path.join(project, 'node_modules', '.bin', 'redis-snatch')
+  assert.match(run(bin, ['--help'], { cwd: project, env }), /^usage: redis-snatch /, 'the command line answers --help')
+  assert.equal(run(bin, ['--version'], { cwd: project, env }), `${pkg.version}\n`, 'the command line answers --version')
+  ok(`the command line: node_modules/.bin/redis-snatch --help, and --version (${pkg.version})`)
+  checkInstalledLinks(path.join(project, 'node_modules', 'redis-snatch'))
 
   const server = await redisFromEnv()
   try {
     const withRedis = { ...env, REDIS_URL: server.url }
-    process.stdout.write(run('node', ['smoke.mjs', declared], { cwd: project, env: withRedis }))
+    process.stdout.write(run('node', ['smoke.mjs', declared, JSON.stringify(Object.fromEntries(subpaths))], {
+      cwd: project,
+      env: withRedis,
+    }))
     ok('import: ES module entry, and a real snatchTask')
   } finally {
     await server.stop()
   }
 
-  const node = ['usage.mts', 'usage.cts', 'default-import.mts']
-  typecheck(project, env, 'node16', { module: 'node16', moduleResolution: 'node16' }, node)
-  typecheck(project, env, 'nodenext', { module: 'nodenext', moduleResolution: 'nodenext' }, node)
-  const bundler = ['usage.ts', 'default-import.mts']
-  typecheck(project, env, 'bundler', { module: 'preserve', moduleResolution: 'bundler' }, bundler)
+  checkTypeResolution(project)
+  typecheck(project, env, 'node10', { module: 'commonjs', moduleResolution: 'node10' }, ['usage.ts'])
+  const both = ['usage.mts', 'usage.cts', 'default-import.mts']
+  typecheck(project, env, 'node16', { module: 'node16', moduleResolution: 'node16' }, both)
+  typecheck(project, env, 'nodenext', { module: 'nodenext', moduleResolution: 'nodenext' }, both)
+  typecheck(project, env, 'bundler', { module: 'preserve', moduleResolution: 'bundler' }, both)
 }
 
 /** Every check, in order; the temp dir is removed whatever happens. */

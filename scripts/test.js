@@ -13,6 +13,7 @@ const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
 const { requireRedisServer, requireDeploymentTools } = require('../__test__/support/redis-server')
+const { requireDatabases } = require('../__test__/support/databases')
 const { ensureBuilt } = require('./ensure-built')
 
 const root = path.join(__dirname, '..')
@@ -27,10 +28,12 @@ function run(header, command, args) {
 
 function main() {
   // The suites start throwaway redis-servers: explain a missing one before a long build.
-  // The deployment suites (TLS, Cluster, Sentinel) start their own servers even with REDIS_URL.
+  // The deployment suites (TLS, Cluster, Sentinel) start their own servers even with REDIS_URL; redis-snatch/fence's,
+  // a Postgres and a MariaDB.
   try {
     requireRedisServer()
     requireDeploymentTools()
+    requireDatabases()
   } catch (err) {
     console.error(err.message)
     process.exit(1)
@@ -38,9 +41,10 @@ function main() {
 
   if (!ensureBuilt()) console.log('\n== native module is up to date; skipping the build')
   // NestJS 12 ships ES modules only and cannot sit beside the NestJS 11 of the dev dependencies: its test has a project
-  // of its own (__test__/nest12), installed once.
-  if (!fs.existsSync(path.join(root, '__test__', 'nest12', 'node_modules', '@nestjs', 'core', 'package.json'))) {
-    run('NestJS 12 test project, once', 'npm', ['ci', '--no-audit', '--no-fund', '--prefix', path.join('__test__', 'nest12')])
+  // of its own (__test__/support/nest12-project), installed once.
+  const nest12 = path.join('__test__', 'support', 'nest12-project')
+  if (!fs.existsSync(path.join(root, nest12, 'node_modules', '@nestjs', 'core', 'package.json'))) {
+    run('NestJS 12 test project, once', 'npm', ['ci', '--no-audit', '--no-fund', '--prefix', nest12])
   }
   run('Rust format', 'cargo', ['fmt', '--all', '--check'])
   run('Rust lints', 'cargo', ['clippy', '--workspace', '--all-targets', '--', '-D', 'warnings'])
@@ -95,10 +99,10 @@ function onNode(name, node) {
 /** The single-server, Sentinel and Cluster suites run on every server; those of the direct connection and of
  * credentials (which uses it) need Redis 7 or newer. */
 const SUITES = [
-  'lock.test', 'snatch-task', 'schedule.test', 'semaphore.test', 'inspect', 'fence-ttl', 'hot-key', 'leader', 'sentinel',
-  'cluster.test', 'fair.test', 'read-write-lock',
-]
-const SUITES_FROM_7 = ['direct.test', 'credentials']
+  'api/lock', 'api/snatch-task', 'api/schedule', 'api/semaphore', 'api/inspect', 'api/fence-ttl', 'api/hot-key',
+  'api/leader', 'api/fair', 'api/read-write-lock', 'api/server-commands', 'deployments/sentinel', 'deployments/cluster',
+].map((name) => `__test__/${name}.test.js`)
+const SUITES_FROM_7 = ['deployments/direct', 'deployments/credentials'].map((name) => `__test__/${name}.test.js`)
 
 /** The suites and a short chaos run with `dir`'s redis-server first on PATH. */
 function onServer(name, dir) {
@@ -112,6 +116,8 @@ function onServer(name, dir) {
   console.log(`\n== on ${name}: ${version.stdout.trim()}`)
   withPath(dir, () => {
     run(`Jest tests on ${name}`, 'npx', ['jest', ...SUITES, ...(major >= 7 ? SUITES_FROM_7 : [])])
+    // The direct connection's and the server's own commands (Valkey 9's DELIFEQ) in the core.
+    if (major >= 7) run(`Rust tests on ${name}`, 'cargo', ['test', '-p', 'snatch-core', '--test', 'direct', '--test', 'offers'])
     run(`chaos on ${name}`, 'node', ['chaos/run.js', '--only', 'steady,kill-holder,redis-restart,fence-expiry,leaders,read-write,fair', '--scale', '0.25'])
   })
 }

@@ -11,7 +11,10 @@ const crypto = require('node:crypto')
 const fs = require('node:fs')
 const path = require('node:path')
 const { invalidArg } = require('../errors')
-const { Locker } = require('../locker')
+const { Locker, storedSummary } = require('../locker')
+
+/** How many stored schedules a page of the dashboard shows. */
+const STORED_PAGE = 50
 const { checkType, snapshot } = require('../options')
 const { createMetricsHandler } = require('../prometheus')
 const { Snapshot } = require('./snapshot')
@@ -79,6 +82,16 @@ function createDashboard(locker, options) {
     if (route === '/metrics') return metrics(req, res)
     if (route === '/api/state' && method === 'GET') {
       return json(res, state.state().then((now) => ({ ...now, actions })))
+    }
+    if (route === '/api/stored' && method === 'GET') {
+      // One page of the stored schedules, and their counts by handler (not on Redlock: none).
+      const cursor = url.searchParams.get('cursor') ?? undefined
+      const none = (err) => (err?.code === 'ERR_SNATCH_INVALID_ARG' ? null : Promise.reject(err))
+      const page = Promise.all([
+        locker.listSchedules({ limit: STORED_PAGE, cursor }).catch(none),
+        locker[storedSummary]().catch(none),
+      ]).then(([found, handlers]) => ({ ...(found ?? { schedules: [], cursor: null }), handlers: handlers ?? [] }))
+      return json(res, page)
     }
     if (route === '/api/history' && method === 'GET') {
       const name = url.searchParams.get('name')

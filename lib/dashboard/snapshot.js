@@ -4,9 +4,10 @@
 // times in epoch ms, fences as decimal strings). A read that fails keeps the last good one, marked with the error.
 
 const { deployment, semaphores } = require('../locker')
+const { LIMITS } = require('../native')
 
-/** Most locks listed. */
-const LOCKS_LIMIT = 1000
+/** Most locks listed: as locks() does. */
+const LOCKS_LIMIT = LIMITS.defaultListLimit
 /** Records of a schedule's timeline. */
 const HISTORY_LIMIT = 40
 

@@ -30,6 +30,29 @@ function SnatchSchedule(options) {
   }
 }
 
+/** Metadata key of @SnatchHandler's handler on a method. */
+const HANDLER = 'redis-snatch:handler'
+
+/**
+ * The method runs the occurrences of the stored schedules whose handler is `name` (`locker.handle(name, fn,
+ * options)`), called with the occurrence's context (`{ id, data, tick, fence, signal, ... }`; `currentRun()` inside
+ * too).
+ */
+function SnatchHandler(name, options) {
+  if (typeof name !== 'string' || name === '') {
+    throw invalidArg(TypeError, '@SnatchHandler needs the handler\'s name: a non-empty string')
+  }
+  return (target, propertyKey, descriptor) => {
+    methodOf('@SnatchHandler', target, propertyKey, descriptor)
+    Reflect.defineMetadata(HANDLER, { name, options: options === undefined ? undefined : { ...options } }, descriptor.value)
+  }
+}
+
+/** The @SnatchHandler of method `fn` (`{ name, options }`), if any. */
+function handlerOf(fn) {
+  return typeof fn === 'function' ? Reflect.getMetadata(HANDLER, fn) : undefined
+}
+
 /** The @SnatchSchedule options of method `fn`, if any. */
 function scheduleOptionsOf(fn) {
   return Reflect.getMetadata(SCHEDULE_OPTIONS, fn)
@@ -113,4 +136,4 @@ function className(target) {
   return typeof target === 'function' ? target.name : target?.constructor?.name
 }
 
-module.exports = { InjectLocker, SnatchSchedule, WithLock, Snatch, scheduleOptionsOf }
+module.exports = { InjectLocker, SnatchSchedule, SnatchHandler, WithLock, Snatch, scheduleOptionsOf, handlerOf }

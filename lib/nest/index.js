@@ -11,8 +11,8 @@ for (const peer of ['@nestjs/common', '@nestjs/core']) {
   }
 }
 
-const { InjectLocker, SnatchSchedule, WithLock, Snatch } = require('./decorators')
+const { InjectLocker, SnatchSchedule, SnatchHandler, WithLock, Snatch } = require('./decorators')
 const { SnatchModule } = require('./module')
 const { currentRun } = require('./run-context')
 
-module.exports = { SnatchModule, InjectLocker, SnatchSchedule, WithLock, Snatch, currentRun }
+module.exports = { SnatchModule, InjectLocker, SnatchSchedule, SnatchHandler, WithLock, Snatch, currentRun }

@@ -9,8 +9,13 @@ const { invalidArg } = require('../errors')
 const { Locker } = require('../locker')
 const { LOCKER_OPTIONS, checkType, closeDrain, snapshot } = require('../options')
 const { planOf } = require('./crons')
+const { handlerOf } = require('./decorators')
 const { started, stopped } = require('./lockers')
+const { FleetCronJob, guardRegistry } = require('./registry')
 const { withRun } = require('./run-context')
+
+/** @nestjs/schedule's SchedulerRegistry, where the application has @nestjs/schedule (an optional peer). */
+const SchedulerRegistry = optionalRegistry()
 
 /** The token of the Locker's options. */
 const OPTIONS = Symbol('redis-snatch LockerOptions')
@@ -67,7 +72,10 @@ function dynamicModule(global = true, imports, options) {
       {
         provide: SnatchRuntime,
         useFactory: (...deps) => new SnatchRuntime(...deps),
-        inject: [Locker, DiscoveryService, MetadataScanner, ModuleRef, OPTIONS],
+        inject: [
+          Locker, DiscoveryService, MetadataScanner, ModuleRef, OPTIONS,
+          ...(SchedulerRegistry === undefined ? [] : [{ token: SchedulerRegistry, optional: true }]),
+        ],
       },
     ],
     exports: [Locker],
@@ -86,12 +94,21 @@ class SnatchRuntime {
   #moduleRef
   /** The @Cron methods to schedule (crons.js). */
   #plans = []
+  /** The @SnatchHandler methods: `{ name, options, method, instance, where }`. */
+  #handlers = []
   #logger = new Logger('SnatchModule')
   /** close()'s options at shutdown: `{ timeout }` when `shutdownTimeout` was given. */
   #closing
+  /** @nestjs/schedule's SchedulerRegistry, where ScheduleModule is imported: it holds each @Cron method's job. */
+  #registry
 
-  constructor(locker, discovery, scanner, moduleRef, { shutdownTimeout }) {
+  constructor(locker, discovery, scanner, moduleRef, { shutdownTimeout }, registry) {
     this.#locker = locker
+    // Guarded at once, before any provider's onModuleInit could add a CronJob.
+    if (registry != null) {
+      this.#registry = registry
+      guardRegistry(registry)
+    }
     this.#discovery = discovery
     this.#scanner = scanner
     this.#moduleRef = moduleRef
@@ -108,6 +125,16 @@ class SnatchRuntime {
       if (instance === null || typeof instance !== 'object' || !Object.getPrototypeOf(instance)) continue
       instances.push(instance)
       for (const method of this.#scanner.getAllMethodNames(Object.getPrototypeOf(instance))) {
+        const handler = handlerOf(instance[method])
+        if (handler !== undefined) {
+          const where = `@SnatchHandler ${instance.constructor.name}.${method}`
+          if (!wrapper.isDependencyTreeStatic()) {
+            throw invalidArg(TypeError, `${where}: a method of a request-scoped provider cannot be a handler`)
+          }
+          const seen = this.#handlers.find((h) => h.name === handler.name)
+          if (seen) throw invalidArg(TypeError, `${seen.where} and ${where} are both handler '${handler.name}'`)
+          this.#handlers.push({ ...handler, method: instance[method], instance, where })
+        }
         const plan = planOf(instance, method)
         if (plan === null) continue
         if (plan.perReplica !== undefined) {
@@ -138,25 +165,46 @@ class SnatchRuntime {
     started(this.#locker, instances)
   }
 
-  /** Starts the schedules; when one is refused (a bad cron expression), none runs and the Locker closes. */
+  /**
+   * Starts the schedules, each in SchedulerRegistry (where ScheduleModule is imported) as a `FleetCronJob`; when one
+   * is refused (a bad cron expression), none runs and the Locker closes.
+   */
   async onApplicationBootstrap() {
     try {
-      for (const plan of this.#plans) this.#schedule(plan)
+      for (const plan of this.#plans) {
+        if (this.#registry === undefined) {
+          if (plan.disabled) this.#logger.log(`@Cron '${plan.name}' is disabled: not scheduled`)
+          else this.#task(plan)
+          continue
+        }
+        const { name, cron, options, disabled } = plan
+        const job = new FleetCronJob(this.#locker, name, cron, options.timezone, () => this.#task(plan), this.#logger)
+        this.#registry.addCronJob(name, job)
+        if (disabled) this.#logger.log(`@Cron '${name}' is disabled: not scheduled until its job's start()`)
+        else job.start()
+      }
+      for (const handler of this.#handlers) this.#handle(handler)
     } catch (err) {
       await this.onApplicationShutdown()
       throw err
     }
   }
 
-  /** Schedules the @Cron method of `plan` (unless disabled), logging its failures as @nestjs/schedule does. */
-  #schedule({ name, cron, options, disabled, method, instance }) {
-    if (disabled) {
-      this.#logger.log(`@Cron '${name}' is disabled: not scheduled`)
-      return
-    }
+  /** Schedules the @Cron method of `plan`, logging its failures as @nestjs/schedule does: its ScheduledTask. */
+  #task({ name, cron, options, method, instance }) {
     const task = this.#locker.schedule(name, cron, (ctx) => withRun(ctx, () => method.call(instance)), options)
     task.on('error', (err, { tick, attempt }) => {
       const what = `schedule '${name}' failed at ${tick.toISOString()} (attempt ${attempt})`
+      this.#logger.error(`${what}: ${err instanceof Error ? err.message : String(err)}`, err?.stack)
+    })
+    return task
+  }
+
+  /** Runs the @SnatchHandler method of `handler` for its stored schedules, logging its failures. */
+  #handle({ name, options, method, instance }) {
+    const running = this.#locker.handle(name, (ctx) => withRun(ctx, () => method.call(instance, ctx)), options)
+    running.on('error', (err, { id, tick, attempt }) => {
+      const what = `stored schedule '${id}' (handler '${name}') failed at ${tick.toISOString()} (attempt ${attempt})`
       this.#logger.error(`${what}: ${err instanceof Error ? err.message : String(err)}`, err?.stack)
     })
   }
@@ -177,6 +225,15 @@ class SnatchRuntime {
     } catch {
       return undefined
     }
+  }
+}
+
+/** @nestjs/schedule's SchedulerRegistry class, or undefined without @nestjs/schedule. */
+function optionalRegistry() {
+  try {
+    return require('@nestjs/schedule').SchedulerRegistry
+  } catch {
+    return undefined
   }
 }
 

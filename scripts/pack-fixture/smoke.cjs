@@ -26,10 +26,28 @@ assert.throws(() => require('redis-snatch/nest'), {
 })
 console.log("  require: 'redis-snatch/nest' ships, and names the NestJS package it needs when there is none")
 
-// redis-snatch/otel too, for OpenTelemetry's API; redis-snatch/prometheus needs nothing more.
+// redis-snatch/otel too, for OpenTelemetry's API; redis-snatch/prometheus needs nothing more but for registerMetrics.
 assert.throws(() => require('redis-snatch/otel'), {
   code: 'MODULE_NOT_FOUND',
   message: 'redis-snatch/otel needs @opentelemetry/api (an OpenTelemetry setup has it): npm install @opentelemetry/api',
 })
-assert.equal(typeof require('redis-snatch/prometheus').createMetricsHandler, 'function')
-console.log("  require: 'redis-snatch/otel' names the package it needs when there is none; 'redis-snatch/prometheus' loads")
+const { createMetricsHandler, registerMetrics } = require('redis-snatch/prometheus')
+assert.equal(typeof createMetricsHandler, 'function')
+// Its registerMetrics takes the application's prom-client registry, and says so when there is no prom-client.
+const locker = snatch.createLocker({ url: 'redis://127.0.0.1:1' })
+assert.throws(() => registerMetrics(locker, {}), {
+  code: 'MODULE_NOT_FOUND',
+  message: 'registerMetrics of redis-snatch/prometheus needs prom-client (the registry is its): npm install prom-client',
+})
+locker.close()
+console.log(
+  "  require: 'redis-snatch/otel' names the package it needs when there is none; 'redis-snatch/prometheus' loads, " +
+    'and its registerMetrics names prom-client',
+)
+
+// redis-snatch/fence loads without pg or mysql2 (the user's; this project has neither), with the main entry's class.
+const fence = require('redis-snatch/fence')
+assert.deepEqual(Object.keys(fence).sort(), ['StaleFenceError', 'fenceTableSql', 'fenced'])
+assert.equal(fence.StaleFenceError, snatch.StaleFenceError)
+assert.match(fence.fenceTableSql('postgres'), /^CREATE TABLE IF NOT EXISTS "snatch_fences"/)
+console.log("  require: 'redis-snatch/fence' loads without a database driver, its StaleFenceError the main entry's")

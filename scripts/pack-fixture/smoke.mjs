@@ -1,13 +1,16 @@
 // Run by the pack test inside its temp project: `import` of redis-snatch as an ES module user would, then one real
-// snatchTask against REDIS_URL. argv: the JSON list of value names index.d.ts declares.
+// snatchTask against REDIS_URL. argv: the JSON list of value names index.d.ts declares, and a JSON object of the value
+// names each subpath without peer dependencies declares ({ './dashboard': [...], ... }).
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
 import * as esm from 'redis-snatch'
 import { snatchTask, createLocker } from 'redis-snatch'
 import { createDashboard } from 'redis-snatch/dashboard'
+import * as fence from 'redis-snatch/fence'
 import http from 'node:http'
 
 const declared = JSON.parse(process.argv[2])
+const subpaths = JSON.parse(process.argv[3])
 const cjs = createRequire(import.meta.url)('redis-snatch')
 
 assert.match(import.meta.resolve('redis-snatch'), /\/node_modules\/redis-snatch\/index\.mjs$/)
@@ -16,6 +19,11 @@ console.log('  import: resolves to node_modules/redis-snatch/index.mjs')
 assert.deepEqual(Object.keys(esm).sort(), declared)
 for (const name of declared) assert.equal(esm[name], cjs[name], `${name} differs between import and require`)
 console.log(`  import: exports exactly the ${declared.length} values index.d.ts declares, the same objects as require`)
+
+const fenceCjs = createRequire(import.meta.url)('redis-snatch/fence')
+assert.match(import.meta.resolve('redis-snatch/fence'), /\/node_modules\/redis-snatch\/lib\/entries\/fence\.mjs$/)
+for (const name of ['fenced', 'fenceTableSql', 'StaleFenceError']) assert.equal(fence[name], fenceCjs[name], `redis-snatch/fence ${name}`)
+console.log("  import: 'redis-snatch/fence' resolves to lib/entries/fence.mjs, the same objects as require")
 
 const key = `pack-test:${process.pid}:${Date.now()}`
 const result = await snatchTask(key, ({ fence }) => `ran with fence ${fence}`)
@@ -34,3 +42,14 @@ assert.equal((await (await fetch(`${base}api/state`)).json()).ok, true)
 server.close()
 await locker.close()
 console.log("  import: 'redis-snatch/dashboard' serves its page and its state")
+
+// Each subpath's ES module entry: exactly the values its types declare, the same objects as require() gives.
+for (const [subpath, names] of Object.entries(subpaths)) {
+  const specifier = `redis-snatch${subpath.slice(1)}`
+  const esmEntry = await import(specifier)
+  const cjsEntry = createRequire(import.meta.url)(specifier)
+  assert.deepEqual(Object.keys(esmEntry).sort(), names, `${specifier}: import's names`)
+  for (const name of names) assert.equal(esmEntry[name], cjsEntry[name], `${name} differs between import and require`)
+}
+const listed = Object.keys(subpaths).map((subpath) => `'redis-snatch${subpath.slice(1)}'`)
+console.log(`  import: ${listed.join(', ')} export what their types declare, the same objects as require`)

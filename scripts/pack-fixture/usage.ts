@@ -1,8 +1,8 @@
 // Type test (strict tsc --noEmit): every public name, and wrong calls rejected. `npm test` checks it in the
 // repository (__test__/types/tsconfig.json, resolving 'redis-snatch' to the package itself), and the pack test
 // copies it into its temp project as usage.mts (ESM: the `import` condition, index.d.mts) and usage.cts
-// (CommonJS: the `require` condition, index.d.ts), checked under node16 and nodenext resolution, and as usage.ts,
-// checked under bundler resolution.
+// (CommonJS: the `require` condition, index.d.ts), checked under node16, nodenext and bundler resolution, and as
+// usage.ts, checked under node10 resolution (CommonJS, without `exports`: `types` and `typesVersions`).
 import {
   ClosedError,
   createLocker,
@@ -13,11 +13,18 @@ import {
   NoReplicaError,
   QuorumError,
   RedisError,
+  ReentrantError,
   RunReplacedError,
   RunTimeoutError,
   snatchTask,
   SnatchError,
+  StaleFenceError,
   type AttemptInfo,
+  type ContendedKey,
+  type Handler,
+  type StoredScheduleInfo,
+  type StoredScheduleSpec,
+  type StoredTickContext,
   type LeaderContext,
   type LeaderObserver,
   type Leadership,
@@ -57,8 +64,15 @@ import {
   type WaitOptions,
 } from 'redis-snatch'
 import { createDashboard, type DashboardOptions } from 'redis-snatch/dashboard'
-import { createMetricsHandler, type MetricsHandlerOptions } from 'redis-snatch/prometheus'
+import {
+  createMetricsHandler,
+  registerMetrics,
+  type MetricsHandlerOptions,
+  type PromClientRegistry,
+  type RegisterMetricsOptions,
+} from 'redis-snatch/prometheus'
 import { idempotency, fastifyIdempotency, type IdempotencyOptions, type IdempotencyRun } from 'redis-snatch/idempotency'
+import { fenced, fenceTableSql, StaleFenceError as FenceStaleError, type FencedOptions } from 'redis-snatch/fence'
 import { createServer } from 'node:http'
 
 /** Uses every export the way the docs do; never called, only type-checked. */
@@ -148,7 +162,12 @@ export async function usage(): Promise<void> {
     timeout: 60_000,
     maxRuntime: 120_000,
     history: 100,
+    jitter: 30_000,
   }
+  const buffered: ScheduleOptions = { concurrency: 'buffer', jitter: 0 }
+  // @ts-expect-error: not a concurrency
+  const queued: ScheduleOptions = { concurrency: 'queue' }
+  void [buffered, queued]
   const task: ScheduledTask = locker.schedule('report', '0 6 * * *', ({ tick, fence, attempt, why }: TickContext) => {
     const when: Date = tick
     const reason: RunReason = why
@@ -158,6 +177,21 @@ export async function usage(): Promise<void> {
   task.on('skip', ({ reason }) => void (reason === 'suspended'))
   task.on('error', (err, info: AttemptInfo) => void [err, info.tick, info.attempt, info.why])
   await task.stop()
+
+  const handler: Handler = locker.handle('digest', async ({ id, data, tick, fence, signal }: StoredTickContext) => {
+    return [id.length, data, tick.getTime(), fence + 1n, signal.aborted]
+  }, { maxRunning: 10 })
+  const spec: StoredScheduleSpec = { handler: 'digest', cron: '0 8 * * *', timezone: 'Europe/Paris', data: { user: 42 } }
+  const stored: StoredScheduleInfo = await locker.upsertSchedule('digest:42', spec)
+  void [stored.next?.getTime(), stored.health === 'orphaned', stored.runs + 1]
+  await locker.upsertSchedule('cleanup:1', { handler: 'cleanup', at: new Date(Date.now() + 7_200_000), retries: 3 })
+  const page = await locker.listSchedules({ handler: 'digest', limit: 100, cursor: null })
+  void [page.schedules.map((s) => s.id), page.cursor ?? 'last']
+  const removed: boolean = await locker.removeSchedule('digest:42')
+  void [removed, await locker.getSchedule('digest:42')]
+  // @ts-expect-error a stored schedule needs its handler
+  await locker.upsertSchedule('x', { every: 5000 })
+  await handler.stop()
 
   const leadOptions: LeadOptions = { ttl: 10_000, retry: 500 }
   const leadership: Leadership = locker.lead('feed', async ({ signal, term, fence, validUntil }: LeaderContext) => {
@@ -199,6 +233,13 @@ export async function usage(): Promise<void> {
   void [set.keys[0], fenceA, fenceB, set.signal.aborted, set.validUntil, await set.extend(), await set.release()]
   const moved: number = await locker.withLocks(['stock:b', 'stock:a'], (ctx: MultiTaskContext) => ctx.fences.length + ctx.keys.length, { wait: 5_000 })
   void moved
+  const nested: bigint = await locker.withLock('k', () => locker.withLock('k', ({ fence }) => fence, { reentrant: true, wait: 10 }))
+  const nestedTask: boolean = (await locker.snatchTask('k', () => 1, { reentrant: true })).ran
+  void [nested, nestedTask, await locker.withLocks(['a', 'b'], () => 1, { reentrant: true })]
+  const [hottest]: ContendedKey[] = locker.contention({ limit: 5, reset: true })
+  void [hottest.key, hottest.waits + hottest.waitMs + hottest.timeouts]
+  // @ts-expect-error contention's reset is a boolean
+  locker.contention({ reset: 1 })
   const sharedOptions: SharedOptions<{ total: bigint }> = { resultTtl: 60_000, wait: 10_000, signal: AbortSignal.timeout(5_000) }
   const { total }: { total: bigint } = await locker.shared('report:2026-11', async ({ fence }) => ({ total: fence }), sharedOptions)
   const map: Map<string, number> = await locker.shared('map', () => new Map([['a', 1]]), {
@@ -209,6 +250,21 @@ export async function usage(): Promise<void> {
   const idem: IdempotencyOptions = { required: true, scope: () => 'tenant-1' }
   const run: IdempotencyRun | undefined = undefined as IdempotencyRun | undefined
   void [idempotency(locker, idem), fastifyIdempotency, run?.fence, run?.signal.aborted, run?.validUntil]
+  // redis-snatch/fence, with no driver's types: db is the user's pool or client, tx its transaction's connection.
+  const fencedOptions: FencedOptions = { table: 'app.fences', signal: AbortSignal.timeout(1000), wait: 2000 }
+  const fencedWrite: number = await locker.withLock('stock:42', ({ fence, signal }) =>
+    fenced({}, 'stock:42', fence, async (tx: { query(text: string): Promise<unknown> }) => (await tx.query('SELECT 1'), 1), { ...fencedOptions, signal }),
+  )
+  const fromHandle: string = await fenced({}, 'stock:42', '1843000000000000', () => 'ok')
+  // @ts-expect-error a fence is a bigint or its decimal string, never a Number
+  void fenced({}, 'r', 1, () => 1)
+  // @ts-expect-error options are the fence table, the signal and the wait
+  void fenced({}, 'r', 1n, () => 1, { timeout: 5 })
+  const ddl: string = fenceTableSql('postgres') + fenceTableSql('mysql', 'fences')
+  // @ts-expect-error postgres or mysql
+  void fenceTableSql('sqlite')
+  const stale: StaleFenceError = new FenceStaleError('stock:42', 1n, 2n)
+  void [fencedWrite, fromHandle, ddl, stale.code === 'ERR_SNATCH_STALE_FENCE', stale.resource, stale.fence + stale.current]
   const closing: CloseOptions = { timeout: 20_000 }
   await locker.close(closing)
   await locker.close({ drain: false })
@@ -226,6 +282,7 @@ export async function usage(): Promise<void> {
     }
     const timeout: 'ERR_SNATCH_TIMEOUT' = new LockTimeoutError().code
     const none: 'ERR_SNATCH_NO_REPLICA' = new NoReplicaError().code
+    if (err instanceof ReentrantError) void ([err.key, err.code] satisfies [string, 'ERR_SNATCH_REENTRANT'])
     void timeout, none, [RedisError, QuorumError, ClosedError, RunTimeoutError, RunReplacedError]
   }
 
@@ -237,6 +294,8 @@ export async function usage(): Promise<void> {
   await locker.snatchTask('k', () => 1, { wait: 10 })
   // @ts-expect-error ttl is a number
   createLocker({ ttl: '1000' })
+  // @ts-expect-error reentrant is a boolean
+  await locker.withLock('k', () => 1, { reentrant: 'yes' })
   // @ts-expect-error a sentinel needs the master's name
   createLocker({ sentinel: { urls: ['redis://10.0.0.1:26379'] } })
   // @ts-expect-error ca is PEM text or a Buffer
@@ -263,4 +322,10 @@ export async function usage(): Promise<void> {
   createMetricsHandler({ limit: 5 })
   // @ts-expect-error limit is a number
   createMetricsHandler(locker, { limit: '5' })
+  // The application's prom-client registry: its types need no prom-client here (this project has none).
+  const registerOptions: RegisterMetricsOptions = { fleet: true, name: 'orders' }
+  const registry = {} as PromClientRegistry
+  registerMetrics(locker, registry, registerOptions).disable()
+  // @ts-expect-error fleet is a boolean
+  registerMetrics(locker, registry, { fleet: 1 })
 }

@@ -111,6 +111,17 @@
     return button
   }
 
+  /** A schedule's buttons (code or stored, by `name`): trigger, and suspend or resume; none on a read-only page. */
+  function scheduleActions(name, suspended) {
+    if (!state.actions) return []
+    return [
+      actionButton('trigger', `run ${name} once now`, () => post('api/trigger', { name })),
+      suspended
+        ? actionButton('resume', `resume ${name}`, () => post('api/resume', { name }))
+        : actionButton('suspend', `suspend ${name}`, () => post('api/suspend', { name })),
+    ]
+  }
+
   function renderSchedules() {
     const body = $('schedules').tBodies[0]
     const rows = state.schedules.map((s) => {
@@ -133,14 +144,7 @@
         s.suspended ? el('span', 'suspended', 'tag outcome-missed') : el('span', 'active', 'tag'),
         ...s.running.map((r) => el('span', `running on ${r.instance ?? '?'}`, 'tag outcome-running')),
       ]
-      const actions = state.actions
-        ? [
-            actionButton('trigger', `run ${s.name} once now`, () => post('api/trigger', { name: s.name })),
-            s.suspended
-              ? actionButton('resume', `resume ${s.name}`, () => post('api/resume', { name: s.name }))
-              : actionButton('suspend', `suspend ${s.name}`, () => post('api/suspend', { name: s.name })),
-          ]
-        : []
+      const actions = scheduleActions(s.name, s.suspended)
       const health = el('span', s.health, `tag health health-${s.health}`)
       const tr = row([name, when, next, last, s.replicas.join(', '), stateCell, health, actions])
       tr.lastChild.className = 'actions-column'
@@ -150,6 +154,37 @@
     })
     body.replaceChildren(...rows)
     $('no-schedules').hidden = state.schedules.length > 0
+  }
+
+  /** The page of stored schedules shown (`api/stored`), the cursor it was read from, and its next one. */
+  let stored = { schedules: [], handlers: [], cursor: null }
+  let storedFrom = null
+
+  async function loadStored() {
+    const query = storedFrom === null ? '' : `?cursor=${encodeURIComponent(storedFrom)}`
+    const res = await fetch(`api/stored${query}`, { cache: 'no-store' })
+    if (res.ok) stored = await res.json()
+  }
+
+  function renderStored() {
+    const rows = stored.schedules.map((s) => {
+      const when = s.cron ? [el('div', cronWords(s.cron)), el('div', `${s.cron} (${s.timezone})`, 'muted')] : s.every ? `every ${duration(s.every)}` : `at ${localTime(s.at)}`
+      const next = s.next === null ? '—' : el('div', `in ${duration(Math.max(0, s.next - Date.now()))}`, 'countdown', { 'data-at': String(s.next) })
+      const last = s.last ? [outcomeOf(s.last), ...whyTags(s.last)] : outcomeOf(null)
+      const stateCell = s.suspended ? el('span', 'suspended', 'tag outcome-missed') : el('span', s.finished ? 'finished' : 'active', 'tag')
+      const actions = scheduleActions(s.id, s.suspended)
+      const health = el('span', s.health, `tag health health-${s.health}`)
+      const tr = row([s.id, s.handler, when, next, last, String(s.runs), stateCell, health, actions])
+      tr.lastChild.className = 'actions-column'
+      return tr
+    })
+    $('stored').tBodies[0].replaceChildren(...rows)
+    $('no-stored').hidden = stored.schedules.length > 0
+    $('stored-next').hidden = stored.cursor === null
+    $('stored-first').hidden = storedFrom === null
+    $('stored-handlers').textContent = stored.handlers
+      .map((h) => `${h.handler}: ${h.schedules} schedules, ${h.overdue} overdue, ${h.runners} runners`)
+      .join(' · ')
   }
 
   function renderLocks() {
@@ -266,6 +301,7 @@
     document.body.classList.toggle('actions', state.actions)
     renderConnection()
     renderSchedules()
+    renderStored()
     renderLocks()
     renderDetail()
     if (focused) document.querySelector(`[data-focus="${CSS.escape(focused)}"]`)?.focus()
@@ -278,7 +314,7 @@
       try {
         const res = await fetch('api/state', { cache: 'no-store' })
         state = await res.json()
-        await loadHistory()
+        await Promise.all([loadHistory(), loadStored()])
       } catch (err) {
         state = { ...(state ?? { schedules: [], locks: [], locksLimit: 0, actions: false }), ok: false, error: `the dashboard did not answer (${err.message})` }
       }
@@ -295,6 +331,17 @@
   }
 
   $('filter').addEventListener('input', () => state && renderLocks())
+  // Links, not buttons: paging is reading, and a read-only page has no buttons.
+  $('stored-next').addEventListener('click', (event) => {
+    event.preventDefault()
+    storedFrom = stored.cursor
+    poll()
+  })
+  $('stored-first').addEventListener('click', (event) => {
+    event.preventDefault()
+    storedFrom = null
+    poll()
+  })
   poll()
   setInterval(poll, POLL_MS)
   setInterval(tick, 250)

@@ -9,22 +9,54 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** A campaign under way. */
+export declare class NativeCampaign {
+  /** Ends the term under way, if any; resolves once it ended. The campaign goes on after `retry`. */
+  resign(): Promise<void>
+  /** Ends the term under way, if any, and campaigns no more; resolves once the campaign stopped. */
+  stop(): Promise<void>
+}
+
+/** A handler of stored schedules run on this replica (`locker.handle`), which the facade's handler wraps. */
+export declare class NativeHandler {
+  /** No new occurrences here; resolves once the fns running here have settled and their locks are given back. */
+  stop(): Promise<void>
+}
+
 /** A locker; the facade's `Locker` wraps it. */
 export declare class NativeLocker {
   /**
    * Validates the options. `deliver(kind, id, fence, extra)` hears every outcome (kinds and their arguments:
    * delivery.rs, `OutcomeKind`).
    */
-  constructor(init: LockerInit, deliver: (arg0: OutcomeKind, arg1: number, arg2?: bigint | undefined | null, arg3?: boolean | string | OccurrenceArgs | HeldArgs | NativeError | SkippedArgs | UnclaimedArgs | AttemptedArgs | StoredArgs | undefined | null) => void)
+  constructor(init: LockerInit, deliver: (arg0: OutcomeKind, arg1: number, arg2?: bigint | undefined | null, arg3?: boolean | string | AttemptArgs | HeldArgs | NativeError | SkippedArgs | UnclaimedArgs | AttemptedArgs | StoredArgs | Array<bigint> | number | LeaderArgs | undefined | null) => void)
+  /** The core's limits, defaults and names, for the facade (limits.rs). */
+  static limits(): Limits
+  /**
+   * Checks option `name`'s number `value` (an integer in its range: ms for a duration, a count otherwise); throws
+   * the coded RangeError when it is not.
+   */
+  static checkOption(name: string, value: number): void
   /** The event loop turned now: leases are renewed while it beats within `maxStall` (the facade beats on a timer). */
   beat(): void
   /** The calls every run or one-attempt lock makes (calls.rs). */
-  runCalls(): RunCalls
+  runFunctions(): RunFunctions
   /**
    * Starts acquisition `id` of `key`, waiting up to `options.wait` (one attempt is `tryLock` of
-   * [`NativeLocker::run_calls`]): a lock, or a timeout error when waiting ran out.
+   * [`NativeLocker::run_functions`]): a lock, or a timeout error when waiting ran out.
    */
   acquire(id: number, key: string, options?: LockInit | undefined | null): void
+  /**
+   * The `limit` keys (default: `Limits.defaultContentionLimit`) this locker's acquisitions waited for most, most
+   * first; with `reset`, the count starts again.
+   */
+  contention(limit?: number | undefined | null, reset?: boolean | undefined | null): Array<ContendedKey>
+  /**
+   * Call `id` (a run, or a lock's acquisition) made inside the fn of runs of the facade's: when they hold some of its
+   * keys, it is told what it comes to (`Failed` with a ReentrantError, `NotAcquired`, or `Invoke` under the held
+   * locks and `Ran` once `taskDone` was told), and true; false: the facade starts it as any call.
+   */
+  reenter(id: number, call: ReenterInit): boolean
   /**
    * Starts acquisition `id` of a permit of semaphore `key` of `limit` holders: one attempt, or waiting up to
    * `options.wait` when `wait`. The permit is then a lock like the others (extend, release, remainingMs, loss).
@@ -46,21 +78,46 @@ export declare class NativeLocker {
    */
   lockAll(ids: Array<number>, keys: Array<string>, options?: LockInit | undefined | null): void
   /**
-   * Starts turn `id` at the shared result of `key`: `Stored` (the stored bytes), or `Locked` (the lock to compute
-   * it under, as lock `id`). Waits for a round under way up to `options.wait`. `storeErrors`: take a stored error of
-   * any round, not only of one waited for.
+   * Starts run `id` of the facade's fn as a permit of semaphore `key` of `limit` holders (`holder` 'permit'), or as
+   * the write lock ('write') or a read lock ('read') of read-write lock `key`, waiting up to `options.wait`: `Call`,
+   * then `Ran` once `taskDone` was told; a timeout error when waiting ran out.
    */
-  shared(id: number, key: string, options: LockInit | undefined | null, storeErrors: boolean): void
+  runAs(id: number, key: string, holder: string, limit: number, options?: LockInit | undefined | null): void
   /**
-   * Starts operation `id`: stores `bytes` (`error`: fn's error rather than its value) as the shared result of lock
-   * `lock`'s key for `ttl` ms, while the lock is still ours. Answers whether it was.
+   * Starts run `id` of the facade's fn under every key of `keys` or none, waiting up to `options.wait` in all:
+   * `Call` with the fence of each key, then `Ran` once `taskDone` was told; a timeout error naming the first key
+   * not had in time.
    */
-  storeShared(id: number, lock: number, error: boolean, bytes: Buffer, ttl: number): void
+  runAll(id: number, keys: Array<string>, options?: LockInit | undefined | null): void
+  /**
+   * Starts run `id` of the facade's fn for the shared result of `key`: `Stored` (fn not called), or `Call` and,
+   * once `sharedDone` was told, `Ran`. Waits for a round under way up to `options.wait`. `storeErrors`: a stored
+   * error of any round is taken.
+   */
+  runShared(id: number, key: string, options: LockInit | undefined | null, storeErrors: boolean): void
+  /**
+   * The fn of shared run `id` settled: `bytes` (`error`: fn's error rather than its value) are stored for `ttl` ms
+   * while the lock is still ours, unless `bytes` is null; then the lock is given back.
+   */
+  sharedDone(id: number, error: boolean, bytes: Buffer | undefined | null, ttl: number): void
+  /**
+   * The caller of shared run `id` stopped waiting (its signal aborted): true when it is forgotten (nothing more is
+   * told of it); false when it took its turn already (its fn is then still called, for the round's other callers).
+   */
+  stopWaiting(id: number): boolean
+  /**
+   * Starts campaign `id` for leadership of `name` (`ttl`: a term's lease; `retry`: how long it waits for the lock
+   * at a time, and pauses after a term): each term's fn is called as a run's (`Call` with the campaign's id),
+   * ended by `Revoked`; while it does not lead, `Leader` says who does. Throws on a bad name or option.
+   */
+  lead(id: number, name: string, ttl?: number | undefined | null, retry?: number | undefined | null): NativeCampaign
+  /** Starts observer `id` of leadership `name`: `Leader` whenever the leader changes, `Erred` on an error. */
+  observe(id: number, name: string): NativeObserver
   /**
    * Hands lock `lock` over to another owner: it is no longer renewed nor released here. The milliseconds of validity
    * left; `null` when it was no longer held. Throws for a semaphore's permit or a read-write lock's.
    */
-  handOff(lock: number): number | null
+  handOver(lock: number): number | null
   /**
    * Starts acquisition `id`: continue the lock of `key` handed over with `token` and `fence` (decimal digits), as
    * a lock of `options` (`ttl`, `autoExtend`); not acquired when the key does not hold that token any more.
@@ -84,10 +141,23 @@ export declare class NativeLocker {
   ask(id: number, question: FleetQuestion): void
   /**
    * Starts schedule `id` (the facade's id for it): every occurrence of `cron` runs once across the replicas, its
-   * fn called as a run's (an occurrence's [`crate::delivery::OutcomeKind::Call`]); the on-time occurrences it does
+   * fn called as a run's (an occurrence's [`crate::delivery::OutcomeKind::Invoke`]); the on-time occurrences it does
    * not run here are told as the schedule's. Throws on a bad name, expression, zone or option.
    */
   schedule(id: number, name: string, cron: string, options: ScheduleInit): NativeSchedule
+  /**
+   * Makes this replica a runner of stored schedules' handler `name` (the facade's id for it: `id`): their
+   * occurrences' fns are called as a schedule's (an occurrence's [`crate::delivery::OutcomeKind::Invoke`], with the
+   * stored schedule's id and data). Throws on a bad name or on Redlock.
+   */
+  handle(id: number, name: string, maxRunning?: number | undefined | null): NativeHandler
+  /**
+   * Starts operation `id` on stored schedule `target`: `op` is 'upsert' (from the spec `json`), 'remove' or 'get';
+   * or 'summary' of them all by handler (`target` unused); answers with JSON.
+   */
+  stored(id: number, op: string, target: string, json?: string | undefined | null): void
+  /** Starts operation `id`: one page of the stored schedules (`listSchedules`); answers with JSON. */
+  listStored(id: number, options: ListInit): void
   /**
    * Starts operation `id`: stop schedules, wait for calls under way, release every lock still held, close the
    * connections. Idempotent. The fns running get `drainMs` to finish (none: all the time they take); then their
@@ -96,10 +166,34 @@ export declare class NativeLocker {
   close(id: number, drainMs?: number | undefined | null): void
 }
 
+/** An observer under way. */
+export declare class NativeObserver {
+  /** Stops observing; resolves once it stopped. */
+  close(): Promise<void>
+}
+
 /** A running schedule. */
 export declare class NativeSchedule {
   /** No new occurrences; resolves once a running fn has settled and its locks are given back. */
   stop(): Promise<void>
+}
+
+/** `extra` of an occurrence's [`OutcomeKind::Invoke`]. */
+export interface AttemptArgs {
+  /** The schedule, by the facade's id for it. */
+  schedule: number
+  /** The occurrence, in epoch milliseconds: its cron tick, or when a manual run was asked for. */
+  tick: number
+  /** 1 for the first attempt. */
+  attempt: number
+  /** Why it runs: `on-time`, `late`, `retry` or `manual`. */
+  why: string
+  /** When it was due to start, in epoch milliseconds: its tick plus the schedule's jitter offset for it. */
+  due: number
+  /** The stored schedule it is an occurrence of (`schedule` is then its handler's id), if it is one. */
+  id?: string
+  /** That stored schedule's `data`, as JSON, if it has any. */
+  data?: string
 }
 
 /** `extra` of [`OutcomeKind::Attempted`]. */
@@ -108,6 +202,14 @@ export interface AttemptedArgs {
   ending: string
   /** From fn's call to its settling, in ms. */
   durationMs: number
+}
+
+/** A key waited for: its waits, the time they waited in all (ms), and those that timed out. */
+export interface ContendedKey {
+  key: string
+  waits: number
+  waitMs: number
+  timeouts: number
 }
 
 /** The exported JS error class the facade makes of a core error (lib/errors.js has one for each name). */
@@ -119,6 +221,7 @@ export declare const enum ErrorClass {
   LockTimeoutError = 'LockTimeoutError',
   ClosedError = 'ClosedError',
   NoReplicaError = 'NoReplicaError',
+  ReentrantError = 'ReentrantError',
 }
 
 /**
@@ -144,6 +247,73 @@ export interface HeldArgs {
   holders: number
   /** The holder's instance id, when its value says. */
   holder?: string
+}
+
+/** `extra` of [`OutcomeKind::Leader`]. */
+export interface LeaderArgs {
+  /** The leader's instance id, when its lock's value says. */
+  leader?: string
+  /** Its term (the fence of its lock), when known. */
+  term?: bigint
+}
+
+/** The limits, defaults and names the facade uses (ms for durations). */
+export interface Limits {
+  /** The longest duration option. */
+  maxDurationMs: number
+  /** The shortest lease. */
+  minTtlMs: number
+  /** The longest `fenceTtl`. */
+  maxFenceTtlMs: number
+  /** The largest count option: a list's or a semaphore's `limit`, a size in bytes. */
+  maxCount: number
+  /** The longest key, in UTF-8 bytes. */
+  maxKeyBytes: number
+  /** The most keys of a set of locks. */
+  maxSetKeys: number
+  /** The greatest id the facade gives its runs, locks and operations (the core numbers its own runs above). */
+  maxCallerId: number
+  /** The most records a schedule keeps, and `retries`. */
+  maxHistory: number
+  maxRetries: number
+  /** A locker's defaults: its Redis (without `REDIS_URL`), `ttl`, `commandTimeout`, `maxStall`, `fenceTtl`. */
+  defaultUrl: string
+  defaultTtlMs: number
+  defaultCommandTimeoutMs: number
+  defaultMaxStallMs: number
+  defaultFenceTtlMs: number
+  /** A campaign's `retry`. */
+  defaultRetryMs: number
+  /** The most keys `contention()` keeps, and how many it gives without a `limit`. */
+  contentionKeys: number
+  defaultContentionLimit: number
+  /** A schedule's `startingDeadline` and `history`. */
+  defaultStartingDeadlineMs: number
+  defaultHistory: number
+  /** How many records `history()` reads, and how many locks `locks()` lists, without a `limit`. */
+  defaultHistoryLimit: number
+  defaultListLimit: number
+  /** shared()'s `resultTtl`, `wait` and `maxResultBytes`. */
+  defaultResultTtlMs: number
+  defaultSharedWaitMs: number
+  defaultMaxResultBytes: number
+  /** A schedule's `jitter`: its default and its longest. */
+  defaultJitterMs: number
+  maxJitterMs: number
+  /** A schedule's `concurrency` values, the default first. */
+  concurrencies: Array<string>
+  /** A schedule's healths, best first. */
+  healths: Array<string>
+  /** How an attempt can end, as its record says. */
+  outcomes: Array<string>
+}
+
+/** What `listSchedules` asks for. */
+export interface ListInit {
+  handler?: string
+  pattern?: string
+  limit: number
+  cursor?: string
 }
 
 /**
@@ -192,18 +362,8 @@ export interface NativeError {
   message: string
   /** RedisError: what Redis or the connection said. */
   cause?: string
-}
-
-/** `extra` of an occurrence's [`OutcomeKind::Call`]. */
-export interface OccurrenceArgs {
-  /** The schedule, by the facade's id for it. */
-  schedule: number
-  /** The occurrence, in epoch milliseconds: its cron tick, or when a manual run was asked for. */
-  tick: number
-  /** 1 for the first attempt. */
-  attempt: number
-  /** Why it runs: `on-time`, `late`, `retry` or `manual`. */
-  why: string
+  /** ReentrantError: the key its calling context holds. */
+  key?: string
 }
 
 /**
@@ -211,8 +371,11 @@ export interface OccurrenceArgs {
  * values from the binding (`OutcomeKind` of binding.js), so that both sides share one definition.
  */
 export declare const enum OutcomeKind {
-  /** Call the fn of run `id` under `fence`; `extra`: the schedule's [`OccurrenceArgs`], for an occurrence. */
-  Call = 0,
+  /**
+   * Call the fn of run `id` under `fence`; `extra`: none for the caller's run under one lock, the fences of a set's
+   * keys (bigints, in order), a schedule's [`AttemptArgs`], or the id of the campaign whose term it is.
+   */
+  Invoke = 0,
   /** The lease of run or lock `id` was lost. */
   Lost = 1,
   /** Run `id` ended after its fn ran under `fence`; `extra`: its lease lapsed. */
@@ -245,12 +408,37 @@ export declare const enum OutcomeKind {
    * `superseded`, `overlap` or `suspended`).
    */
   Missed = 13,
-  /** Turn `id` at a shared result found it stored: `extra` is its [`StoredArgs`]. */
+  /** Shared run `id` found the result stored (its fn not called): `extra` is its [`StoredArgs`]. */
   Stored = 14,
+  /**
+   * Run `id`, a leader's term under `fence`, ended: `extra` says why, `returned`, `resigned`, `stopped`, `lost` or
+   * `error`.
+   */
+  Revoked = 15,
+  /** Campaign or observer `id` sees this leader: `extra` is its [`LeaderArgs`], none without a leader. */
+  Leader = 16,
+  /** Campaign or observer `id` met an error, `extra` (a [`NativeError`]); it goes on. */
+  Erred = 17,
+}
+
+/** A call made inside the fn of runs of the facade's (snatch-core's `Reentering`). */
+export interface ReenterInit {
+  /** Its keys, in the call's order. */
+  keys: Array<string>
+  /** A lock handed to the facade (tryLock, lock), not a run of fn. */
+  lock: boolean
+  /** A run of withLocks. */
+  set: boolean
+  /** A waiting call (withLock, lock, withLocks). */
+  waits: boolean
+  /** The `reentrant` option. */
+  reentrant: boolean
+  /** The runs whose fn the call runs inside, by id. */
+  within: Array<number>
 }
 
 /** The calls every run or one-attempt lock makes, of one locker. */
-export interface RunCalls {
+export interface RunFunctions {
   /**
    * `(id, key, required, ttl?, minHold?, autoExtend?, wait?, fair?)`: starts run `id` of the facade's fn under
    * `key`; with `required` (withLock), not getting the lock is a timeout error.
@@ -283,7 +471,7 @@ export interface ScheduleInit {
   retries?: number
   /** Milliseconds before the first retry, doubled for each next one. */
   retryDelay?: number
-  /** `forbid`, `allow` or `replace`. */
+  /** `forbid`, `allow`, `replace` or `buffer`. */
   concurrency?: string
   /** Milliseconds an attempt may take before its signal aborts. */
   timeout?: number
@@ -291,6 +479,8 @@ export interface ScheduleInit {
   maxRuntime?: number
   /** How many records Redis keeps. */
   history?: number
+  /** Milliseconds: each occurrence starts at its tick plus an offset below this, the same on every replica. */
+  jitter?: number
 }
 
 /** `extra` of [`OutcomeKind::Skipped`] and [`OutcomeKind::Missed`]. */

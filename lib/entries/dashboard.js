@@ -1,3 +1,3 @@
 'use strict'
 // `require('redis-snatch/dashboard')`: see lib/dashboard and dashboard.d.ts.
-module.exports = require('./lib/dashboard')
+module.exports = require('../dashboard')

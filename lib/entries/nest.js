@@ -1,3 +1,3 @@
 'use strict'
 // `require('redis-snatch/nest')`: see lib/nest and nest.d.ts.
-module.exports = require('./lib/nest')
+module.exports = require('../nest')

@@ -1,5 +1,9 @@
+/**
+ * `redis-snatch/nest`. NestJS: the module, the decorators and `currentRun()`.
+ * @module nest
+ */
 import type { DynamicModule, ModuleMetadata } from '@nestjs/common'
-import type { LockerOptions, LockOptions, ScheduleOptions, TaskContext, TickContext, WaitOptions } from './index'
+import type { LockerOptions, LockOptions, ScheduleOptions, TaskContext, TickContext, WaitOptions } from '../../index'
 
 /** SnatchModule.forRoot's options: a Locker's, and whether every module can inject it (`global`, default true). */
 export interface SnatchModuleOptions extends LockerOptions {
@@ -28,8 +32,11 @@ export interface SnatchModuleAsyncOptions {
 /**
  * The application's Locker as a provider (inject the `Locker` class, or `@InjectLocker()`), closed at application
  * shutdown (running work ends first, within `shutdownTimeout`). Every `@Cron` method of @nestjs/schedule runs each occurrence on exactly one
- * replica through `locker.schedule()`; keep `ScheduleModule.forRoot({ cronJobs: false })` beside it for `@Interval`,
- * `@Timeout` and `SchedulerRegistry`, which stay per replica.
+ * replica through `locker.schedule()`; keep `ScheduleModule.forRoot({ cronJobs: false })` beside it for `@Interval`
+ * and `@Timeout`, which stay per replica, and for `SchedulerRegistry`, which then holds each `@Cron` method's job
+ * (`getCronJob(name)`: `isActive`, `start()`/`stop()` of this replica's part, `lastDate()`, `fireOnTick()`) and refuses
+ * a CronJob added at run time (`addCronJob`), which would run on every replica (ERR_SNATCH_INVALID_ARG, naming stored
+ * schedules as the replacement).
  */
 export declare class SnatchModule {
   /** The module with a Locker of `options`. */
@@ -47,6 +54,14 @@ export declare function InjectLocker(): ParameterDecorator
  * `name`, else `ClassName.methodName`.
  */
 export declare function SnatchSchedule(options: ScheduleOptions): MethodDecorator
+
+/**
+ * The method runs the occurrences of the stored schedules whose handler is `name` (`locker.handle(name, fn,
+ * options)`) on this replica, called with the occurrence's context (`ctx.id`, `ctx.data`, `ctx.tick`, `ctx.fence`,
+ * `ctx.signal`; `currentRun()` inside too). Schedules are created at runtime with `locker.upsertSchedule(id, { handler:
+ * name, ... })`: the replacement for `SchedulerRegistry.addCronJob`, which runs once across the replicas.
+ */
+export declare function SnatchHandler(name: string, options?: { maxRunning?: number }): MethodDecorator
 
 /** A lock's name: a string, or a function of the decorated method's arguments (called with the instance as `this`). */
 export type LockKey = string | ((...args: any[]) => string)

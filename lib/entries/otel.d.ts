@@ -1,5 +1,9 @@
+/**
+ * `redis-snatch/otel`. OpenTelemetry: spans and metrics of every locker.
+ * @module otel
+ */
 import type { MeterProvider, TracerProvider } from '@opentelemetry/api'
-import type { Locker } from './index'
+import type { Locker } from '../../index'
 
 /** Options of `instrument`. */
 export interface InstrumentOptions {

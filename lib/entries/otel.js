@@ -1,3 +1,3 @@
 'use strict'
 // `require('redis-snatch/otel')`: see lib/otel.js and otel.d.ts.
-module.exports = require('./lib/otel')
+module.exports = require('../otel')

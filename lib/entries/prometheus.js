@@ -1,3 +1,3 @@
 'use strict'
 // `require('redis-snatch/prometheus')`: see lib/prometheus.js and prometheus.d.ts.
-module.exports = require('./lib/prometheus')
+module.exports = require('../prometheus')

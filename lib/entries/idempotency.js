@@ -1,3 +1,3 @@
 'use strict'
 // `require('redis-snatch/idempotency')`: see lib/idempotency.js and idempotency.d.ts.
-module.exports = require('./lib/idempotency')
+module.exports = require('../idempotency')

@@ -1,4 +1,8 @@
-import type { Locker } from './index'
+/**
+ * `redis-snatch/idempotency`. HTTP idempotency keys: Express middleware and Fastify plugin.
+ * @module idempotency
+ */
+import type { Locker } from '../../index'
 
 /** Options of the idempotency middleware and plugin; `req` is the framework's request. */
 export interface IdempotencyOptions {
@@ -29,11 +33,18 @@ export interface IdempotencyRun {
   readonly validUntil: number
 }
 
-/** Express middleware (any `(req, res, next)` framework on node:http): see the guide "Locks and snatchTask", "HTTP idempotency keys". */
+/**
+ * Express middleware (any `(req, res, next)` framework on node:http): see the guide "Locks and snatchTask", "HTTP
+ * idempotency keys". A replayed response (the stored one, for a later request with the same key) carries the header
+ * `Idempotent-Replayed: true`; the first answer and the 409/422 ones do not.
+ */
 export declare function idempotency(
   locker: Locker,
   options?: IdempotencyOptions,
 ): (req: any, res: import('node:http').ServerResponse, next: (err?: unknown) => void) => void
 
-/** Fastify plugin: `await fastify.register(fastifyIdempotency, { locker, ...options })`. */
+/**
+ * Fastify plugin: `await fastify.register(fastifyIdempotency, { locker, ...options })`. A replayed response carries
+ * `Idempotent-Replayed: true`, as with `idempotency`.
+ */
 export declare function fastifyIdempotency(fastify: any, options: IdempotencyOptions & { locker: Locker }): Promise<void>

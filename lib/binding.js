@@ -835,7 +835,10 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.NativeCampaign = nativeBinding.NativeCampaign
+module.exports.NativeHandler = nativeBinding.NativeHandler
 module.exports.NativeLocker = nativeBinding.NativeLocker
+module.exports.NativeObserver = nativeBinding.NativeObserver
 module.exports.NativeSchedule = nativeBinding.NativeSchedule
 module.exports.ErrorClass = nativeBinding.ErrorClass
 module.exports.OutcomeKind = nativeBinding.OutcomeKind

@@ -1,5 +1,9 @@
+/**
+ * `redis-snatch/dashboard`. The dashboard: the fleet's schedules and locks as a request handler.
+ * @module dashboard
+ */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Locker } from './index'
+import type { Locker } from '../../index'
 
 /** Options of `createDashboard`. */
 export interface DashboardOptions {

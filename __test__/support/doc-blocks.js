@@ -1,7 +1,7 @@
 'use strict'
 // The code blocks of the docs (README.md and docs/*.md), for the tests that check them: every ```js and ```ts block,
 // with the mark on the line before it: `<!-- fragment -->`, a piece of something larger, not type-checked;
-// `<!-- run: name -->`, also run by __test__/docs-run.test.js, which checks what it does under that name; both,
+// `<!-- run: name -->`, also run by __test__/docs/run.test.js, which checks what it does under that name; both,
 // `<!-- fragment, run: name -->`.
 
 const fs = require('node:fs')
@@ -24,11 +24,22 @@ function blocks(page) {
   return found
 }
 
-/** `code` as an ES module: `require('x')` of a package as its import. */
+/**
+ * The module system `code` loads in as written: 'commonjs' when it calls `require`, else 'module' (its `import`
+ * declarations, or a snippet with neither). Throws when it has both: then it loads in neither (`require is not
+ * defined` in an ES module, `Cannot use import statement outside a module` in CommonJS).
+ */
+function moduleSystem(code) {
+  const requires = /\brequire\(/.test(code)
+  if (requires && /^import\s/m.test(code)) throw new Error('it mixes require() and import declarations: it loads in no module system')
+  return requires ? 'commonjs' : 'module'
+}
+
+/** `code` as an ES module, for its types: `require('x')` of a package as its import. */
 function asModule(code) {
   return `${code
     .replace(/^const (\{[^}]*\}) = require\(('[^']+')\)/gm, (_, names, from) => `import ${names.replace(/:\s*/g, ' as ')} from ${from}`)
     .replace(/^const (\w+) = require\(('[^']+')\)/gm, 'import $1 from $2')}\nexport {}\n`
 }
 
-module.exports = { root, pages, blocks, asModule }
+module.exports = { root, pages, blocks, moduleSystem, asModule }

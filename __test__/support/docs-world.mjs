@@ -1,6 +1,7 @@
-// What the docs' run examples take from a user's app, made real for docs-run.test.js. Imported before an example's
-// code: it writes `{ act: 'ready' }` and holds the example back until the test writes a line to its stdin, so that
-// the replicas start together. Each act is a JSON line appended to SNATCH_DOC_RECORD; the database is a file,
+// What the docs' run examples take from a user's app (`sendReport`, `flushOutbox`, `db`, as globals), made real for
+// docs/run.test.js. Loaded before an example's file, which is the example as pasted (`node --import` this): it writes
+// `{ act: 'ready' }` and holds the example back until the test writes a line to its stdin, so that the replicas
+// start together. Each act is a JSON line appended to SNATCH_DOC_RECORD; the database is a file,
 // SNATCH_DOC_STOCK, that refuses a write whose fence is not above the last write's, as the lock example says.
 
 import fs from 'node:fs'

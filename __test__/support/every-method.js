@@ -5,7 +5,7 @@
 // (subscribed, and the release published) rather than by its retries.
 
 const { redisCommand, commandCalls } = require('./redis-server')
-const { uniqueKey, INSTANCE } = require('./util')
+const { uniqueKey, INSTANCE, sleep, until } = require('./util')
 
 /** The sum over `nodes` of `read(node)`. */
 async function sum(nodes, read) {
@@ -29,15 +29,6 @@ async function subscribers(node, channel) {
 async function holderValue(nodes, key) {
   const values = await Promise.all(nodes.map((node) => redisCommand(node, 'GET', key).catch(() => null)))
   return values.find((value) => value !== null)
-}
-
-/** Resolves once `check()` resolves true; rejects with `what` after `ms`. */
-async function until(check, what, ms = 10_000) {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
 }
 
 /**
@@ -117,24 +108,28 @@ async function everyMethod({ locker, other, nodes, prefix = 'snatch:' }) {
   await fairChecks({ locker, other, nodes, prefix })
   await readWriteChecks({ locker, other, nodes, prefix })
   await fleetChecks({ locker, other })
+  await bufferChecks({ locker, other })
   await leaderChecks({ locker, other })
   await handOverChecks({ locker, other })
   await severalKeysChecks({ locker, other })
   await sharedChecks({ locker, other })
   await idempotencyChecks({ locker, other })
+  await storedChecks({ locker, other })
 }
 
 /** redis-snatch/idempotency: an Express app on each locker; duplicates of a key run once, and are replayed. */
 async function idempotencyChecks({ locker, other }) {
   const express = require('express')
-  const { idempotency } = require('../../idempotency')
+  const { idempotency } = require('redis-snatch/idempotency')
   let runs = 0
+  let answered = 0
   const servers = await Promise.all(
     [locker, other].map(async (l) => {
       const app = express()
       app.post('/pay', idempotency(l), async (req, res) => {
         runs++
-        await new Promise((resolve) => setTimeout(resolve, 100))
+        // The run goes on until the other request is answered (409); a second run, the bug, is let through to fail.
+        await until(() => answered > 0, 'the other request to be answered').catch(() => {})
         res.status(201).send(`paid ${runs}`)
       })
       const server = app.listen(0, '127.0.0.1')
@@ -147,7 +142,7 @@ async function idempotencyChecks({ locker, other }) {
     fetch(`http://127.0.0.1:${server.address().port}/pay`, { method: 'POST', headers: { 'idempotency-key': key } }).then(
       async (res) => [res.status, await res.text()],
     )
-  const answers = await Promise.all([pay(servers[0]), pay(servers[1])])
+  const answers = await Promise.all(servers.map((server) => pay(server).then((answer) => (answered++, answer))))
   expect(answers.map(([status]) => status).sort()).toEqual([201, 409])
   expect(await pay(servers[1])).toEqual([201, 'paid 1'])
   expect(runs).toBe(1)
@@ -160,6 +155,8 @@ async function sharedChecks({ locker, other }) {
   let runs = 0
   const fn = async ({ fence }) => {
     runs++
+    // A while, in which the other callers likely join this round; one that comes after it reads the stored value: one
+    // run either way.
     await new Promise((resolve) => setTimeout(resolve, 100))
     return { fence, at: new Date(0) }
   }
@@ -351,4 +348,58 @@ async function fleetChecks({ locker, other }) {
   expect(new Set(ticks).size).toBe(ticks.length)
 }
 
-module.exports = { everyMethod, fleetChecks, handOverChecks, severalKeysChecks, sharedChecks, idempotencyChecks, until, publishes, subscribers }
+/**
+ * Stored schedules: runners of one handler on `locker` and `other`, schedules upserted, listed, read and removed from
+ * `other`; each occurrence runs once, fences rising.
+ */
+async function storedChecks({ locker, other }) {
+  const handler = uniqueKey('every-stored')
+  const ids = [0, 1, 2].map((n) => `${handler}:${n}`)
+  const runs = []
+  const runners = [locker, other].map((l) => l.handle(handler, ({ id, tick, fence, data }) => void runs.push({ id, tick: tick.getTime(), fence, data })))
+  for (const [n, id] of ids.entries()) await other.upsertSchedule(id, { handler, every: 1000, data: { n } })
+  await until(() => ids.every((id) => runs.filter((r) => r.id === id).length >= 2), 'two runs of each stored schedule')
+  const info = await other.getSchedule(ids[0])
+  expect(info).toMatchObject({ id: ids[0], handler, every: 1000, data: { n: 0 }, health: 'ok' })
+  expect(info.runners).toBeGreaterThanOrEqual(1)
+  const first = await other.listSchedules({ handler, limit: 2 })
+  const rest = await other.listSchedules({ handler, limit: 10, cursor: first.cursor })
+  expect([...first.schedules, ...rest.schedules].map((s) => s.id).sort()).toEqual(ids)
+  expect(await other.removeSchedule(ids[2])).toBe(true)
+  const removed = runs.length
+  await Promise.all(runners.map((runner) => runner.stop()))
+  const fences = runs.filter((r) => r.id === ids[0]).map((r) => r.fence)
+  for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1])
+  expect(new Set(runs.map((r) => `${r.id}@${r.tick}`)).size).toBe(runs.length)
+  expect(runs.slice(removed).filter((r) => r.id === ids[2])).toEqual([])
+  for (const id of ids) await other.removeSchedule(id)
+  expect(await other.getSchedule(ids[0])).toBeNull()
+}
+
+/**
+ * A schedule with `concurrency: 'buffer'` and `jitter` on `locker` and `other` (two replicas), each attempt longer than
+ * the period: one at a time, each occurrence once, one that was due while another ran waiting and running after it
+ * (its buffer slot, beside the run lock: in its slot on a cluster).
+ */
+async function bufferChecks({ locker, other }) {
+  const name = uniqueKey('every-buffer')
+  const runs = []
+  const tasks = [locker, other].map((l) =>
+    l.schedule(name, '* * * * * *', async ({ tick }) => {
+      const run = { tick: tick.getTime(), start: Date.now() }
+      runs.push(run)
+      await sleep(1300) // a run longer than the period: the next occurrence comes due while it runs
+      run.end = Date.now()
+    }, { concurrency: 'buffer', jitter: 200 }),
+  )
+  const errors = []
+  for (const task of tasks) task.on('error', (err) => errors.push(err))
+  await until(() => runs.filter((r) => r.end).length >= 3, 'three runs')
+  await Promise.all(tasks.map((task) => task.stop()))
+  expect(errors).toEqual([])
+  expect(new Set(runs.map((r) => r.tick)).size).toBe(runs.length)
+  for (let i = 1; i < runs.length; i++) expect(runs[i].start).toBeGreaterThanOrEqual(runs[i - 1].end)
+  expect(runs.slice(1).some((r, i) => r.tick < runs[i].end)).toBe(true)
+}
+
+module.exports = { everyMethod, bufferChecks, storedChecks, fleetChecks, handOverChecks, severalKeysChecks, sharedChecks, idempotencyChecks, until, publishes, subscribers }

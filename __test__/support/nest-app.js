@@ -7,7 +7,8 @@ require('reflect-metadata')
 const { Injectable, Module } = require('@nestjs/common')
 const { NestFactory } = require('@nestjs/core')
 const { Cron } = require('@nestjs/schedule')
-const { currentRun, SnatchModule, WithLock } = require('../../nest')
+const { currentRun, SnatchModule, WithLock } = require('redis-snatch/nest')
+const { until } = require('./util')
 
 /** Applies method decorators `decorators` to `Class.prototype[method]`, as tsc's `__decorate` does. */
 function decorate(Class, method, ...decorators) {
@@ -50,7 +51,7 @@ async function twoReplicas(options, name) {
   const apps = await Promise.all(['nest-a', 'nest-b'].map((id) => startNestApp({ ...options, instanceId: id }, name)))
   try {
     const all = () => apps.flatMap((app) => app.runs).sort((x, y) => x.tick - y.tick)
-    while (new Set(all().map((run) => run.tick)).size < 3) await new Promise((resolve) => setTimeout(resolve, 50))
+    await until(() => new Set(all().map((run) => run.tick)).size >= 3, 'three occurrences to run', 20_000)
     const fence = await apps[0].charge('order-1')
     return { runs: all(), fence }
   } finally {

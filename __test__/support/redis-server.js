@@ -62,11 +62,17 @@ function requireDeploymentTools() {
  * Start a redis-server on 127.0.0.1 without persistence (on a free port unless `opts.port` is given; extra argv in
  * `opts.args`) and resolve a handle once it answers PING. `opts.password` is the password the server requires
  * (requirepass), sent by this readiness check; `opts.config` is the text of a config file written to the server's
- * temp dir and passed as its first argument (a sentinel needs a writable one). An idle server does not keep Node's
- * event loop alive; it is killed when this process exits.
+ * temp dir and passed as its first argument (a sentinel needs a writable one); `opts.binary` the server to run (the
+ * benchmark's Valkey 9.1), `redis-server` on PATH by default. An idle server does not keep Node's event loop alive;
+ * it is killed when this process exits.
  */
 async function startRedis(opts = {}) {
-  const launchOpts = { args: opts.args || [], password: opts.password || null, config: opts.config ?? null }
+  const launchOpts = {
+    args: opts.args || [],
+    password: opts.password || null,
+    config: opts.config ?? null,
+    binary: opts.binary || 'redis-server',
+  }
   let server
   for (let attempt = 1; ; attempt++) {
     const port = opts.port || (await freePort())
@@ -126,7 +132,7 @@ async function launch(port, opts) {
   }
   args.push('--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no')
   args.push('--daemonize', 'no', '--dir', dir, ...opts.args)
-  const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(opts.binary, args, { stdio: ['ignore', 'pipe', 'pipe'] })
   children.add(child)
   let output = ''
   const collect = (chunk) => {
@@ -365,4 +371,6 @@ module.exports = {
   commandCalls,
   redisFromEnv,
   freePort,
+  onPath,
+  watchParent,
 }

@@ -16,9 +16,21 @@ function heldBy(lock) {
   return `${typeof lock === 'string' ? lock : lock.token}:${INSTANCE}`
 }
 
-/** Resolves after `ms` milliseconds. */
+/** Resolves after `ms` milliseconds: to let time pass (a lease run out), never to wait for another party (`until`). */
 function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/**
+ * Resolves once `check()` resolves true, reading it every 20 ms; rejects naming `what` after `ms` (a deadline, not a
+ * guess of how long it takes: a busy machine only makes the wait longer).
+ */
+async function until(check, what, ms = 10_000) {
+  const deadline = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(20)
+  }
 }
 
 /**
@@ -50,4 +62,4 @@ function next(emitter, event, accept = () => true) {
   })
 }
 
-module.exports = { INSTANCE, heldBy, next, uniqueKey, sleep, whilePaused }
+module.exports = { INSTANCE, heldBy, next, uniqueKey, sleep, until, whilePaused }

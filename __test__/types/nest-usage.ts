@@ -4,12 +4,13 @@
 import 'reflect-metadata'
 import { Injectable, Module } from '@nestjs/common'
 import { Cron, CronExpression, ScheduleModule } from '@nestjs/schedule'
-import { Locker, type TaskContext, type TickContext } from 'redis-snatch'
+import { Locker, type StoredTickContext, type TaskContext, type TickContext } from 'redis-snatch'
 import {
   currentRun,
   InjectLocker,
   Snatch,
   SnatchModule,
+  SnatchHandler,
   SnatchSchedule,
   WithLock,
   type LockKey,
@@ -32,6 +33,12 @@ export class ReportService {
     private readonly locker: Locker,
     @InjectLocker() private readonly same: Locker,
   ) {}
+
+  @SnatchHandler('digest', { maxRunning: 20 })
+  async sendDigest({ id, data, fence }: StoredTickContext): Promise<void> {
+    void [id.length, data, fence + 1n]
+    await this.locker.upsertSchedule('digest:42', { handler: 'digest', cron: '0 8 * * *', timezone: 'Asia/Tokyo' })
+  }
 
   @Cron(CronExpression.EVERY_DAY_AT_8AM, { name: 'report:daily', timeZone: 'Europe/Paris' })
   @SnatchSchedule({ retries: 2, startingDeadline: 600_000, timeout: 60_000 })

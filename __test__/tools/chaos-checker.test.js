@@ -1,0 +1,41 @@
+'use strict'
+// The chaos suite's audit (chaos/checker.js), on made-up sections: what it must count as an overlap or a fence out
+// of order, and what it must not (readers of a read-write lock holding at once).
+
+const { check } = require('../../chaos/checker')
+
+/** A section of `key` acting from `enter` to `last` (ns), with `fence`; `shared` for a reader. */
+const section = (key, enter, last, fence, shared = false) => ({
+  key,
+  worker: 1,
+  enter: BigInt(enter),
+  last: BigInt(last),
+  fence: BigInt(fence),
+  shared,
+})
+
+test('exclusive sections: one that starts before the last act of another overlaps; fences must rise by start', () => {
+  expect(check([section('a', 0, 10, 1), section('a', 11, 20, 2), section('b', 5, 30, 1)])).toMatchObject({ overlaps: 0, fenceViolations: 0 })
+  expect(check([section('a', 0, 10, 1), section('a', 10, 20, 2)])).toMatchObject({ overlaps: 1, fenceViolations: 0 })
+  expect(check([section('a', 0, 10, 2), section('a', 11, 20, 2)])).toMatchObject({ overlaps: 0, fenceViolations: 1 })
+})
+
+test('readers may hold at once and take fences in any order; a writer may overlap none, and its fence tops theirs', () => {
+  const readers = [section('k', 0, 10, 3, true), section('k', 2, 12, 2, true), section('k', 4, 8, 4, true)]
+  expect(check(readers)).toMatchObject({ overlaps: 0, fenceViolations: 0 })
+  expect(check([...readers, section('k', 13, 20, 5)])).toMatchObject({ overlaps: 0, fenceViolations: 0 })
+  expect(check([...readers, section('k', 11, 20, 5)])).toMatchObject({ overlaps: 1 }) // a reader acted until 12
+  expect(check([...readers, section('k', 13, 20, 4)])).toMatchObject({ fenceViolations: 1 }) // not above reader 4
+  // A reader inside a writer's section, and one after it with a lower fence.
+  const writer = section('k', 100, 110, 10)
+  expect(check([writer, section('k', 105, 120, 11, true)])).toMatchObject({ overlaps: 1 })
+  expect(check([writer, section('k', 111, 120, 9, true)])).toMatchObject({ overlaps: 0, fenceViolations: 1 })
+})
+
+test('the rest of a section handed over keeps its fence; it may overlap none, and a lower fence is out of order', () => {
+  const adopted = (enter, last, fence) => ({ ...section('h', enter, last, fence), adopted: true })
+  expect(check([section('h', 0, 10, 5), adopted(11, 20, 5), section('h', 21, 30, 6)])).toMatchObject({ overlaps: 0, fenceViolations: 0 })
+  expect(check([section('h', 0, 10, 5), adopted(9, 20, 5)])).toMatchObject({ overlaps: 1 })
+  expect(check([section('h', 0, 10, 5), adopted(11, 20, 4)])).toMatchObject({ fenceViolations: 1 })
+  expect(check([section('h', 0, 10, 5), adopted(11, 20, 5), section('h', 21, 30, 5)])).toMatchObject({ fenceViolations: 1 })
+})

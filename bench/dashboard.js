@@ -7,7 +7,7 @@
 
 const http = require('node:http')
 const { createLocker } = require('..')
-const { createDashboard } = require('../dashboard')
+const { createDashboard } = require('../lib/dashboard')
 const { startRedis, commandCalls, redisCommand } = require('../__test__/support/redis-server')
 
 const { option, publish } = require('./lib/cli')

@@ -12,6 +12,7 @@ const { LIBS } = require('./libs')
 const { hasRedisBenchmark, measureFloor } = require('./lib/floor')
 const { renderReport, renderSoak } = require('./lib/report')
 const { SCENARIOS } = require('./lib/scenarios')
+const { valkeyServer } = require('./lib/valkey')
 const { ensureBuilt } = require('../scripts/ensure-built')
 
 const root = path.join(__dirname, '..')
@@ -134,18 +135,29 @@ function selectedScenarios(options) {
  * redis-server processes whose CPU the report shows.
  */
 const DEPLOYMENTS = {
-  /** A Redis Cluster of 3 masters without replicas. */
+  /** A Redis Cluster as users run it: 3 masters with a replica each. */
   async cluster() {
     const { startCluster } = require(harness)
-    const cluster = await startCluster({ masters: 3, replicas: 0, nodeTimeout: CLUSTER_NODE_TIMEOUT_MS })
+    const cluster = await startCluster({ masters: 3, replicas: 1, nodeTimeout: CLUSTER_NODE_TIMEOUT_MS })
     const ports = cluster.nodes.map((node) => node.port).join(', ')
     return {
       options: { cluster: cluster.seeds },
       pids: cluster.nodes.map((node) => node.process.pid),
       description:
-        `Redis Cluster of 3 masters without replicas on ports ${ports} (the test harness's \`startCluster\`, ` +
-        '`redis-cli --cluster create`), all three as seeds; redis CPU is the sum over the 3 processes',
+        `Redis Cluster of 3 masters with a replica each on ports ${ports} (the test harness's \`startCluster\`, ` +
+        '`redis-cli --cluster create`), every node as a seed; redis CPU is the sum over the 6 processes',
       stop: () => cluster.stop(),
+    }
+  },
+  /** One Valkey 9.1 server: the server's own DELIFEQ in use (see valkeyServer). */
+  async valkey() {
+    const { startRedis } = require(path.join(root, '__test__/support/redis-server'))
+    const server = await startRedis({ binary: valkeyServer() })
+    return {
+      options: { url: server.url },
+      pids: [server.process.pid],
+      description: `one Valkey 9.1 server on port ${server.port} (${valkeyServer()})`,
+      stop: () => server.stop(),
     }
   },
   /** One redis-server listening on a TLS port (test certificates made by openssl) and a plaintext one. */
@@ -304,7 +316,7 @@ async function compare(options, redis, deployments) {
     for (const concurrency of concurrencies) {
       for (let rep = 0; rep < options.reps; rep++) {
         for (const lib of libs) {
-          if (needs && lib.wait === false) continue
+          if (needs && (needs === 'acquireWait' ? lib.wait === false : lib.module !== './redis-snatch')) continue
           if (deployment && !lib.deployments) continue
           if (lib.scenarios && !lib.scenarios.includes(scenario)) continue
           plan.push({ scenario, concurrency, rep, lib })

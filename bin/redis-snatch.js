@@ -10,25 +10,31 @@ const fs = require('node:fs')
 const http = require('node:http')
 const { parseArgs } = require('node:util')
 const { createLocker } = require('../index.js')
-const { createDashboard } = require('../dashboard.js')
-const { createMetricsHandler } = require('../prometheus.js')
+const { createDashboard } = require('../lib/dashboard')
+const { createMetricsHandler } = require('../lib/prometheus')
+const { LIMITS } = require('../lib/native')
+const { storedSummary } = require('../lib/locker')
 
 const USAGE =
-  'usage: redis-snatch <schedules | check [NAME...] | history NAME | locks [MATCH] | inspect KEY | release KEY | ' +
+  'usage: redis-snatch <schedules | stored [HANDLER] | check [NAME...] | history NAME | locks [MATCH] | inspect KEY | release KEY | ' +
   'trigger NAME | suspend NAME | resume NAME | dashboard | metrics> [options]'
 
 const HELP = `${USAGE}
 
 Commands:
-  schedules         every schedule replicas registered, with its health (ok, failing, missed, stuck, orphaned)
-  check [NAME...]   the schedules that are not healthy (all, or those NAMEd): exit 0 when none, 1 when some
-                    (or a NAME no replica ever registered), for a probe, a CI step or a cron monitor
+  schedules         every schedule replicas registered, with its health (${LIMITS.healths.join(', ')})
+  stored [HANDLER]  one page of the stored schedules (of HANDLER), with their health; --cursor C for the next
+  check [NAME...]   the schedules that are not healthy (all, or those NAMEd: code schedules or stored schedule
+                    ids): exit 0 when none, 1 when some (or a NAME unknown), for a probe, a CI step or a cron
+                    monitor. Stored schedules count by handler (a handler with schedules overdue: due over a
+                    minute and no runner took them); one failing stored schedule fails the check only when
+                    NAMEd or with --stored (which reads every stored schedule)
   history NAME      schedule NAME's newest records, newest first
   locks [MATCH]     the locks held now (MATCH: a glob over the key names, default '*')
   inspect KEY       what Redis holds for lock KEY ("free" when nothing; its fence counter is the holder's
                     fence, or above it once other attempts used fences up)
   release KEY       delete lock KEY whoever holds it (its holder's signal aborts)
-  trigger NAME      run schedule NAME once now, on one live replica that registered it
+  trigger NAME      run schedule NAME (or stored schedule NAME) once now, on one live replica that runs it
   suspend NAME      every replica skips schedule NAME's occurrences until resume
   resume NAME       schedule NAME runs again
   dashboard         serve the dashboard (schedules, runs, locks) until stopped (Ctrl-C)
@@ -44,13 +50,16 @@ Options:
   --tls-key FILE             PEM file of the client certificate's key
   --username U               ACL user when the URL names none
   --password P               password when the URL gives none (default: $REDIS_PASSWORD)
-  --limit N                  at most N records (history, default 50), locks (locks, default 1000), or
-                             schedules, locks and semaphores each (metrics, default 1000)
+  --limit N                  at most N records (history, default ${LIMITS.defaultHistoryLimit}), locks (locks, default ${LIMITS.defaultListLimit}), or
+                             schedules, locks and semaphores each (metrics, default ${LIMITS.defaultListLimit})
+  --cursor C                 stored: the page after the one that gave cursor C
+  --stored                   check: judge every stored schedule too (one unhealthy fails the check)
   --json                     one JSON document on stdout (fences as decimal strings, times as ISO strings)
   --port N                   the port to serve on (dashboard: default 4000; metrics: default 9464; 0: any free one)
   --host H                   the address to serve on (default 127.0.0.1: this machine only)
   --actions                  the dashboard's trigger, suspend, resume and force-release buttons (default: read-only)
-  --help                     this help
+  --help, -h                 this help
+  --version, -v              the version of redis-snatch
 
 Exit codes: 0 success, 1 an error from Redis or redis-snatch (check: or a schedule not healthy), 2 bad usage.`
 
@@ -67,16 +76,20 @@ const OPTIONS = {
   username: { type: 'string' },
   password: { type: 'string' },
   limit: { type: 'string' },
+  cursor: { type: 'string' },
+  stored: { type: 'boolean' },
   json: { type: 'boolean' },
   port: { type: 'string' },
   host: { type: 'string' },
   actions: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
 }
 
 /** Each command's positional arguments: required ones, then optional ones (in brackets). */
 const COMMANDS = {
   schedules: [],
+  stored: ['[HANDLER]'],
   check: ['[NAME...]'],
   history: ['NAME'],
   locks: ['[MATCH]'],
@@ -90,13 +103,19 @@ const COMMANDS = {
 }
 
 /** The options only the commands that serve take, and which those are. */
-const SERVING_OPTIONS = { port: ['dashboard', 'metrics'], host: ['dashboard', 'metrics'], actions: ['dashboard'] }
+const SERVING_OPTIONS = {
+  port: ['dashboard', 'metrics'],
+  host: ['dashboard', 'metrics'],
+  actions: ['dashboard'],
+  cursor: ['stored'],
+  stored: ['check'],
+}
 
 /** Each serving command's default port. */
 const DEFAULT_PORTS = { dashboard: 4000, metrics: 9464 }
 
 /** The commands that take --limit. */
-const LIMITED = new Set(['history', 'locks', 'metrics'])
+const LIMITED = new Set(['history', 'locks', 'metrics', 'stored'])
 
 /** A mistake in the command line: exit code 2. */
 class UsageError extends Error {}
@@ -123,6 +142,7 @@ function parse(argv) {
   }
   const { values, positionals } = parsed
   if (values.help) return { command: 'help', args: [], values, limit: undefined }
+  if (values.version) return { command: 'version', args: [], values, limit: undefined }
   const [command, ...args] = positionals
   if (command === undefined) throw new UsageError('no command given')
   if (!Object.hasOwn(COMMANDS, command)) throw new UsageError(`unknown command '${command}'`)
@@ -135,8 +155,8 @@ function parse(argv) {
   }
   const limit = values.limit === undefined ? undefined : Number(values.limit)
   if (limit !== undefined) {
-    if (!LIMITED.has(command)) throw new UsageError(`${command} takes no --limit (history, locks and metrics do)`)
-    if (!/^\d+$/.test(String(values.limit)) || limit < 1 || limit > 2 ** 32 - 1) {
+    if (!LIMITED.has(command)) throw new UsageError(`${command} takes no --limit (history, locks, stored and metrics do)`)
+    if (!/^\d+$/.test(String(values.limit)) || limit < 1 || limit > LIMITS.maxCount) {
       throw new UsageError(`--limit must be a positive integer, got '${values.limit}'`)
     }
   }
@@ -210,7 +230,7 @@ function place(options) {
  * Runs `command` with `args` (and `limit`) on `locker`, made with `options`; resolves `{ json, text, code? }`, what to
  * print in either mode and the exit code when not 0.
  */
-async function run(locker, options, command, args, limit) {
+async function run(locker, options, command, args, limit, parsedCursor, all) {
   const [name] = args
   switch (command) {
     case 'schedules': {
@@ -218,8 +238,15 @@ async function run(locker, options, command, args, limit) {
       if (schedules.length === 0) return { json: [], text: `no schedules registered ${place(options)}` }
       return { json: schedules, text: schedulesTable(schedules) }
     }
+    case 'stored': {
+      const page = await locker.listSchedules({ handler: name, limit: limit ?? 100, cursor: parsedCursor })
+      const json = page
+      if (page.schedules.length === 0) return { json, text: `no stored schedules ${place(options)}` }
+      const more = page.cursor === null ? '' : `\nmore: --cursor ${page.cursor}`
+      return { json, text: `${storedTable(page.schedules)}${more}` }
+    }
     case 'check':
-      return check(await locker.schedules(), args, options)
+      return check(locker, args, options, all)
     case 'history': {
       const records = await locker.history(name, { limit })
       if (records.length === 0) return { json: [], text: `no records of '${name}' ${place(options)}` }
@@ -272,19 +299,60 @@ function schedulesTable(schedules) {
 }
 
 /**
- * `check`: of `schedules`, those `names` (all when none) that are not healthy, with why; a name that no replica
- * registered (or whose state expired) is `unknown`. Exit code 1 when any, else 0.
+ * `check`: the code schedules (all, or those `names`) that are not healthy, with why; a name that no replica registered
+ * (or whose state expired) and no stored schedule has is `unknown`. Stored schedules count by handler: one whose
+ * schedules are overdue (due over a minute ago, no runner took them) is unhealthy; a stored schedule on its own only
+ * when named, or with `all` (--stored: every stored schedule read, page by page). Exit code 1 when any, else 0.
  */
-function check(schedules, names, options) {
+async function check(locker, names, options, all) {
+  const schedules = await locker.schedules()
   const byName = new Map(schedules.map((s) => [s.name, s]))
-  const checked = names.length === 0 ? schedules : names.map((n) => byName.get(n) ?? { name: n, health: 'unknown' })
+  const checked = []
+  for (const n of names) {
+    const stored = byName.has(n) ? null : await locker.getSchedule(n).catch(() => null)
+    checked.push(byName.get(n) ?? (stored ? { ...stored, name: n, stored: true } : { name: n, health: 'unknown' }))
+  }
+  let handlers = []
+  if (names.length === 0) {
+    checked.push(...schedules)
+    handlers = await locker[storedSummary]().catch((err) => (err?.code === 'ERR_SNATCH_INVALID_ARG' ? [] : Promise.reject(err)))
+    if (all) {
+      let cursor
+      do {
+        const page = await locker.listSchedules({ limit: 1000, cursor })
+        checked.push(...page.schedules.map((s) => ({ ...s, name: s.id, stored: true })))
+        cursor = page.cursor ?? undefined
+      } while (cursor !== undefined)
+    }
+  }
   const unhealthy = checked.filter((s) => s.health !== 'ok').map((s) => ({ name: s.name, health: s.health, why: why(s, options) }))
-  const json = { healthy: unhealthy.length === 0, checked: checked.length, unhealthy }
+  for (const h of handlers.filter((h) => h.overdue > 0)) {
+    const runners = h.runners === 0 ? 'no live runner' : `${h.runners} live runner${h.runners === 1 ? '' : 's'}`
+    unhealthy.push({ name: `handler ${h.handler}`, health: 'overdue', why: `${h.overdue} of ${h.schedules} stored schedules overdue; ${runners}` })
+  }
+  const stored = handlers.reduce((n, h) => n + h.schedules, 0)
+  const json = { healthy: unhealthy.length === 0, checked: checked.length, stored, handlers, unhealthy }
   if (unhealthy.length > 0) {
     return { json, code: 1, text: table([['NAME', 'HEALTH', 'WHY'], ...unhealthy.map((u) => [u.name, u.health, u.why])]) }
   }
-  if (checked.length === 0) return { json, text: `no schedules registered ${place(options)}: nothing to check` }
-  return { json, text: `${checked.length === 1 ? `'${checked[0].name}' is` : `all ${checked.length} schedules are`} healthy` }
+  const storedText = handlers.length === 0 ? '' : `; ${stored} stored schedules of ${handlers.length} handlers, none overdue`
+  if (checked.length === 0 && handlers.length === 0) return { json, text: `no schedules registered ${place(options)}: nothing to check` }
+  return { json, text: `${checked.length === 1 ? `'${checked[0].name}' is` : `all ${checked.length} schedules are`} healthy${storedText}` }
+}
+
+/** Stored schedules, a row each. */
+function storedTable(schedules) {
+  const rows = schedules.map((s) => [
+    s.id,
+    s.handler,
+    s.cron ? `${s.cron} ${s.timezone}` : s.every ? `every ${duration(s.every)}` : `at ${localTime(s.at)}`,
+    s.suspended ? 'suspended' : s.finished ? 'finished' : 'active',
+    s.runs,
+    s.next ? when(s.next) : '-',
+    s.last ? `${s.last.outcome} ${relative(s.last.started ?? s.last.tick)}` : '-',
+    s.health,
+  ])
+  return table([['ID', 'HANDLER', 'WHEN', 'STATE', 'RUNS', 'NEXT', 'LAST', 'HEALTH'], ...rows])
 }
 
 /** Why schedule `s` (a ScheduleInfo, or `{ name, health: 'unknown' }`) has its health, in a line. */
@@ -449,6 +517,10 @@ async function main(argv) {
     process.stdout.write(`${HELP}\n`)
     return 0
   }
+  if (command === 'version') {
+    process.stdout.write(`${require('../package.json').version}\n`)
+    return 0
+  }
   const password = values.password ?? process.env.REDIS_PASSWORD
   if (password) secrets = [password]
   let locker
@@ -456,7 +528,7 @@ async function main(argv) {
     const options = lockerOptions(values)
     locker = createLocker(options)
     if (command === 'dashboard' || command === 'metrics') return await serve(locker, command, values, limit)
-    const { json, text, code = 0 } = await run(locker, options, command, args, limit)
+    const { json, text, code = 0 } = await run(locker, options, command, args, limit, values.cursor, values.stored === true)
     process.stdout.write(`${values.json ? toJson(json) : text}\n`)
     return code
   } catch (err) {

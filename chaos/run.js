@@ -2,8 +2,10 @@
 // `npm run chaos`: the safety suite. Worker processes (chaos/worker.js) loop critical sections on shared keys against
 // redis-servers this script starts on loopback, while faults are injected, one scenario after another; then the
 // sections are checked (chaos/checker.js) for overlapping holders and fences out of order, and a table per scenario
-// is printed and written to docs/SAFETY.md between its RESULTS markers. Bounded: it stops by itself (about three
-// minutes); `--only a,b` runs some scenarios, `--scale N` multiplies their durations.
+// is printed and written to docs/SAFETY.md between its RESULTS markers. The fenced-write scenarios (chaos/stock.js)
+// write to a Postgres or MariaDB they start, and are audited there; their table goes between the FENCED RESULTS
+// markers. Bounded: it stops by itself (about six minutes); `--only a,b` runs some scenarios, `--scale N` multiplies
+// their durations.
 
 const { fork } = require('node:child_process')
 const fs = require('node:fs')
@@ -13,6 +15,7 @@ const { ensureBuilt } = require('../scripts/ensure-built')
 const { redisCommand, startRedis } = require('../__test__/support/redis-server')
 const { startProxy } = require('./proxy')
 const { check, takeovers, percentile } = require('./checker')
+const { stockScenario, renderStock } = require('./stock')
 
 const root = path.join(__dirname, '..')
 const SAFETY = path.join(root, 'docs', 'SAFETY.md')
@@ -37,6 +40,8 @@ class Workers {
     this.handoffs = 0
     /** The values shared() callers got (shared mode): `{ key, got, fence }`. */
     this.values = []
+    /** How the workers' decrements ended (stock mode), by name. */
+    this.outcomes = {}
   }
 
   /** Starts a worker with `config` (see worker.js) and `env` added to the environment. */
@@ -64,6 +69,10 @@ class Workers {
       this.sections.push({ ...s, last: BigInt(m.last), cut: m.cut })
       const attempt = this.attempts.get(`${m.key}/${m.fence}`)
       if (attempt) attempt.end = m.cut ? 'cut' : 'ok'
+    } else if (m.type === 'left') {
+      this.open.delete(`${worker} ${m.key}`)
+    } else if (m.type === 'outcome') {
+      this.outcomes[m.name] = (this.outcomes[m.name] ?? 0) + 1
     } else if (m.type === 'released') {
       // The release of the section a stopped worker held when it was stopped (entered before the stop, released
       // after it resumed) is stale. One called before the stop took effect (SIGSTOP is not instant, and its message
@@ -475,7 +484,7 @@ const SCENARIOS = {
         workers.spawn(worker(mode, keys, { url, prefix: 'chaos:' }, { acts: 3, pauseMs: 20, drainMs: drains[i % 3] }))
       }
       for (const drainMs of drains) workers.spawn({ ...scheduler({ url, prefix: 'chaos:' }), drainMs })
-      const started = Date.now()
+      const started = await schedulesRegistered(operator)
       await sleep(2000)
       let terminated = 0
       const end = Date.now() + seconds(25) * 1000
@@ -521,6 +530,37 @@ const SCENARIOS = {
       return { notes: `${kills} holders killed, ${stops} stopped` }
     },
   },
+  reentrant: {
+    title:
+      'nested runs: 4 workers (withLock, ttl 1 s) on 2 keys, each section begun in the fn of a withLock and ended in ' +
+      'a withLock of the same key nested in it with reentrant: true (same fence, the outer lease), awaited or, half ' +
+      'the time, not (the lock kept until it ends); a holder SIGKILLed or SIGSTOPped for ttl + 0.7 s every 1.5 s, in ' +
+      'turn. Then the control: the nested half a plain function acting until its first ttl ran out, not awaited, ' +
+      'which other holders must be seen to overlap',
+    async run(context) {
+      const { notes } = await holdersKilledOrStopped(context, 'reentrant', Array(4).fill('reentrant'), { acts: 4, pauseMs: 5 })
+      const { workers, url, seconds } = context
+      await workers.stop()
+      const mismatched = workers.errors.NESTED_FENCE ?? 0
+      // The control, on keys of its own, audited apart and then taken out of the scenario's sections.
+      const keys = keysOf('reentrant-control', 2)
+      for (let i = 0; i < 4; i++) {
+        workers.spawn(worker('reentrant', keys, { url, prefix: 'chaos:' }, { acts: 4, pauseMs: 20, control: true }))
+      }
+      await sleep(seconds(5) * 1000)
+      await workers.stop()
+      const ofControl = (s) => keys.includes(s.key)
+      const audit = check(workers.sections.filter(ofControl))
+      workers.sections = workers.sections.filter((s) => !ofControl(s))
+      const failures = []
+      if (mismatched > 0) failures.push(`${mismatched} nested runs saw another fence than their outer run's`)
+      if (audit.overlaps === 0) failures.push('the control overlapped no holder: the audit was not shown able to fail')
+      return {
+        failures,
+        notes: `${notes}; ${mismatched} nested runs with another fence; the control: ${audit.sections} sections, ${audit.overlaps} overlaps`,
+      }
+    },
+  },
   idempotency: {
     title:
       'idempotency keys: 4 replicas (Express, redis-snatch/idempotency; ttl 1 s, responses kept 30 ms) each sending ' +
@@ -548,7 +588,7 @@ const SCENARIOS = {
           workers.spawn(scheduler({ url, prefix: 'chaos:' }), { SNATCH_TEST_CLOCK_OFFSET_MS: String(offset) }),
         )
       spawn()
-      const started = Date.now()
+      const started = await schedulesRegistered(operator)
       await sleep(3000)
       const faults = { kills: 0, stops: 0, outages: 0, triggers: 0 }
       const end = Date.now() + seconds(30) * 1000
@@ -584,6 +624,137 @@ const SCENARIOS = {
       }
     },
   },
+  'stored-faults': {
+    title:
+      'stored schedules: 3 runner processes of one handler (ttl 1 s); an operator process upserts 24 schedules (every ' +
+      '1 s or 2 s), changes and removes some while a runner is SIGKILLed or SIGSTOPped for 2.5 s in turn and Redis is ' +
+      'restarted (appendonly, down 1.3 s); then every occurrence audited against the specs in force',
+    persistent: true,
+    async run({ redis, url, workers, seconds }) {
+      const { createLocker } = require('..')
+      const operator = createLocker({ url, prefix: 'chaos:' })
+      const runner = () => workers.spawn({ mode: 'stored', locker: { url, prefix: 'chaos:' }, ttl: 1000, acts: 4, pauseMs: 60 })
+      for (let n = 0; n < 3; n++) runner()
+      /** Each schedule's specs in force: `{ id, every, startAt, from, to }` (to: when it was replaced or removed). */
+      const specs = []
+      const removed = new Map()
+      const upsert = async (id, every) => {
+        const from = Date.now()
+        const startAt = Math.ceil((from + 1000) / every) * every
+        await operator.upsertSchedule(id, { handler: 'chaos-stored', every, startAt, ttl: 1000, history: 1000, startingDeadline: 60_000 })
+        for (const spec of specs) if (spec.id === id && spec.to === null) spec.to = from
+        specs.push({ id, every, startAt, from, to: null })
+      }
+      const ids = Array.from({ length: 24 }, (_, n) => `chaos-stored-${n}`)
+      for (const [n, id] of ids.entries()) await upsert(id, n % 2 ? 2000 : 1000)
+      const faults = { kills: 0, stops: 0, restarts: 0, changes: 0, removals: 0 }
+      const end = Date.now() + seconds(30) * 1000
+      for (let round = 0; Date.now() < end; round++) {
+        const live = ids.filter((id) => !removed.has(id))
+        const pick = live[Math.floor(Math.random() * live.length)]
+        if (round % 3 === 2 && removed.size < 6) {
+          await operator.removeSchedule(pick)
+          removed.set(pick, Date.now())
+          faults.removals++
+        } else {
+          const current = specs.findLast((s) => s.id === pick)
+          await upsert(pick, current.every === 1000 ? 2000 : 1000)
+          faults.changes++
+        }
+        const busy = await runnerWithin(workers, 1000)
+        if (round === 5) {
+          await redis.kill()
+          await sleep(1300)
+          await redis.restart()
+          faults.restarts++
+        } else if (busy && round % 2 === 0) {
+          workers.kill(busy)
+          runner()
+          faults.kills++
+        } else if (busy) {
+          await workers.pause(busy, 2500, false)
+          faults.stops++
+        }
+        await sleep(1500)
+      }
+      const audited = Date.now() - 3000
+      // Past the faults: taken over, run late and recorded before the audit.
+      await sleep(seconds(4) * 1000 + 6000)
+      const records = new Map()
+      for (const id of ids.filter((id) => !removed.has(id))) records.set(id, await operator.history(id, { limit: 1000 }))
+      const attempts = [...workers.attempts.values()].filter((a) => a.name.startsWith('chaos-stored-'))
+      const audit = auditStored(specs, removed, records, attempts, audited)
+      // The audit shown able to fail: the same records with one ok record doubled (an occurrence run twice).
+      const doctored = new Map([...records].map(([id, rs]) => [id, [...rs]]))
+      const [someId, some] = [...doctored].find(([, rs]) => rs.some((r) => r.outcome === 'ok'))
+      const ok = some.findIndex((r) => r.outcome === 'ok')
+      doctored.set(someId, [...some.slice(0, ok), ...some.slice(ok + 1), { ...some[ok], attempt: some[ok].attempt + 1 }, some[ok]])
+      // And one occurrence left without a record: of a schedule stored once and never changed, well inside its time.
+      const kept = ids.filter((id) => id !== someId && !removed.has(id) && specs.filter((s) => s.id === id).length === 1)
+      const dropped = kept.map((id) => [id, specs.find((s) => s.id === id)]).find(([id, spec]) =>
+        doctored.get(id).some((r) => r.tick.getTime() >= spec.from + 2000 && r.tick.getTime() <= audited - 2000),
+      )
+      if (dropped) {
+        const [id, spec] = dropped
+        const list = doctored.get(id)
+        const at = list.findIndex((r) => r.tick.getTime() >= spec.from + 2000 && r.tick.getTime() <= audited - 2000)
+        doctored.set(id, list.filter((r) => r.tick.getTime() !== list[at].tick.getTime()))
+      }
+      const tampered = auditStored(specs, removed, doctored, attempts, audited)
+      const failures = [...audit.failures]
+      if (!tampered.failures.some((f) => f.includes('two ok records'))) failures.push('the audit did not fail on a doubled record')
+      if (dropped && !tampered.failures.some((f) => f.includes('has no record'))) failures.push('the audit did not fail on a dropped record')
+      await operator.close()
+      return {
+        scheduleFailures: failures,
+        notes:
+          `${faults.kills} runners killed, ${faults.stops} stopped, Redis restarted ${faults.restarts} time(s); ` +
+          `${faults.changes} changes and ${faults.removals} removals; ${audit.summary}; on doctored records the audit ` +
+          `fails (${tampered.failures.length}: ${tampered.failures.slice(0, 2).join('; ')})`,
+      }
+    },
+  },
+  'schedule-buffer': {
+    title:
+      "schedules with concurrency 'buffer' on 3 processes (clocks 0, −300, +300 ms off; ttl 4 s), attempts of about " +
+      '1.2 s (up to 2.4) every second and every 10 s: their runner SIGKILLed or SIGSTOPped for ttl + 0.7 s in turn; ' +
+      'the records audited against what ran, and no two occurrences waiting at once',
+    async run({ url, workers, seconds }) {
+      const { createLocker } = require('..')
+      const operator = createLocker({ url, prefix: 'chaos:' })
+      const config = { ...scheduler({ url, prefix: 'chaos:' }), ttl: 4000, acts: 8, pauseMs: 300 }
+      config.schedule = { ...config.schedule, concurrency: 'buffer' }
+      for (const offset of [0, -300, 300]) workers.spawn(config, { SNATCH_TEST_CLOCK_OFFSET_MS: String(offset) })
+      const started = await schedulesRegistered(operator)
+      await sleep(3000)
+      const faults = { kills: 0, stops: 0 }
+      const end = Date.now() + seconds(20) * 1000
+      for (let round = 0; Date.now() < end; round++) {
+        const runner = await runnerWithin(workers, 2000)
+        if (runner && round % 2 === 0) {
+          workers.kill(runner)
+          workers.spawn(config, { SNATCH_TEST_CLOCK_OFFSET_MS: '0' })
+          faults.kills++
+        } else if (runner) {
+          await workers.pause(runner, 4700, false)
+          faults.stops++
+        }
+        await sleep(2000)
+      }
+      const audited = Date.now() - 10_000
+      await sleep(seconds(4) * 1000 + 8000)
+      const audit = await auditSchedules(operator, workers, started + 1000, audited)
+      // The records' `started` are on the clock of the replica that ran (up to 300 ms off).
+      const buffered = await auditBuffer(operator, 'chaos-job', started + 1000, audited, 300)
+      await operator.close()
+      return {
+        scheduleFailures: [...audit.failures, ...buffered.failures],
+        notes: `${faults.kills} runners killed, ${faults.stops} stopped; ${audit.summary}; ${buffered.summary}`,
+      }
+    },
+  },
+  'fenced-postgres': stockScenario('postgres', 'Postgres'),
+  'fenced-mariadb': stockScenario('mysql', 'MariaDB'),
 }
 
 /** How many scheduled occurrences the workers completed, and a failure for those completed more than once. */
@@ -613,6 +784,20 @@ async function runnerWithin(workers, ms, which) {
   return null
 }
 
+/**
+ * When both of the scheduler workers' schedules are registered (a state read in a loop, up to 30 s): the audit
+ * starts after it, since an occurrence before a schedule's first registration is nobody's to record (a slow start
+ * under load would otherwise show as occurrences without a record).
+ */
+async function schedulesRegistered(operator) {
+  const names = ['chaos-job', 'chaos-sparse']
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(50)) {
+    const registered = (await operator.schedules().catch(() => [])).filter((s) => names.includes(s.name) && s.replicas.length > 0)
+    if (registered.length === names.length) return Date.now()
+  }
+  throw new Error('the scheduler workers did not register their schedules within 30 s')
+}
+
 /** auditSchedule of the scheduler workers' two schedules, chaos-job (every second) and chaos-sparse (every 10 s). */
 async function auditSchedules(operator, workers, from, to) {
   const audits = [
@@ -620,6 +805,68 @@ async function auditSchedules(operator, workers, from, to) {
     await auditSchedule(operator, workers, 'chaos-sparse', 10_000, from, to),
   ]
   return { failures: audits.flatMap((a) => a.failures), summary: audits.map((a) => a.summary).join('; ') }
+}
+
+/**
+ * Checks schedule `name`'s records (`concurrency: 'buffer'`) for the occurrences from `from` to `to`: of the on-time or
+ * late occurrences due while an attempt ran holding its lease, at most one ran (it waited; never two), and some
+ * occurrences waited for a running one (the buffer was used); then the same check on the records with two more
+ * occurrences run in the time of one run, which it must fail.
+ */
+async function auditBuffer(operator, name, from, to, skew) {
+  const records = (await operator.history(name, { limit: 2000 })).filter((r) => !r.manual && r.started && typeof r.durationMs === 'number')
+  const audit = bufferChecked(records, name, from, to, skew)
+  const failures = [...audit.failures]
+  // The control: two occurrences made to run in the time of one run that kept its lease.
+  const inWindow = (r) => r.tick.getTime() >= from && r.started.getTime() + r.durationMs <= to
+  const run = records.find((r) => r.outcome === 'ok' && inWindow(r) && r.durationMs > 2 * skew + 100)
+  let control = ''
+  if (run) {
+    const at = (share) => new Date(run.started.getTime() + skew + (run.durationMs - 2 * skew) * share)
+    const extra = [1 / 3, 2 / 3].map((share) => ({ ...run, attempt: 1, why: 'on-time', tick: at(share) }))
+    const doctored = bufferChecked([...records, ...extra], name, from, to, skew)
+    if (doctored.twice === 0) failures.push('the buffer audit did not fail on doctored records')
+    control = `; on doctored records it fails (${doctored.failures[0]})`
+  } else {
+    failures.push(`no run of ${name} kept its lease`)
+  }
+  return {
+    failures,
+    summary: `${name}: ${audit.waited} occurrences waited for a running one and ran after it, never two at once${control}${failures.length ? `; AUDIT FAILED: ${failures.slice(0, 3).join('; ')}` : ''}`,
+  }
+}
+
+/**
+ * auditBuffer's check of `records` (those that ran): `twice`, the runs that two occurrences or more waited for, counts
+ * only runs that kept their lease (not `lost`): one whose process was stopped past its lease lost the run lock
+ * meanwhile, so the occurrence waiting for it ran, and the next one could wait for that one, both within the lost
+ * run's recorded time, as the rules have it. A run's time is taken `skew` ms shorter at each end there: its `started`
+ * is on its replica's clock, and an occurrence due just after it really ended waits for the one that waited for it,
+ * not for it. `waited` counts the occurrences due while any run ran (its time as recorded), from `from` to the
+ * newest record, past the faults too.
+ */
+function bufferChecked(records, name, from, to, skew) {
+  const since = records.filter((r) => r.tick.getTime() >= from)
+  const first = since.filter((r) => r.attempt === 1 && (r.why === 'on-time' || r.why === 'late'))
+  let waited = 0
+  let twice = 0
+  const failures = []
+  for (const r of since) {
+    const begin = r.started.getTime()
+    const within = (margin) => first.filter((o) => o.tick.getTime() > begin + margin && o.tick.getTime() < begin + r.durationMs - margin)
+    const due = within(skew)
+    if (due.length > 1 && r.outcome !== 'lost' && r.tick.getTime() <= to) {
+      twice++
+      const at = (o) => `${o.tick.getTime() - begin} ms: ${o.outcome} by ${o.instance} from ${o.started.getTime() - begin} ms`
+      failures.push(
+        `${due.length} occurrences of ${name} ran after waiting for the one of ${r.tick.toISOString()} ` +
+          `(${r.outcome} by ${r.instance}, ${Math.round(r.durationMs)} ms; due at ${due.map(at).join(', ')})`,
+      )
+    }
+    waited += within(0).length
+  }
+  if (waited === 0) failures.push(`no occurrence of ${name} waited for a running one`)
+  return { failures, waited, twice }
 }
 
 /**
@@ -667,6 +914,62 @@ async function auditSchedule(operator, workers, name, period, from, to) {
   }
 }
 
+/**
+ * Audits stored schedules against the specs in force (`specs`: `{ id, every, startAt, from, to }`; `removed`: id → when
+ * removed): every tick of a spec, from a second after it was stored to a second before it was replaced (and up to `to`,
+ * epoch ms), has a record of its schedule (`records`: id → its history), ok or missed; no tick has two ok records; each
+ * attempt the runners completed has its ok record with its fence and each ok record such an attempt; no attempt of a
+ * removed schedule started after its removal; no tick of a schedule completed twice.
+ */
+function auditStored(specs, removed, records, attempts, to) {
+  const failures = []
+  let expected = 0
+  const key = (id, tick, attempt) => `${id} ${tick}/${attempt}`
+  for (const spec of specs) {
+    const list = records.get(spec.id)
+    if (list === undefined) continue
+    const ticks = new Set(list.filter((r) => !r.manual).map((r) => r.tick.getTime()))
+    const last = Math.min(spec.to === null ? to : spec.to - 1000, to)
+    for (let tick = spec.startAt; tick <= last; tick += spec.every) {
+      if (tick < spec.from + 1000) continue
+      expected++
+      if (!ticks.has(tick)) {
+        const near = list.filter((r) => Math.abs(r.tick.getTime() - tick) <= 2000).map((r) => `${r.tick.getTime() - tick}:${r.outcome}/${r.why}`)
+        failures.push(`${spec.id} ${tick} (every ${spec.every}, stored ${spec.from - tick} ms from it) has no record (near: ${near.join(' ') || 'none'})`)
+      }
+    }
+  }
+  for (const [id, list] of records) {
+    const byTick = new Map()
+    for (const r of list.filter((r) => r.outcome === 'ok')) byTick.set(r.tick.getTime(), (byTick.get(r.tick.getTime()) ?? 0) + 1)
+    const twice = [...byTick.values()].filter((n) => n > 1).length
+    if (twice) failures.push(`${twice} occurrences of ${id} have two ok records`)
+    const completed = new Map(attempts.filter((a) => a.name === id && a.end === 'ok').map((a) => [key(id, a.tick, a.attempt), a]))
+    for (const r of list.filter((r) => r.outcome === 'ok' && r.tick.getTime() <= to)) {
+      const a = completed.get(key(id, r.tick.getTime(), r.attempt))
+      if (a === undefined || a.fence !== String(r.fence)) failures.push(`record ${key(id, r.tick.getTime(), r.attempt)} says ok; no attempt completed with its fence`)
+    }
+    const recorded = new Set(list.filter((r) => r.outcome === 'ok').map((r) => key(id, r.tick.getTime(), r.attempt)))
+    for (const k of completed.keys()) if (Number(k.split(' ')[1].split('/')[0]) <= to && !recorded.has(k)) failures.push(`attempt ${k} completed; no ok record`)
+  }
+  const ran = new Map()
+  for (const a of attempts.filter((a) => a.end === 'ok')) ran.set(`${a.name} ${a.tick}`, (ran.get(`${a.name} ${a.tick}`) ?? 0) + 1)
+  const twice = [...ran.values()].filter((n) => n > 1).length
+  if (twice) failures.push(`${twice} occurrences completed twice`)
+  const afterRemoval = attempts.filter((a) => removed.has(a.name) && a.at > removed.get(a.name)).length
+  if (afterRemoval) failures.push(`${afterRemoval} attempts started after their schedule was removed`)
+  const all = [...records.values()].flat().filter((r) => r.tick.getTime() <= to)
+  const count = (f) => all.filter(f).length
+  return {
+    failures,
+    summary:
+      `${expected} occurrences of the specs in force checked, ${count((r) => r.outcome === 'ok')} attempts ran ` +
+      `(${count((r) => r.why === 'late' && r.outcome === 'ok')} late, ${count((r) => r.why === 'retry' && r.outcome === 'ok')} taken over), ` +
+      `${count((r) => r.outcome === 'missed')} missed, ${count((r) => r.outcome === 'crashed')} crashed; ` +
+      `${failures.length ? `AUDIT FAILED: ${failures.slice(0, 5).join('; ')}` : 'the records match the specs and what ran'}`,
+  }
+}
+
 /** Parses `--only a,b` and `--scale N`. */
 function parseArgs(argv) {
   const options = { only: Object.keys(SCENARIOS), scale: 1 }
@@ -689,7 +992,11 @@ function parseArgs(argv) {
 /** Runs scenario `name`: its servers, workers and faults, then the checks. */
 async function runScenario(name, scale) {
   const scenario = SCENARIOS[name]
-  const nodes = await Promise.all(Array.from({ length: scenario.nodes ?? 1 }, () => startRedis()))
+  // A scenario whose Redis keeps its data across a restart (stored schedules are data): appendonly in a directory of
+  // its own, fsynced on every write.
+  const dir = scenario.persistent ? fs.mkdtempSync(path.join(os.tmpdir(), 'snatch-chaos-')) : null
+  const args = dir ? ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir] : []
+  const nodes = await Promise.all(Array.from({ length: scenario.nodes ?? 1 }, () => startRedis({ args })))
   const workers = new Workers()
   const proxies = []
   console.error(`${name}: ${scenario.title}`)
@@ -709,6 +1016,7 @@ async function runScenario(name, scale) {
     for (const child of workers.children.values()) child.child.kill('SIGKILL')
     await Promise.all(proxies.map((p) => p.close()))
     await Promise.all(nodes.map((n) => n.stop()))
+    if (dir) fs.rmSync(dir, { recursive: true, force: true })
   }
   const checked = check(workers.sections)
   const delays = takeovers(workers.kills, workers.sections)
@@ -754,13 +1062,16 @@ function render(results, scale) {
   return lines.join('\n')
 }
 
-/** Writes `report` into docs/SAFETY.md between its RESULTS markers. */
-function publish(report) {
-  const [begin, end] = ['<!-- RESULTS BEGIN (npm run chaos writes this) -->', '<!-- RESULTS END -->']
+/** The markers of docs/SAFETY.md's results of the critical sections, and of the fenced writes (stock scenarios). */
+const SECTIONS = ['<!-- RESULTS BEGIN (npm run chaos writes this) -->', '<!-- RESULTS END -->']
+const STOCK = ['<!-- FENCED RESULTS BEGIN (npm run chaos -- --only fenced-postgres,fenced-mariadb writes this) -->', '<!-- FENCED RESULTS END -->']
+
+/** Writes `report` into docs/SAFETY.md between `markers`. */
+function publish([begin, end], report) {
   const text = fs.readFileSync(SAFETY, 'utf8')
   const from = text.indexOf(begin)
   const to = text.indexOf(end)
-  if (from < 0 || to < from) throw new Error(`${SAFETY} has no RESULTS markers`)
+  if (from < 0 || to < from) throw new Error(`${SAFETY} has no markers ${begin} … ${end}`)
   fs.writeFileSync(SAFETY, `${text.slice(0, from + begin.length)}\n${report}\n${text.slice(to)}`)
 }
 
@@ -769,13 +1080,22 @@ async function main() {
   ensureBuilt()
   const results = []
   for (const name of options.only) results.push(await runScenario(name, options.scale))
-  const report = render(results, options.scale)
-  console.log(report)
-  if (options.only.length === Object.keys(SCENARIOS).length) {
-    publish(report)
-    console.error(`written to ${path.relative(process.cwd(), SAFETY)}`)
+  // Two reports: of the critical sections (checked in Redis' terms), and of the fenced writes (audited in a database);
+  // each written to docs/SAFETY.md when every scenario of its kind ran.
+  for (const [data, markers, report] of [[false, SECTIONS, render], [true, STOCK, renderStock]]) {
+    const names = Object.keys(SCENARIOS).filter((name) => Boolean(SCENARIOS[name].data) === data)
+    const ran = results.filter((r) => names.includes(r.name))
+    if (ran.length === 0) continue
+    const text = report(ran, options.scale)
+    console.log(`${text}\n`)
+    if (ran.length === names.length) {
+      publish(markers, text)
+      console.error(`written to ${path.relative(process.cwd(), SAFETY)}`)
+    }
   }
-  const failed = results.some((r) => r.overlaps > 0 || r.fenceViolations > 0 || r.scheduleFailures?.length > 0)
+  const failed = results.some(
+    (r) => r.overlaps > 0 || r.fenceViolations > 0 || r.scheduleFailures?.length > 0 || r.dataFailures?.length > 0 || r.failures?.length > 0,
+  )
   process.exitCode = failed ? 1 : 0
 }
 

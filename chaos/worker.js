@@ -6,9 +6,12 @@
 // marked `adopted`; `several`: two keys at once by Locker.lockAll + MultiLock.release or withLocks, a section of
 // each key; `shared`: Locker.shared, whose runner has the section, every caller reporting the value it got;
 // `idempotency`: requests with keys to its own Express app under redis-snatch/idempotency, whose handler has the
-// section, every answer reported as a value) and reports each to the parent
+// section, every answer reported as a value; `stock`: withLock, then a read-modify-write of a stock row in Postgres or
+// MariaDB, fenced or not, see once(); `reentrant`: withLock, and in its fn a nested withLock of the same key with
+// `reentrant: true`, awaited or not, the section spanning both, see nested()) and reports each to the parent
 // over IPC, on process.hrtime.bigint() (CLOCK_MONOTONIC: one clock for every process of the host); or (`schedule`)
 // runs a schedule's job every second, each attempt a section (and reported as { type: 'attempt', … }, see schedule());
+// or (`stored`) runs the stored schedules of a handler, each attempt a section on the schedule's id (see stored());
 // or (`lead`) campaigns for leadership, each term a section (see lead()); or (`nest`) is a NestJS application whose
 // @WithLock and @Snatch methods are the sections, and whose @Cron runs each attempt as a section (see nestSections()):
 //   { type: 'enter', key, fence, t, shared, adopted }  the section started (sent at once, so a SIGKILL cannot lose it)
@@ -20,6 +23,8 @@
 //   { type: 'error', code, t }                a call failed (ERR_SNATCH_…)
 //   { type: 'handoff', handle }               a lock handed over, for the parent to pass on: `{ adopt: handle }`
 //   { type: 'value', key, got, fence }        shared mode: the value a caller of `key` got (its key, its fence)
+//   { type: 'left', key }                     stock mode: a section ended, not timed (instead of 'exit')
+//   { type: 'outcome', name }                 stock mode: how a decrement ended (committed, late, stale)
 // A section acts a few times, each act only while the lease is still valid, checked synchronously right before it:
 // the parent checks that no two holders' acts overlap. It stops on 'stop', finishing its section first; on SIGTERM it
 // shuts down as docs/locks.md says (close with a timeout of `config.drainMs`, then exit): sections under way finish, or
@@ -123,6 +128,58 @@ async function run(key, ctx) {
   send({ type: 'exit', ...ended, t: now() })
 }
 
+/**
+ * Reentrant mode: a section of `key` begun in the fn of a withLock and ended in the fn of a withLock of the same key
+ * nested in it (`reentrant: true`: same fence, under the outer lease), which the outer fn awaits or, half the time,
+ * does not (its acts then go on after the outer fn returned: the lock must stay until they end). Each act checks the
+ * validity of the fn it runs in. With `config.control`, the nested half is a plain function not awaited that acts
+ * until the lease's first ttl ran out, as code nesting without a lock would: other holders then overlap it, which
+ * the audit must see.
+ */
+async function nested(key, options) {
+  const locker = lockerOf(key)
+  let ended = false
+  const valid = (ctx) => () => !ctx.signal.aborted && ctx.validUntil > Date.now()
+  await locker
+    .withLock(
+      key,
+      async (outer) => {
+        const until = Date.now() + config.ttl
+        const enter = now()
+        send({ type: 'enter', key, fence: String(outer.fence), t: enter })
+        const first = await steps(Math.ceil(config.acts / 2), valid(outer))
+        const rest = async (ctx, stillValid) => {
+          if (ctx && ctx.fence !== outer.fence) send({ type: 'error', code: 'NESTED_FENCE', t: now() })
+          const second = first.cut ? first : await steps(Math.floor(config.acts / 2), stillValid)
+          send({ type: 'exit', key, fence: String(outer.fence), t: now(), last: second.last ?? first.last ?? enter, cut: second.cut })
+          ended = true
+        }
+        const inner = config.control
+          ? rest(undefined, () => Date.now() < until)
+          : locker.withLock(key, (ctx) => rest(ctx, valid(ctx)), { reentrant: true })
+        if (config.control || Math.random() < 0.5) inner.catch(() => {})
+        else await inner
+      },
+      options,
+    )
+    .catch((err) => {
+      if (err.code !== 'ERR_SNATCH_LOCK_LOST' || !ended) throw err
+    })
+  return true
+}
+
+/** `n` acts, a short pause before each, while `valid()` holds: the last act's time, and whether they were cut. */
+async function steps(n, valid) {
+  let last
+  for (let i = 0; i < n; i++) {
+    await sleep(Math.random() * config.pauseMs)
+    const at = now()
+    if (!valid()) return { last, cut: true }
+    last = at
+  }
+  return { last, cut: false }
+}
+
 /** One section by the configured way of locking; false when the key was not acquired (snatchTask). */
 async function once(key) {
   const options = { ttl: config.ttl, wait: config.wait, ...(config.fair && { fair: true }) }
@@ -198,6 +255,50 @@ async function once(key) {
       send({ type: 'value', key, got: value.key, fence: value.fence })
       return true
     }
+    case 'stock': {
+      // The overselling code (docs/locks.md, "Fences in your database"): under the lock, read the stock and write back
+      // what was read minus one, in a transaction; with `config.fenced`, fenced's, else a plain one. The signal is
+      // not passed and validUntil not checked: a holder that wakes late writes anyway, and only the database's check
+      // of its fence stands in the way. The section ends ('left') as fn does; no act is timed (no overlap check).
+      const { dialect, table } = config.stock
+      let fence
+      const decrement = async (tx) => {
+        const qty = await readStock(dialect, tx, table, key)
+        await sleep(Math.random() * config.pauseMs) // the work between the read and the write
+        await writeStock(dialect, tx, table, key, qty - 1, fence, `worker ${process.pid}`)
+      }
+      // committed, or stale (refused by the fence); 'late' once committed after the lease was lost.
+      let outcome
+      const lost = await lockerOf(key)
+        .withLock(
+          key,
+          async (ctx) => {
+            fence = ctx.fence
+            send({ type: 'enter', key, fence: String(fence), t: now() })
+            try {
+              await sleep(Math.random() * config.pauseMs) // work before the transaction (a price looked up, say)
+              await (config.fenced ? fenced(stockDb, key, fence, decrement) : transaction(dialect, stockDb, decrement))
+              outcome = 'committed'
+            } catch (err) {
+              if (err.code !== 'ERR_SNATCH_STALE_FENCE') throw err
+              outcome = 'stale'
+            } finally {
+              send({ type: 'left', key })
+            }
+          },
+          options,
+        )
+        .then(
+          () => false,
+          (err) => {
+            // The lease was lost by the time fn ended (its stale write refused, or committed late): as it ended.
+            if (outcome === undefined || err.code !== 'ERR_SNATCH_LOCK_LOST') throw err
+            return true
+          },
+        )
+      send({ type: 'outcome', name: outcome === 'committed' && lost ? 'late' : outcome })
+      return true
+    }
     case 'withLock': {
       let ended = false
       await lockerOf(key)
@@ -207,6 +308,8 @@ async function once(key) {
         })
       return true
     }
+    case 'reentrant':
+      return nested(key, options)
     case 'nest': {
       // A @WithLock or a @Snatch method, at random; its fn's end is reported from inside, as for withLock.
       const [method, settled] = pick([['withLock', true], ['snatch', undefined]])
@@ -305,7 +408,7 @@ async function nestSections() {
   const { Injectable, Module } = require('@nestjs/common')
   const { NestFactory } = require('@nestjs/core')
   const { Cron } = require('@nestjs/schedule')
-  const { currentRun, Snatch, SnatchModule, SnatchSchedule, WithLock } = require('../nest')
+  const { currentRun, Snatch, SnatchModule, SnatchSchedule, WithLock } = require('../lib/nest')
   const name = 'chaos-nest-job'
   class Sections {
     async withLock(key, ended) {
@@ -346,6 +449,11 @@ async function nestSections() {
 /** The Nest application of nest mode. */
 let nestApp
 
+/** Stock mode: the pool of `config.stock`'s database (__test__/support/stock.js). */
+const { readStock, writeStock, transaction, openPool } = config.mode === 'stock' ? require('../__test__/support/stock') : {}
+const { fenced } = require('../lib/fence')
+const stockDb = config.mode === 'stock' ? openPool(config.stock.dialect, config.stock.db, 2) : undefined
+
 // The shutdown recipe of docs/locks.md: nothing new is taken, what runs gets `config.drainMs` to finish, then the process exits.
 process.once('SIGTERM', async () => {
   stopping = true
@@ -359,7 +467,7 @@ let httpPort
 /** Idempotency mode: starts the app; its handler is a section on the request's key, answering `{ key, fence }`. */
 async function serve() {
   const express = require('express')
-  const { idempotency } = require('../idempotency')
+  const { idempotency } = require('../lib/idempotency')
   const app = express()
   app.post('/pay', idempotency(locker, { ttl: 30 }), async (req, res) => {
     const key = req.get('idempotency-key')
@@ -373,8 +481,31 @@ async function serve() {
   httpPort = server.address().port
 }
 
+/**
+ * Stored mode: runs handler 'chaos-stored' (the operator in chaos/run.js upserts, changes and removes its schedules);
+ * each attempt is a section on the stored schedule's id, reported as { type: 'attempt', name: id, … }.
+ */
+function stored() {
+  const deadlineMs = config.ttl / 2
+  const running = locker.handle('chaos-stored', async ({ id, tick, attempt, why, fence, signal }) => {
+    send({ type: 'attempt', name: id, tick: tick.getTime(), manual: why === 'manual', attempt, why, fence: String(fence), at: Date.now() })
+    const until = Date.now() + deadlineMs
+    const ended = await section(id, fence, () => !signal.aborted && Date.now() < until)
+    send({ type: 'exit', ...ended, t: now() })
+    if (ended.cut) throw new Error('cut short')
+  })
+  running.on('error', (err) => err.message !== 'cut short' && send({ type: 'error', code: err.code || err.name, t: now() }))
+  process.on('message', async (message) => {
+    if (message !== 'stop') return
+    await running.stop()
+    await locker.close()
+    process.disconnect()
+  })
+}
+
 async function main() {
   if (config.mode === 'schedule') return schedule()
+  if (config.mode === 'stored') return stored()
   if (config.mode === 'idempotency') await serve()
   if (config.mode === 'lead') return lead()
   if (config.mode === 'nest') nestApp = await nestSections()
@@ -391,7 +522,7 @@ async function main() {
     }
   }
   await Promise.all(adoptions)
-  await Promise.all([...lockers.map((l) => l.close()), nestApp?.close()])
+  await Promise.all([...lockers.map((l) => l.close()), nestApp?.close(), stockDb?.end()])
   process.disconnect()
 }
 

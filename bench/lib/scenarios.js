@@ -1,7 +1,8 @@
 'use strict'
 // The scenarios: for an adapter, the loop that `measure` runs in each of its concurrent copies. `needs` names an
-// adapter method the scenario requires; `deployment` names the deployment it runs on instead of the single
-// plaintext redis-server (run.js starts it; only adapters marked `deployments` in libs/index.js run there).
+// adapter method the scenario requires (only the adapters that have it run it); `deployment` names the deployment it
+// runs on instead of the single plaintext redis-server (run.js starts it; only adapters marked `deployments` in
+// libs/index.js run there).
 
 const { performance } = require('node:perf_hooks')
 const { sleep } = require('./measure')
@@ -35,6 +36,19 @@ const newKeysWithFn = (lib) => async (index, run) => {
   for (let n = 0; !run.stopped; n++) {
     const start = performance.now()
     if (!(await lib.withFn(`n${index}:${n}`, task))) throw new Error(`the new key n${index}:${n} was taken`)
+    run.record(performance.now() - start)
+  }
+}
+
+/**
+ * The cycle of `method` of the adapter (withPermit, withWrite: a run of an async fn that resolves at once under its own
+ * key per loop, `<prefix><index>`; with `newKeys`, a new key every cycle, `<prefix><index>:<n>`).
+ */
+const runOf = (method, prefix, newKeys = false) => (lib) => async (index, run) => {
+  for (let n = 0; !run.stopped; n++) {
+    const key = newKeys ? `${prefix}${index}:${n}` : `${prefix}${index}`
+    const start = performance.now()
+    if (!(await lib[method](key, task))) throw new Error(`the loop's own key ${key} was taken`)
     run.record(performance.now() - start)
   }
 }
@@ -106,18 +120,42 @@ const SCENARIOS = {
       }
     },
   },
+  /** withfn's cycle as a permit of a semaphore of 1 (withPermit), own key per loop. */
+  withpermit: {
+    concurrencies: [50],
+    needs: 'withPermit',
+    loop: runOf('withPermit', 'p'),
+  },
+  /** withfn's cycle under the write lock of a read-write lock (withWrite), own key per loop. */
+  withwrite: {
+    concurrencies: [50],
+    needs: 'withWrite',
+    loop: runOf('withWrite', 'rw'),
+  },
+  /** shared(): a run of fn for a result stored for the others, a new key every cycle (a run each time, not a read). */
+  shared: {
+    concurrencies: [50],
+    needs: 'shared',
+    loop: runOf('shared', 's', true),
+  },
   /** withfn on a new key every cycle. */
   newkeys: {
     concurrencies: [50],
     loop: newKeysWithFn,
   },
-  /** withfn on a 3-master Redis Cluster, each loop cycling through its own keys (spread over the slots). */
+  /** withfn on one Valkey 9.1 server (the server's own compare-and-delete in use), own key per loop. */
+  valkey: {
+    concurrencies: [50],
+    deployment: 'valkey',
+    loop: (lib) => SCENARIOS.withfn.loop(lib),
+  },
+  /** withfn on a Redis Cluster of 3 masters with a replica each, each loop cycling through its own keys. */
   cluster: {
     concurrencies: [50],
     deployment: 'cluster',
     loop: spreadWithFn,
   },
-  /** newkeys on a 3-master Redis Cluster. */
+  /** newkeys on the Redis Cluster of 3 masters with a replica each. */
   'cluster-newkeys': {
     concurrencies: [50],
     deployment: 'cluster',

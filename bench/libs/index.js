@@ -44,6 +44,25 @@ const LIBS = [
     reference: true,
   },
   {
+    // Raw ioredis with OpenTelemetry on as its users have it (@opentelemetry/instrumentation-ioredis, a span per
+    // command; the same SDK, exporter and sampler as snatch-otel): `--libs snatch-otel,raw-otel --scenarios withfn`.
+    id: 'raw-otel',
+    name: 'raw ioredis with @opentelemetry/instrumentation-ioredis on',
+    pkg: '@opentelemetry/instrumentation-ioredis',
+    module: './ioredis-raw-otel',
+    wait: false,
+    reference: true,
+  },
+  {
+    // redis-snatch with prom-client metrics on (redis-snatch/prometheus's registerMetrics into a Registry never
+    // scraped): what this process's metrics cost. `npm run bench -- --libs snatch,snatch-prom --scenarios withfn`.
+    id: 'snatch-prom',
+    name: 'redis-snatch with prom-client metrics on',
+    module: './redis-snatch',
+    options: { prom: true },
+    reference: true,
+  },
+  {
     id: 'scripts-js',
     name: 'redis-snatch scripts on node-redis (reference)',
     module: './snatch-scripts-js',

@@ -1,7 +1,7 @@
 'use strict'
 // A reference, not a library users could pick: redis-snatch's own Lua scripts (acquire with fence, release with
 // wake-up) sent from the JS thread by one node-redis client (automatic pipelining), with the same key names. It
-// measures what the lock costs on Redis and on a JS-thread transport, without the native path's thread hand-offs
+// measures what the lock costs on Redis and on a JS-thread transport, without the native path's hops between threads
 // (see bench/README.md, "What a JS-thread transport would reach"). Run it by name: `--libs snatch,scripts-js,raw`.
 
 const fs = require('node:fs')

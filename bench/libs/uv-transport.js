@@ -1,7 +1,7 @@
 'use strict'
 // An experiment, not a library: our acquire and release scripts over a Redis socket polled by node's own libuv
 // loop (bench/experiments/uv-transport, built with cargo on first use). It measures what a transport without
-// thread hand-offs would reach (bench/README.md, "A libuv-driven transport"). Run it by name: `--libs snatch,uv,raw`.
+// hops between threads would reach (bench/README.md, "A libuv-driven transport"). Run it by name: `--libs snatch,uv,raw`.
 
 const fs = require('node:fs')
 const path = require('node:path')

@@ -1,5 +1,5 @@
 //! Experiment: redis-snatch's acquire and release scripts over a Redis socket that node's own libuv loop polls
-//! (`uv_poll`), the replies resolving promises on the JS thread: no Tokio worker, no thread hand-offs. Unix only.
+//! (`uv_poll`), the replies resolving promises on the JS thread: no Tokio worker, no hops between threads. Unix only.
 //! Single connection per process, blocking connect, no timeouts or reconnection: it measures the transport, it is
 //! not one. `supervision` stands in for the supervision of the leases acquired (what would renew them at a third of
 //! their ttl), to measure its cost: `"task"`, a Tokio task per lease (on one worker thread, as in redis-snatch),

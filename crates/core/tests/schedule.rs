@@ -7,7 +7,7 @@ mod support;
 use snatch_core::protocol::attempt::{Concurrency, Ending, SkipReason};
 use snatch_core::protocol::run::{Outcome, ScheduledAttempt};
 use snatch_core::protocol::schedule::{Attempt, Jitter, Record, ScheduleKeys, Status, Why};
-use snatch_core::{ask_fleet, Cron, FleetRequest, Input, Locker, LockerConfig, Post, ScheduleOptions};
+use snatch_core::{ask_fleet, Cron, FleetRequest, Input, Locker, LockerConfig, Post, Schedule, ScheduleOptions};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::caller::{Caller, Occurrences};
@@ -36,6 +36,14 @@ fn locker(url: &str, instance: &str) -> Locker {
     let config =
         LockerConfig { urls: vec![url.to_owned()], instance_id: instance.to_owned(), ..LockerConfig::default() };
     Locker::new(config).unwrap()
+}
+
+/// Stops `schedule` once two of its attempts began (stop() waits for them to settle).
+async fn stop_after_two_runs(runs: &Runs, schedule: &Schedule) {
+    while runs.lock().unwrap().len() < 2 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    schedule.stop().await;
 }
 
 /// Schedule `name`'s newest records, asked of the fleet.
@@ -124,14 +132,8 @@ async fn with_buffer_the_next_occurrence_waits_and_runs_right_after_and_a_third_
     let mut caller = Caller::new(&locker);
     let options = ScheduleOptions { concurrency: Concurrency::Buffer, ..ScheduleOptions::default() };
     let schedule = caller.schedule(&name, every_second(), options).unwrap();
-    let seen = runs.clone();
-    let until = async {
-        // Stopped once the waiting occurrence runs (stop() then waits for it).
-        while seen.lock().unwrap().len() < 2 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        schedule.stop().await;
-    };
+    // Stopped once the waiting occurrence runs (stop() then waits for it).
+    let until = stop_after_two_runs(&runs, &schedule);
     let told = caller.serve(recorder(0, Duration::from_millis(2200), &runs), until).await;
     let ticks: Vec<i64> = runs.lock().unwrap().iter().map(|(o, _)| o.attempt.tick).collect();
     assert_eq!(ticks.len(), 2, "{ticks:?}");
@@ -159,13 +161,7 @@ async fn with_buffer_an_occurrence_waiting_past_its_grace_runs_though_a_look_bac
     let mut caller = Caller::new(&locker);
     let options = ScheduleOptions { concurrency: Concurrency::Buffer, ..ScheduleOptions::default() };
     let schedule = caller.schedule(&name, every_second(), options).unwrap();
-    let seen = runs.clone();
-    let until = async {
-        while seen.lock().unwrap().len() < 2 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        schedule.stop().await;
-    };
+    let until = stop_after_two_runs(&runs, &schedule);
     // Each run takes 7 s: the next occurrence waits 6 s, past a heartbeat (5 s) and the look back's grace of 2 s.
     let told = caller.serve(recorder(0, Duration::from_millis(7000), &runs), until).await;
     let ticks: Vec<i64> = runs.lock().unwrap().iter().map(|(o, _)| o.attempt.tick).collect();

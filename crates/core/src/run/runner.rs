@@ -611,7 +611,11 @@ impl Runner {
                 }
             }
             Input::Term { campaign, lease, settled } => {
-                self.watch_term(campaign, lease, settled, told);
+                // As an attempt's: fn starts only while the lease is still guaranteed. Not called, the term ends at
+                // once (the campaign hears of no end, `settled` being dropped) and the campaign goes on.
+                if !lease.lapsed() {
+                    self.watch_term(campaign, lease, settled, told);
+                }
             }
             Input::EndTerm { campaign, reason } => {
                 let Some(&id) = self.terms.get(&campaign) else { return };

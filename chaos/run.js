@@ -671,8 +671,8 @@ const SCENARIOS = {
           await redis.restart()
           faults.restarts++
         } else if (busy && round % 2 === 0) {
+          // Replaced by a new runner (kill() starts one): three runners all along.
           workers.kill(busy)
-          runner()
           faults.kills++
         } else if (busy) {
           await workers.pause(busy, 2500, false)

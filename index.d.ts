@@ -349,7 +349,8 @@ export interface OccurrenceRecord {
   durationMs: number | null
   /**
    * How it came out: running, ok, failed (fn threw), timeout (past its `timeout`), lost (its lease), crashed (its
-   * replica died), interrupted (its replica shut down: run again at once), missed (did not run).
+   * replica died), interrupted (its replica shut down, or its lease lapsed before fn was called: run again at once),
+   * missed (did not run).
    */
   outcome: 'running' | 'ok' | 'failed' | 'timeout' | 'lost' | 'crashed' | 'interrupted' | 'missed'
   /** The error's message, at most 500 characters. */

@@ -27,7 +27,10 @@ class Workers {
   constructor() {
     this.children = new Map()
     this.sections = []
-    this.open = new Map() // `${worker id} ${key}` -> a section under way ({ worker, key, fence, enter })
+    // `${worker id} ${key} ${fence}` -> a section under way ({ worker, key, fence, enter }). By fence too: a worker may
+    // have two sections of a key at once (a schedule's attempt whose lease lapsed winding down, not acting, while the
+    // attempt that took it over runs in the same process).
+    this.open = new Map()
     this.errors = {}
     this.kills = []
     this.stale = { released: 0, refused: 0 }
@@ -61,16 +64,16 @@ class Workers {
   #heard(worker, m) {
     if (m.type === 'enter') {
       const { key, shared, adopted } = m
-      this.open.set(`${worker} ${key}`, { worker, key, fence: BigInt(m.fence), enter: BigInt(m.t), shared, adopted })
+      this.open.set(`${worker} ${key} ${m.fence}`, { worker, key, fence: BigInt(m.fence), enter: BigInt(m.t), shared, adopted })
     } else if (m.type === 'exit') {
-      const s = this.open.get(`${worker} ${m.key}`)
-      this.open.delete(`${worker} ${m.key}`)
+      const s = this.open.get(`${worker} ${m.key} ${m.fence}`)
+      this.open.delete(`${worker} ${m.key} ${m.fence}`)
       if (!s) return
       this.sections.push({ ...s, last: BigInt(m.last), cut: m.cut })
       const attempt = this.attempts.get(`${m.key}/${m.fence}`)
       if (attempt) attempt.end = m.cut ? 'cut' : 'ok'
     } else if (m.type === 'left') {
-      this.open.delete(`${worker} ${m.key}`)
+      this.open.delete(`${worker} ${m.key} ${m.fence}`)
     } else if (m.type === 'outcome') {
       this.outcomes[m.name] = (this.outcomes[m.name] ?? 0) + 1
     } else if (m.type === 'released') {
@@ -668,8 +671,8 @@ const SCENARIOS = {
           await redis.restart()
           faults.restarts++
         } else if (busy && round % 2 === 0) {
+          // Replaced by a new runner (kill() starts one): three runners all along.
           workers.kill(busy)
-          runner()
           faults.kills++
         } else if (busy) {
           await workers.pause(busy, 2500, false)
@@ -965,7 +968,8 @@ function auditStored(specs, removed, records, attempts, to) {
     summary:
       `${expected} occurrences of the specs in force checked, ${count((r) => r.outcome === 'ok')} attempts ran ` +
       `(${count((r) => r.why === 'late' && r.outcome === 'ok')} late, ${count((r) => r.why === 'retry' && r.outcome === 'ok')} taken over), ` +
-      `${count((r) => r.outcome === 'missed')} missed, ${count((r) => r.outcome === 'crashed')} crashed; ` +
+      `${count((r) => r.outcome === 'missed')} missed, ${count((r) => r.outcome === 'crashed')} crashed, ` +
+      `${count((r) => r.outcome === 'interrupted')} interrupted; ` +
       `${failures.length ? `AUDIT FAILED: ${failures.slice(0, 5).join('; ')}` : 'the records match the specs and what ran'}`,
   }
 }

@@ -23,7 +23,7 @@
 //   { type: 'error', code, t }                a call failed (ERR_SNATCH_…)
 //   { type: 'handoff', handle }               a lock handed over, for the parent to pass on: `{ adopt: handle }`
 //   { type: 'value', key, got, fence }        shared mode: the value a caller of `key` got (its key, its fence)
-//   { type: 'left', key }                     stock mode: a section ended, not timed (instead of 'exit')
+//   { type: 'left', key, fence }              stock mode: a section ended, not timed (instead of 'exit')
 //   { type: 'outcome', name }                 stock mode: how a decrement ended (committed, late, stale)
 // A section acts a few times, each act only while the lease is still valid, checked synchronously right before it:
 // the parent checks that no two holders' acts overlap. It stops on 'stop', finishing its section first; on SIGTERM it
@@ -74,6 +74,11 @@ const now = () => process.hrtime.bigint().toString()
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const pick = (list) => list[Math.floor(Math.random() * list.length)]
 const send = (message) => process.connected && process.send(message)
+/**
+ * Sends `message`, resolving once it is written to the channel: a schedule's attempt reports its end so before its fn
+ * returns, hence before its record can say 'ok' (a SIGKILL then cannot lose the report and keep the record).
+ */
+const sent = (message) => new Promise((resolve) => (process.connected ? process.send(message, undefined, {}, () => resolve()) : resolve()))
 
 /**
  * The acts of one section of `key` (`adopted`: the rest of one another worker handed over, with its fence). Reports
@@ -283,7 +288,7 @@ async function once(key) {
               if (err.code !== 'ERR_SNATCH_STALE_FENCE') throw err
               outcome = 'stale'
             } finally {
-              send({ type: 'left', key })
+              send({ type: 'left', key, fence: String(fence) })
             }
           },
           options,
@@ -357,7 +362,7 @@ function schedule() {
         send({ type: 'attempt', name, tick: tick.getTime(), manual, attempt, why, fence: String(fence) })
         const until = Date.now() + deadlineMs
         const ended = await section(name, fence, () => !signal.aborted && Date.now() < until)
-        send({ type: 'exit', ...ended, t: now() })
+        await sent({ type: 'exit', ...ended, t: now() })
         if (ended.cut) throw new Error('cut short')
       },
       { ttl: config.ttl, ...config.schedule },
@@ -491,7 +496,7 @@ function stored() {
     send({ type: 'attempt', name: id, tick: tick.getTime(), manual: why === 'manual', attempt, why, fence: String(fence), at: Date.now() })
     const until = Date.now() + deadlineMs
     const ended = await section(id, fence, () => !signal.aborted && Date.now() < until)
-    send({ type: 'exit', ...ended, t: now() })
+    await sent({ type: 'exit', ...ended, t: now() })
     if (ended.cut) throw new Error('cut short')
   })
   running.on('error', (err) => err.message !== 'cut short' && send({ type: 'error', code: err.code || err.name, t: now() }))

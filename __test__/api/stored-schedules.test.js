@@ -1,9 +1,12 @@
 'use strict'
 // Stored schedules across processes against a real Redis: three runner processes of a handler and this process, which
 // runs none, upserting, changing and removing schedules; each occurrence once with rising fences; a one-off `at` whose
-// runners were all down at its time runs once, late; SIGKILL of a runner mid-occurrence taken over; bad input refused
-// with nothing stored; one namespace with code schedules; memory:// in one process; Redlock refused.
+// runners were all down at its time runs once, late; SIGKILL of a runner mid-occurrence taken over; a runner stopped
+// between a claim and the call of its fn does not call it once resumed; bad input refused with nothing stored; one
+// namespace with code schedules; memory:// in one process; Redlock refused.
 
+const fs = require('node:fs')
+const os = require('node:os')
 const path = require('node:path')
 const { createLocker } = require('../..')
 const { Replicas } = require('../support/replicas')
@@ -108,6 +111,38 @@ test('SIGKILL of the runner mid-occurrence: another runner takes it over with a 
   ])
   expect(records[0].fence).toBeGreaterThan(records[1].fence)
   expect(replicas.all((e) => e.event === 'start' && e.id === id && e.attempt === 2)).toHaveLength(1)
+})
+
+test('a runner stopped between the claim of an occurrence and the call of its fn does not call it once resumed', async () => {
+  const handler = uniqueKey('stood-still')
+  const id = `${handler}:job`
+  const resume = path.join(os.tmpdir(), `${handler}.resume`)
+  const [still] = await replicas.start(1, { message: { handler } })
+  replicas.send(still, { block: resume })
+  await replicas.next((e) => e.event === 'blocked', 'the runner to block its loop')
+  await locker.upsertSchedule(id, { handler, at: Date.now() + 200, ttl: 1000 })
+  // Claimed and recorded running by the blocked runner: its fn waits for its loop, and its process is stopped.
+  const running = async () => (await locker.history(id)).some((r) => r.attempt === 1 && r.outcome === 'running')
+  await until(running, 'the first attempt claimed', 10_000)
+  process.kill(still, 'SIGSTOP')
+  try {
+    // Its claim lapses: another runner takes the occurrence over and runs it.
+    await replicas.start(1, { message: { handler } })
+    const retry = await replicas.next((e) => e.event === 'run' && e.id === id, 'the takeover')
+    expect(retry).toMatchObject({ attempt: 2, why: 'retry' })
+  } finally {
+    fs.writeFileSync(resume, '')
+    process.kill(still, 'SIGCONT')
+  }
+  // Resumed, its loop turns: the fn of the attempt whose lease lapsed is not called, then or later.
+  await replicas.stop({ stop: true })
+  fs.rmSync(resume)
+  expect(replicas.all((e) => e.event === 'start').map((e) => [e.pid === still, e.attempt])).toEqual([[false, 2]])
+  const records = await locker.history(id)
+  expect(records.map((r) => [r.attempt, r.outcome])).toEqual([
+    [2, 'ok'],
+    [1, 'crashed'],
+  ])
 })
 
 test('suspend, resume and trigger steer a stored schedule from a process that runs none', async () => {

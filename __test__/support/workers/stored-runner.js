@@ -3,13 +3,23 @@
 // handler on REDIS_URL (one locker, made by the first message) and reports over IPC every occurrence it starts
 // (`start`, with the stored schedule's id, tick, attempt, why, fence, data and the time `at`) and its handler's 'run'
 // and 'error' events. With `hang` the first attempt of each occurrence never settles (the process is to be killed while
-// it runs); with `workMs` each takes that long. `{ stop: true }` closes the locker and exits.
+// it runs); with `workMs` each takes that long. `{ block: file }` reports `blocked`, then blocks its event loop until
+// `file` exists (its runner claims meanwhile, on its own threads, occurrences whose fn cannot be called before the
+// loop turns again). `{ stop: true }` closes the locker and exits.
 
+const fs = require('node:fs')
 const { createLocker } = require('../../..')
 
 let locker
 
 process.on('message', async (message) => {
+  if (message.block) {
+    const pause = new Int32Array(new SharedArrayBuffer(4))
+    process.send({ event: 'blocked', pid: process.pid }, () => {
+      while (!fs.existsSync(message.block)) Atomics.wait(pause, 0, 0, 5)
+    })
+    return
+  }
   if (message.stop) {
     await locker?.close()
     process.disconnect()

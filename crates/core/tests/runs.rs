@@ -7,7 +7,7 @@ mod support;
 use snatch_core::protocol::lead::Revoked;
 use snatch_core::protocol::run::{Invoked, Outcome, Purpose};
 use snatch_core::{
-    campaign, observe, CampaignOptions, Holder, LockOptions, Locker, LockerConfig, Reentering, SnatchError,
+    campaign, observe, CampaignOptions, Holder, Input, LockOptions, Locker, LockerConfig, Reentering, SnatchError,
 };
 use std::collections::HashSet;
 use std::time::Duration;
@@ -200,6 +200,43 @@ async fn one_campaign_leads_at_a_time_resign_hands_over_and_an_observer_hears_ea
     assert!(ended.contains(&(next_run, Outcome::Revoked { fence: next_term, reason: Revoked::Stopped })));
     stopping.await.unwrap();
     for l in [one, two, watcher] {
+        l.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_term_whose_lease_lapsed_before_its_fn_was_called_does_not_call_it_and_the_campaign_goes_on() {
+    let (_server, url) = redis_url();
+    let name = unique_key("lead-still");
+    let (still, admin) = (locker(&url, "still"), locker(&url, "admin"));
+    let mut a = Caller::new(&still);
+    let options = CampaignOptions { ttl: Some(Duration::from_millis(1000)), retry: Duration::from_millis(100) };
+    let campaigning = campaign(&still, 1, &name, options, a.runner().post()).unwrap();
+    // Elected while the caller's loop stands still: the call of fn waits while the lease is lost (taken from Redis
+    // here, as another replica may once a stopped process's lease ran out).
+    let (lease, settled) = loop {
+        match a.input().await {
+            Input::Term { lease, settled, .. } => break (lease, settled),
+            input => a.step(|runner, out| runner.handle(input, out)),
+        }
+    };
+    let first = lease.fence();
+    assert!(admin.force_release(lease.key()).await.unwrap());
+    assert!(lease.ended().await, "the lease is lost");
+    a.step(|runner, out| runner.handle(Input::Term { campaign: 1, lease, settled }, out));
+    let told = a.take_told();
+    assert!(!told.iter().any(|(_, outcome)| matches!(outcome, Outcome::Invoke { .. })), "{told:?}");
+    // The campaign goes on: its next term's fn is called, under a higher fence.
+    let next = until(&mut a, |o| matches!(o, Outcome::Invoke { invoked: Invoked::Term(1), .. })).await;
+    let Some((run, Outcome::Invoke { fence, .. })) = next.last() else { panic!("{next:?}") };
+    assert!(*fence > first);
+    let run = *run;
+    let stopping = tokio::spawn(async move { campaigning.stop().await });
+    until(&mut a, |o| matches!(o, Outcome::Aborted { .. })).await;
+    let mut out = snatch_core::Output::default();
+    a.runner().task_done(run, None, &mut out);
+    stopping.await.unwrap();
+    for l in [still, admin] {
         l.close().await;
     }
 }

@@ -6,7 +6,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use snatch_core::protocol::run::ScheduledAttempt;
+use snatch_core::protocol::run::{Outcome, ScheduledAttempt};
 use snatch_core::protocol::schedule::{Record, ScheduleKeys, Status, Why};
 use snatch_core::{ask_fleet, FleetRequest, Input, Locker, LockerConfig, Post};
 use std::collections::HashMap;
@@ -326,6 +326,57 @@ async fn a_dead_runners_occurrence_is_taken_over_with_a_higher_fence() {
     let first = records.iter().find(|r| r.attempt == 1).unwrap();
     let second = records.iter().find(|r| r.attempt == 2).unwrap();
     assert_eq!((first.outcome, second.outcome), (Status::Crashed, Status::Ok), "{records:?}");
+    let fence = |r: &Record| r.fence.as_ref().unwrap().parse::<i64>().unwrap();
+    assert!(fence(second) > fence(first));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_occurrence_whose_lease_lapsed_before_its_fn_was_called_does_not_run_and_is_run_again() {
+    let (_server, url) = redis_url();
+    let handler = unique_key("stood-still");
+    let id = format!("{handler}:job");
+    let admin = locker(&url, "admin");
+    upsert(&admin, &id, json!({ "handler": handler, "at": now() + 300, "ttl": 1000 })).await.unwrap();
+    let mut caller = Caller::new(&locker(&url, "still"));
+    let handling = caller.handle(&handler, None).unwrap();
+    // The caller's loop stands still once the occurrence is claimed and recorded running: the call of its fn waits
+    // while its claim is lost (taken from Redis here, as another replica may once a stopped process's lease ran out).
+    let held = loop {
+        match caller.input().await {
+            Input::Attempt { scheduled, run, claim, settled } => break (scheduled, run, claim, settled),
+            input => caller.step(|runner, out| runner.handle(input, out)),
+        }
+    };
+    let (scheduled, run, claim, settled) = held;
+    assert_eq!(scheduled.attempt.attempt, 1);
+    assert!(admin.force_release(claim.key()).await.unwrap());
+    assert!(claim.ended().await, "the claim is lost");
+    // The loop turns again: fn is not called under the lapsed lease.
+    let first = scheduled.attempt;
+    caller.step(|runner, out| runner.handle(Input::Attempt { scheduled, run, claim, settled }, out));
+    let told = caller.take_told();
+    assert!(!told.iter().any(|(_, outcome)| matches!(outcome, Outcome::Invoke { .. })), "{told:?}");
+    // Recorded so, and handed over: the next attempt runs (here, the only runner), under a higher fence.
+    let runs: Runs = Arc::default();
+    let waiting = runs.clone();
+    let until = async {
+        while waiting.lock().unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        handling.stop().await;
+    };
+    tokio::time::timeout(Duration::from_secs(30), caller.serve(recorder(0, &runs), until))
+        .await
+        .expect("the occurrence is run again");
+    let runs = runs.lock().unwrap().clone();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!((runs[0].0.attempt.tick, runs[0].0.attempt.attempt, runs[0].0.why), (first.tick, 2, Why::Retry));
+    let records = history(&admin, &id).await;
+    let of = |n: u32| records.iter().find(|r| r.attempt == n).unwrap();
+    let (first, second) = (of(1), of(2));
+    assert_eq!((first.outcome, second.outcome), (Status::Interrupted, Status::Ok), "{records:?}");
+    assert!(first.error.as_deref().unwrap().contains("lease lapsed before fn was called"), "{first:?}");
     let fence = |r: &Record| r.fence.as_ref().unwrap().parse::<i64>().unwrap();
     assert!(fence(second) > fence(first));
 }

@@ -88,6 +88,16 @@ pub struct Policy {
     pub lease: Duration,
 }
 
+/// Why an attempt's fn was not called once its start was recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotCalled {
+    /// Its leases lapsed before the call (its process stood still in between, stopped or starved): another replica
+    /// may take it over, so fn must not start here.
+    Lapsed,
+    /// Its replica shuts down (`close`).
+    Closing,
+}
+
 /// How an attempt that ran ended: decided once, recorded, and told to the caller as it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ending {
@@ -526,6 +536,33 @@ impl AttemptRun {
         vec![Do::Record(Box::new(write))]
     }
 
+    /// fn was not called, for `why`: nothing of the attempt ran, so it is recorded interrupted and handed over at once,
+    /// retries or not, unless another replica took it over meanwhile (its record then no longer says 'running').
+    pub fn not_called(&mut self, why: NotCalled, now: Now) -> Vec<Do> {
+        if !matches!(self.stage, Stage::Running { .. }) {
+            return vec![];
+        }
+        let Stage::Running { fence, record, .. } = std::mem::replace(&mut self.stage, Stage::Over) else {
+            unreachable!("matched above")
+        };
+        let error = match why {
+            NotCalled::Lapsed => "its lease lapsed before fn was called (its process stood still): fn did not run",
+            NotCalled::Closing => "its replica shut down before fn was called: fn did not run",
+        };
+        let not_run = Record {
+            duration_ms: Some(0.0),
+            outcome: Status::Interrupted,
+            error: Some(error.to_owned()),
+            retry_at: Some(now.wall_ms),
+            ..record
+        };
+        let conditions = Conditions { only_running: true, ..Conditions::default() };
+        let write = Write { record: not_run, conditions, open: Open::LookIn(Duration::ZERO), takes_over: None };
+        let ended = Ended { fence, ending: Ending::Interrupted, duration: Duration::ZERO };
+        self.stage = Stage::RecordingEnd { ended, retry: Some(Duration::ZERO) };
+        vec![Do::Record(Box::new(write))]
+    }
+
     /// Whether the run lock is waited for when it is held: by a manual run; by a retry, which takes over an attempt
     /// whose runner may have died holding it (its lease then lapses within the wait); with `replace` by an on-time or
     /// late one (after asking the running attempt to give way).
@@ -749,6 +786,34 @@ mod tests {
         let (record, _, after) = end(&mut finished, settled);
         assert_eq!((record.outcome, record.retry_at), (Status::Ok, None));
         assert!(!after.contains(&Do::HandOver));
+    }
+
+    #[test]
+    fn an_attempt_whose_fn_was_not_called_is_recorded_interrupted_and_handed_over_never_ok() {
+        for (why, says) in [(NotCalled::Lapsed, "lease lapsed before fn was called"), (NotCalled::Closing, "shut down")]
+        {
+            let mut run = start(Why::OnTime, Concurrency::Forbid, 0);
+            running(&mut run);
+            let steps = run.not_called(why, now(300));
+            let (record, open, after) = end(&mut run, steps);
+            assert_eq!((record.outcome, record.fence.as_deref()), (Status::Interrupted, Some("7")));
+            assert!(
+                record.error.as_deref().is_some_and(|e| e.contains(says) && e.contains("fn did not run")),
+                "{record:?}"
+            );
+            assert_eq!((record.retry_at, open), (Some(1_000_300), Open::LookIn(Duration::ZERO)));
+            assert_eq!(after[..2], [Do::HandOver, Do::Release]);
+            let ended = Ended { fence: 7, ending: Ending::Interrupted, duration: Duration::ZERO };
+            assert_eq!(after.last(), Some(&Do::End(ended)));
+        }
+        // Only while it runs: before its start is recorded, or once fn settled, it changes nothing.
+        let mut run = start(Why::OnTime, Concurrency::Forbid, 0);
+        assert_eq!(run.not_called(NotCalled::Lapsed, now(0)), vec![]);
+        let mut run = start(Why::OnTime, Concurrency::Forbid, 0);
+        running(&mut run);
+        let settled = run.settled(None, false, now(300), 1.0);
+        assert_eq!(run.not_called(NotCalled::Lapsed, now(300)), vec![]);
+        assert_eq!(end(&mut run, settled).0.outcome, Status::Ok);
     }
 
     #[test]

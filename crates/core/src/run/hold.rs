@@ -48,8 +48,8 @@ pub struct AttemptHold {
     pub(crate) run: Option<Arc<Lease>>,
     /// The claim: while it is held, no other replica runs the attempt.
     pub(crate) claim: Arc<Lease>,
-    /// Told when fn settled.
-    pub(crate) settled: oneshot::Sender<FnSettled>,
+    /// Told when fn settled; `None` when fn was not called, its leases having lapsed before the call.
+    pub(crate) settled: oneshot::Sender<Option<FnSettled>>,
 }
 
 /// What the runner tells an attempt's scheduler when its fn settled, as run `id`: what fn failed with, and whether
@@ -78,7 +78,7 @@ impl AttemptHold {
     }
 
     /// Its scheduler's ear, and the locks without it.
-    pub(crate) fn into_settled(self) -> (oneshot::Sender<FnSettled>, Locks) {
+    pub(crate) fn into_settled(self) -> (oneshot::Sender<Option<FnSettled>>, Locks) {
         (self.settled, Locks { run: self.run, claim: self.claim })
     }
 

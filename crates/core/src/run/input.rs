@@ -49,12 +49,13 @@ pub enum Input {
     /// The closing locker's time for running fns is over: the caller's fns still running are to stop.
     Cut,
     /// An attempt of a schedule's occurrence is claimed (and its run lock taken, unless occurrences may overlap):
-    /// run its fn (see `AttemptHold`), and tell `settled` once it settled.
+    /// run its fn (see `AttemptHold`), and tell `settled` once it settled, or `None` when its leases lapsed before fn
+    /// could be called.
     Attempt {
         scheduled: ScheduledAttempt,
         run: Option<Arc<Lease>>,
         claim: Arc<Lease>,
-        settled: oneshot::Sender<FnSettled>,
+        settled: oneshot::Sender<Option<FnSettled>>,
     },
     /// The fn of `attempt` of schedule `schedule` (of stored schedule `stored`, for a handler), if it runs here, is to
     /// stop, for `reason`.

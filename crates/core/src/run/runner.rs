@@ -381,7 +381,7 @@ impl Runner {
                 let lost = attempt.lapsed();
                 let fence = attempt.lease().fence();
                 let (settled, locks) = attempt.into_settled();
-                if let Err(FnSettled { failure, .. }) = settled.send(FnSettled { id, failure, lost }) {
+                if let Err(Some(FnSettled { failure, .. })) = settled.send(Some(FnSettled { id, failure, lost })) {
                     // Its scheduler is gone (the locker is closing): the locks go back here, and the run ends as fn did.
                     let ending = match (lost, failure) {
                         (true, _) => Ending::Lost,
@@ -611,7 +611,11 @@ impl Runner {
                 }
             }
             Input::Term { campaign, lease, settled } => {
-                self.watch_term(campaign, lease, settled, told);
+                // As an attempt's: fn starts only while the lease is still guaranteed. Not called, the term ends at
+                // once (the campaign hears of no end, `settled` being dropped) and the campaign goes on.
+                if !lease.lapsed() {
+                    self.watch_term(campaign, lease, settled, told);
+                }
             }
             Input::EndTerm { campaign, reason } => {
                 let Some(&id) = self.terms.get(&campaign) else { return };
@@ -638,6 +642,12 @@ impl Runner {
             }
             Input::Cut => told.extend(self.runs.cut()),
             Input::Attempt { scheduled, run, claim, settled } => {
+                // fn starts only while both leases are still guaranteed: its process may have stood still (stopped,
+                // starved) between the claim and now, and another replica may have taken the attempt over meanwhile.
+                if claim.lapsed() || run.as_ref().is_some_and(|run| run.lapsed()) {
+                    let _ = settled.send(None);
+                    return;
+                }
                 let (watched, claimed) = (run.clone(), claim.clone());
                 let (schedule, attempt) = (scheduled.schedule, scheduled.attempt);
                 let stored = scheduled.stored.as_ref().map(|run| run.id.clone());

@@ -9,7 +9,7 @@ use crate::run::hold::FnSettled;
 use crate::run::input::{post_or_undo, Input};
 use crate::schedule::scheduler::{Driver, Work};
 use crate::schedule::store::{self, Control};
-use snatch_protocol::attempt::{AbortReason, AttemptRun, Do, Policy, SkipReason, Start};
+use snatch_protocol::attempt::{AttemptRun, Do, NotCalled, Policy, SkipReason, Start};
 use snatch_protocol::run::{Outcome, ScheduledAttempt};
 use snatch_protocol::schedule_loop::LOOK_SLACK;
 use snatch_protocol::SnatchError;
@@ -31,6 +31,8 @@ enum NotRun {
     Closing,
     /// The runner is gone (its JS environment torn down), or the attempt holds no claim.
     Gone,
+    /// Its leases lapsed before fn could be called (the runner would not call it).
+    Lapsed,
 }
 
 /// What an attempt holds while it is under way.
@@ -152,11 +154,9 @@ impl Driver {
                 }
                 Do::Run { .. } => match self.run_fn(&mut machine, &mut locks).await {
                     Ok(next) => next,
-                    Err(NotRun::Closing) => {
-                        // The locker closed before fn could run: interrupted, the attempt is handed over at once.
-                        machine.abort(AbortReason::Shutdown);
-                        machine.settled(None, false, self.clock(), 1.0)
-                    }
+                    // fn did not run: the attempt is recorded interrupted and handed over at once.
+                    Err(NotRun::Closing) => machine.not_called(NotCalled::Closing, self.clock()),
+                    Err(NotRun::Lapsed) => machine.not_called(NotCalled::Lapsed, self.clock()),
                     Err(NotRun::Gone) => {
                         // The runner is gone (its JS environment torn down) with what it held: the record stays
                         // 'running' and, once the claim lapses, another replica takes the attempt over.
@@ -270,7 +270,7 @@ impl Driver {
             }
         };
         self.here.lock().expect("attempts poisoned").remove(&attempt);
-        let FnSettled { id, failure, lost } = settled.map_err(|_| NotRun::Gone)?;
+        let FnSettled { id, failure, lost } = settled.map_err(|_| NotRun::Gone)?.ok_or(NotRun::Lapsed)?;
         locks.run_id = Some(id);
         Ok(machine.settled(failure, lost, self.clock(), rand::random_range(0.8..1.2)))
     }

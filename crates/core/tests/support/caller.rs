@@ -177,6 +177,17 @@ impl Caller {
         }
     }
 
+    /// The next result from the runtime, not handled: the test hands it to the runner when it will ([`Caller::step`]),
+    /// as a caller whose loop stood still meanwhile would.
+    pub async fn input(&mut self) -> Input {
+        self.inputs.recv().await.expect("the runner's channel is open")
+    }
+
+    /// What the runner told that the test has not taken yet.
+    pub fn take_told(&mut self) -> Told {
+        std::mem::take(&mut self.told)
+    }
+
     /// The runner (for its locker).
     pub fn runner(&mut self) -> &mut Runner {
         &mut self.runner

@@ -20,6 +20,8 @@
 //   npm run bench:stored                          # the full run (about 12 minutes), writes results/<date>-stored.md
 //   npm run bench:stored -- --count 10000 --seconds 20 --burst 2000   # a quick run, writes <date>-stored-quick.md
 //   npm run bench:stored -- --parts memory,idle   # a subset (memory, idle, burst, cluster)
+//   BENCH_PROFILE=1 npm run bench:stored -- --parts burst   # also prints, per occurrence of the burst, Redis calls and
+//                                                           # µs by command, Redis CPU and the runner processes' CPU
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -94,6 +96,19 @@ async function commandCounters(url) {
   return { processed: field(text, 'total_commands_processed'), calls }
 }
 
+/** Per occurrence: commands processed, calls and µs by command (INFO after CONFIG RESETSTAT); the Redis CPU used. */
+function profile(text, cpuText, count) {
+  const cpu = (t) => Number(/^used_cpu_sys:([\d.]+)/m.exec(t)[1]) + Number(/^used_cpu_user:([\d.]+)/m.exec(t)[1])
+  const rows = [...text.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)]
+    .map((m) => [m[1], Number(m[2]) / count, Number(m[3]) / count])
+    .sort((a, b) => b[2] - a[2])
+  const lines = rows.map(([name, calls, usec]) => `  ${name}: ${calls.toFixed(2)} calls, ${usec.toFixed(1)} µs per occurrence`)
+  return [
+    `profile: ${(field(text, 'total_commands_processed') / count).toFixed(2)} commands processed per occurrence (script calls included), Redis CPU ${(cpu(text) - cpu(cpuText)).toFixed(2)} s`,
+    ...lines,
+  ].join('\n')
+}
+
 function counterDelta(before, after) {
   const calls = {}
   for (const [name, n] of Object.entries(after.calls)) {
@@ -150,6 +165,7 @@ async function child(kind, url, handler) {
   process.on('message', async (message) => {
     if (message === 'count') process.send({ count: runs.length })
     else if (message === 'report') process.send({ runs })
+    else if (message === 'cpu') process.send({ cpu: process.cpuUsage() })
     else if (message === 'stop') {
       await close()
       process.exit(0)
@@ -177,6 +193,8 @@ async function startFleet(kind, url, handler) {
   return {
     count: async () => (await Promise.all(children.map((c) => ask(c, 'count', 'count')))).reduce((a, b) => a + b, 0),
     report: () => Promise.all(children.map((c) => ask(c, 'report', 'runs'))),
+    /** CPU seconds the runner processes used so far, together. */
+    cpu: async () => (await Promise.all(children.map((c) => ask(c, 'cpu', 'cpu')))).reduce((a, u) => a + (u.user + u.system) / 1e6, 0),
     async stop() {
       for (const c of children) c.send('stop')
       await Promise.all(children.map((c) => new Promise((resolve) => (c.exitCode !== null ? resolve() : c.once('exit', resolve)))))
@@ -301,9 +319,18 @@ async function burst(kind, url, count) {
     await queue.close()
   }
   if (Date.now() >= due) throw new Error(`setting up the burst took ${setup} s, past its due time`)
+  let profiling
+  if (process.env.BENCH_PROFILE) {
+    await redisCommand(url, 'CONFIG', 'RESETSTAT')
+    profiling = { redis: await info(url, 'cpu'), runners: await fleet.cpu() }
+  }
   await sleep(due - Date.now())
   const limit = Date.now() + 120_000
   while ((await fleet.count()) < count && Date.now() < limit) await sleep(250)
+  if (profiling) {
+    console.error(profile(await info(url, 'stats', 'commandstats', 'cpu'), profiling.redis, count))
+    console.error(`  runner processes' CPU: ${((await fleet.cpu()) - profiling.runners).toFixed(2)} s`)
+  }
   await sleep(5_000) // any run twice would show by now
   var reports = await fleet.report()
   } finally {

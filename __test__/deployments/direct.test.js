@@ -380,8 +380,9 @@ test('when its worker thread is terminated during a run on the direct socket, th
   const held = BigInt(await redisCommand(server.url, 'GET', '{snatch:}:fence'))
   await worker.terminate()
   locker = createLocker({ url: server.url })
-  // The lease is 30 s and renewed: getting the key within 3 s means it was released.
+  // The lease is 30 s and renewed: getting the key within 3 s means it was released. Its fence is above the worker's
+  // (not necessarily the next: an attempt made before the release, which terminate() does not wait for, uses one up).
   const lock = await locker.lock(key, { wait: 3000 })
-  expect(lock.fence).toBe(held + 1n)
+  expect(lock.fence).toBeGreaterThan(held)
   await lock.release()
 })

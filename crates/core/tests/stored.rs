@@ -8,7 +8,7 @@ mod support;
 use serde_json::{json, Value};
 use snatch_core::protocol::run::{Outcome, ScheduledAttempt};
 use snatch_core::protocol::schedule::{Record, ScheduleKeys, Status, Why};
-use snatch_core::{ask_fleet, FleetRequest, Input, Locker, LockerConfig, Post};
+use snatch_core::{ask_fleet, FleetRequest, Handler, Input, Locker, LockerConfig, Post};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -28,6 +28,16 @@ fn recorder(replica: usize, runs: &Runs) -> Occurrences {
             None
         })
     })
+}
+
+/// Stops `handling` once an attempt ran, 300 ms later: a second run of the occurrence, were there one, has time to
+/// show in the runs.
+async fn stop_after_a_run(runs: &Runs, handling: &Handler) {
+    while runs.lock().unwrap().is_empty() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    handling.stop().await;
 }
 
 async fn get(locker: &Locker, id: &str) -> Value {
@@ -144,14 +154,7 @@ async fn a_one_off_at_missed_while_no_runner_was_up_runs_once_late_then_finishes
     let runs: Runs = Arc::default();
     let mut caller = Caller::new(&locker(&url, "late"));
     let handling = caller.handle(&handler, None).unwrap();
-    let waiting = runs.clone();
-    let until = async {
-        while waiting.lock().unwrap().is_empty() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        handling.stop().await;
-    };
+    let until = stop_after_a_run(&runs, &handling);
     tokio::time::timeout(Duration::from_secs(30), caller.serve(recorder(0, &runs), until)).await.unwrap();
     let runs = runs.lock().unwrap().clone();
     assert_eq!(runs.len(), 1, "{runs:?}");
@@ -308,14 +311,7 @@ async fn a_dead_runners_occurrence_is_taken_over_with_a_higher_fence() {
     let runs: Runs = Arc::default();
     let mut caller = Caller::new(&locker(&url, "alive"));
     let handling = caller.handle(&handler, None).unwrap();
-    let waiting = runs.clone();
-    let until = async {
-        while waiting.lock().unwrap().is_empty() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        handling.stop().await;
-    };
+    let until = stop_after_a_run(&runs, &handling);
     tokio::time::timeout(Duration::from_secs(60), caller.serve(recorder(0, &runs), until))
         .await
         .expect("the dead runner's occurrence is taken over");
@@ -358,14 +354,7 @@ async fn an_occurrence_whose_lease_lapsed_before_its_fn_was_called_does_not_run_
     assert!(!told.iter().any(|(_, outcome)| matches!(outcome, Outcome::Invoke { .. })), "{told:?}");
     // Recorded so, and handed over: the next attempt runs (here, the only runner), under a higher fence.
     let runs: Runs = Arc::default();
-    let waiting = runs.clone();
-    let until = async {
-        while waiting.lock().unwrap().is_empty() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        handling.stop().await;
-    };
+    let until = stop_after_a_run(&runs, &handling);
     tokio::time::timeout(Duration::from_secs(30), caller.serve(recorder(0, &runs), until))
         .await
         .expect("the occurrence is run again");

@@ -4,7 +4,7 @@
 
 mod support;
 
-use snatch_core::protocol::lead::Revoked;
+use snatch_core::protocol::lead::{LeaderKeys, Revoked};
 use snatch_core::protocol::run::{Invoked, Outcome, Purpose};
 use snatch_core::{
     campaign, observe, CampaignOptions, Holder, Input, LockOptions, Locker, LockerConfig, Reentering, SnatchError,
@@ -200,6 +200,39 @@ async fn one_campaign_leads_at_a_time_resign_hands_over_and_an_observer_hears_ea
     assert!(ended.contains(&(next_run, Outcome::Revoked { fence: next_term, reason: Revoked::Stopped })));
     stopping.await.unwrap();
     for l in [one, two, watcher] {
+        l.close().await;
+    }
+}
+
+#[tokio::test]
+async fn an_observer_waits_for_the_term_of_a_leader_read_before_its_note_though_other_publishes_wake_it() {
+    let (_server, url) = redis_url();
+    let name = unique_key("lead-unnoted");
+    let (one, watcher) = (locker(&url, "one"), locker(&url, "watcher"));
+    let mut w = Caller::new(&watcher);
+    // Elected, its term not yet noted (a campaign notes it right after its election).
+    let lease = one.lock(&name, &options(10_000, 0)).await.unwrap();
+    let keys = LeaderKeys::new(&one.config().prefix, &name, false).unwrap();
+    let _observer = observe(&watcher, 7, &name, w.runner().post()).unwrap();
+    let mut redis = support::inspect(&url);
+    let subscribers = |redis: &mut redis::Connection| -> i64 {
+        let reply: (String, i64) = redis::cmd("PUBSUB").arg("NUMSUB").arg(&keys.channel).query(redis).unwrap();
+        reply.1
+    };
+    while subscribers(&mut redis) == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Once subscribed it reads the leader without its term; a publish meant for something else (another node's note
+    // on Redlock, an earlier term's end) wakes it before the note. Time is what is tested: the note follows 30 ms
+    // later, well within the observer's wait for it (200 ms).
+    redis::cmd("PUBLISH").arg(&keys.channel).arg("").query::<i64>(&mut redis).unwrap();
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let term = snatch_core::protocol::lead::term(lease.token(), lease.fence());
+    redis::cmd("SET").arg(&keys.term).arg(&term).query::<()>(&mut redis).unwrap();
+    redis::cmd("PUBLISH").arg(&keys.channel).arg(&term).query::<i64>(&mut redis).unwrap();
+    let heard = until(&mut w, |o| matches!(o, Outcome::Leader(_))).await;
+    assert_eq!(heard, vec![(7, Outcome::Leader(Some((Some("one".into()), Some(lease.fence())))))]);
+    for l in [one, watcher] {
         l.close().await;
     }
 }

@@ -12,6 +12,7 @@ use snatch_protocol::SnatchError;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
 
 /// How long after a leader's lease would end the observer looks again (the server's expiry is exact to the ms).
 const AFTER_LEASE: Duration = Duration::from_millis(20);
@@ -58,17 +59,23 @@ async fn watch_leader(locker: &Locker, id: u32, keys: &LeaderKeys, mut stop: wat
     for node in locker.nodes().all() {
         watches.extend(node.watch_channel(&keys.channel, &heard).await);
     }
-    let (mut seen, mut noting) = (None, false);
+    // When a leader without its term was first read: the reads until FOR_THE_NOTE later (woken by the note, or by
+    // an earlier publish on another node) wait for the term instead of telling the leader without it.
+    let (mut seen, mut noting) = (None, None::<Instant>);
     while !*stop.borrow() {
         let again = match leading::read(locker, keys).await {
             Ok(read) => {
                 let again = read.as_ref().map(|leading| Duration::from_millis(leading.ttl_ms as u64) + AFTER_LEASE);
                 let now = read.map(|leading| (leading.leader, leading.term));
-                if matches!(now, Some((_, None))) && !std::mem::replace(&mut noting, true) {
+                let unnoted = matches!(now, Some((_, None))) && now != seen;
+                let left = unnoted
+                    .then(|| FOR_THE_NOTE.checked_sub(noting.get_or_insert_with(Instant::now).elapsed()))
+                    .flatten();
+                if let Some(left) = left {
                     // Read between its election and its note: told with its term, once noted.
-                    Some(FOR_THE_NOTE)
+                    Some(left)
                 } else {
-                    noting = false;
+                    noting = None;
                     if now != seen {
                         seen = now.clone();
                         let _ = post.post(Input::Tell(id, Outcome::Leader(now)));

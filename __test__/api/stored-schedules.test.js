@@ -63,9 +63,14 @@ test('three runner processes run each occurrence once while another process upse
   for (const id of [ids[0], ids[3]]) {
     const records = (await locker.history(id, { limit: 100 })).reverse()
     expect(records.length).toBeGreaterThan(2)
-    expect(records.length).toBeLessThanOrEqual(10)
     for (let i = 1; i < records.length; i++) expect(records[i].fence).toBeGreaterThan(records[i - 1].fence)
-    expect(records.every((r) => r.outcome === 'ok')).toBe(true)
+    // Every attempt ran ok, but the stop may close a runner between its claim of the newest occurrence and the call of
+    // its fn: that attempt is recorded interrupted (and handed over, perhaps to a runner closing too).
+    const ok = records.filter((r) => r.outcome === 'ok')
+    expect(ok.length).toBeLessThanOrEqual(10)
+    const newest = records.at(-1).tick.getTime()
+    const cut = records.filter((r) => r.outcome !== 'ok').map((r) => [r.outcome, r.tick.getTime()])
+    expect(cut).toEqual(cut.map(() => ['interrupted', newest]))
   }
   const page = await locker.listSchedules({ handler, limit: 2 })
   expect(page.schedules).toHaveLength(2)

@@ -1,5 +1,6 @@
 'use strict'
 
+const { execFileSync } = require('node:child_process')
 const { createLocker, Lock, LockLostError } = require('../..')
 const { redisCommand, startRedis } = require('../support/redis-server')
 const { uniqueKey, sleep, until, heldBy } = require('../support/util')
@@ -117,6 +118,31 @@ test('lock waits until the holder releases; rejects LockTimeoutError at the dead
   expect(err.code).toBe('ERR_SNATCH_TIMEOUT')
   expect(Date.now() - started).toBeGreaterThanOrEqual(240)
   await lock.release()
+})
+
+/** Stands this process still (its event loop blocked, as a SIGSTOP or a long pause would) from when `key` is held in
+ * Redis until `ms` later. For calls that wait, whose acquisition goes on without the event loop. */
+function standStillOnceHeld(key, ms) {
+  const giveUp = Date.now() + 10_000
+  while (execFileSync('redis-cli', ['-u', url(), 'EXISTS', `snatch:${key}`]).toString().trim() !== '1') {
+    if (Date.now() > giveUp) throw new Error(`${key} was not held within 10 s`)
+  }
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
+}
+
+test('a lease that lapsed before fn could be called (the process stood still) is not used', async () => {
+  const fn = jest.fn()
+  // Not renewed, so that the lease lapses while the process stands still twice as long.
+  const short = { ttl: 300, autoExtend: false, wait: 5000 }
+  const key = uniqueKey('lapsed-with')
+  const run = locker.withLock(key, fn, short)
+  standStillOnceHeld(key, 600)
+  await expect(run).rejects.toMatchObject({ code: 'ERR_SNATCH_TIMEOUT' })
+  expect(fn).not.toHaveBeenCalled()
+  const lockKey = uniqueKey('lapsed-lock')
+  const got = locker.lock(lockKey, short)
+  standStillOnceHeld(lockKey, 600)
+  await expect(got).rejects.toMatchObject({ code: 'ERR_SNATCH_TIMEOUT' })
 })
 
 test('autoExtend keeps a lock held past its ttl', async () => {

@@ -8,6 +8,7 @@ use snatch_core::protocol::lead::{LeaderKeys, Revoked};
 use snatch_core::protocol::run::{Invoked, Outcome, Purpose};
 use snatch_core::{
     campaign, observe, CampaignOptions, Holder, Input, LockOptions, Locker, LockerConfig, Reentering, SnatchError,
+    Told, Turn,
 };
 use std::collections::HashSet;
 use std::time::Duration;
@@ -272,6 +273,59 @@ async fn a_term_whose_lease_lapsed_before_its_fn_was_called_does_not_call_it_and
     for l in [still, admin] {
         l.close().await;
     }
+}
+
+#[tokio::test]
+async fn an_acquisition_whose_lease_lapsed_before_fn_was_called_or_the_lock_handed_over_counts_as_not_acquired() {
+    let (_server, url) = redis_url();
+    // On the locker's own connection (no direct call), so that the test can hold its results back.
+    let config = LockerConfig { urls: vec![url.clone()], direct: false, ..LockerConfig::default() };
+    let still = Locker::new(config).unwrap();
+    let mut a = Caller::new(&still);
+    let short = options(200, 0);
+    // snatchTask, one attempt: not acquired, fn not called.
+    let key = unique_key("lapsed-task");
+    a.step(|runner, out| runner.run(1, &key, &short, false, out)).unwrap();
+    assert_eq!(handled_late(&mut a).await, vec![(1, Outcome::NotAcquired)]);
+    // withLock, withPermit, withLocks, lock(), shared(): they waited for the lock, and end with a timeout error.
+    let key = unique_key("lapsed-with");
+    a.step(|runner, out| runner.run(2, &key, &short, true, out)).unwrap();
+    assert!(timed_out(&handled_late(&mut a).await, 2));
+    a.step(|runner, out| runner.run_as(3, &unique_key("lapsed-permit"), Holder::Permit(2), &short, out)).unwrap();
+    assert!(timed_out(&handled_late(&mut a).await, 3));
+    let keys = vec![unique_key("lapsed-set"), unique_key("lapsed-set")];
+    a.step(|runner, _| runner.run_all(4, keys, &short)).unwrap();
+    assert!(timed_out(&handled_late(&mut a).await, 4));
+    a.step(|runner, _| runner.lock(5, &unique_key("lapsed-lock"), &short)).unwrap();
+    assert!(timed_out(&handled_late(&mut a).await, 5));
+    let key = unique_key("lapsed-shared");
+    a.step(|runner, _| runner.run_shared(6, &key, &short, false)).unwrap();
+    assert!(timed_out(&handled_late(&mut a).await, 6));
+    still.close().await;
+}
+
+/// Whether run or lock `id` was told only a timeout error.
+fn timed_out(told: &Told, id: u32) -> bool {
+    matches!(told.as_slice(), [(of, Outcome::Failed(SnatchError::Timeout { .. }))] if *of == id)
+}
+
+/// Hands the next acquisition's result to `caller`'s runner only once its leases lapsed, as a caller whose loop stood
+/// still that long would; what the runner told.
+async fn handled_late(caller: &mut Caller) -> Told {
+    let input = caller.input().await;
+    let leases = match &input {
+        Input::Acquired { result: Ok(Some(lease)), .. } => vec![lease.clone()],
+        Input::AcquiredSet { result: Ok(leases), .. } => leases.clone(),
+        Input::Shared { turn: Ok(Turn::Run(lease)), .. } => vec![lease.clone()],
+        _ => panic!("not an acquisition"),
+    };
+    for lease in &leases {
+        while !lease.lapsed() {
+            tokio::time::sleep(lease.remaining() + Duration::from_millis(1)).await;
+        }
+    }
+    caller.step(|runner, out| runner.handle(input, out));
+    caller.take_told()
 }
 
 /// What `caller` is told until an outcome for which `found` holds (it last).

@@ -7,8 +7,10 @@
 //! results here, with the user's fn settling (`task_done`) and leases lost.
 //!
 //! The rules, in one place:
-//! - fn is called once per run, only once the lock is held; a run the driver starts itself (a schedule's attempt, a
-//!   leader's term) only while its lease is still guaranteed, which the driver checks before [`Runs::adopt`];
+//! - fn is called once per run, only once the lock is held and only while its lease is still guaranteed (its process
+//!   may stand still between the acquisition and the call): the driver checks it before [`Runs::acquired`] (an
+//!   acquisition that lapsed counts as none: given back, not acquired) and before [`Runs::adopt`] (a schedule's
+//!   attempt, a leader's term); a lock is handed to the caller on the same terms;
 //! - a loss is told once, and only while fn runs (once it settled, the run's end says whether the lease lapsed);
 //! - a run ends only once its lock is released (or the release failed: the key then expires with its lease), so the
 //!   next run on the key can take it; its end says whether the lease could not be guaranteed for the whole run;

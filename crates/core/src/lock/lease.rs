@@ -243,6 +243,12 @@ impl Lease {
         if !hold.is_zero() {
             return self.release_keeping(hold).await;
         }
+        self.give_up().await
+    }
+
+    /// Gives the lock back at once (owner-checked), minHold or not: also for a lease that lapsed before its holder
+    /// could use it. Returns whether the key was still ours in Redis; false without a round trip when already released.
+    pub(crate) async fn give_up(&self) -> Result<bool, SnatchError> {
         if !self.end_released() {
             return Ok(false);
         }

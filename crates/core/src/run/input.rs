@@ -17,8 +17,8 @@ use tokio::sync::oneshot;
 /// One result for the runner.
 pub enum Input {
     /// The acquisition of run or lock `id` (for `purpose`), made on the locker's connection, came to `result`; `busy`
-    /// counted it.
-    Acquired { id: u32, purpose: Purpose, result: Result<Option<Arc<Lease>>, SnatchError>, busy: Busy },
+    /// counted it. `required`: without the lock the call fails with a timeout (it waited), rather than not acquired.
+    Acquired { id: u32, purpose: Purpose, required: bool, result: Result<Option<Arc<Lease>>, SnatchError>, busy: Busy },
     /// The acquisition of locks `ids` (one per key of a set, see `Locker::lock_all`) came to `result`: every lease, in
     /// the order of `ids`, or the error each is told; `busy` counted it.
     AcquiredAll { ids: Vec<u32>, result: Result<Vec<Arc<Lease>>, SnatchError>, busy: Busy },

@@ -186,7 +186,7 @@ impl Runner {
         let busy = self.locker.enter()?;
         self.runs.start(id, Purpose::Run);
         let (locker, key, options) = (self.locker.clone(), key.to_owned(), options.clone());
-        self.acquire_on_runtime(id, Purpose::Run, busy, async move {
+        self.acquire_on_runtime(id, Purpose::Run, true, busy, async move {
             locker.acquire_as(&key, holder, &options).await.map(Some)
         });
         Ok(())
@@ -286,7 +286,13 @@ impl Runner {
         let busy = self.enter(key, options)?;
         self.runs.start(id, Purpose::Lock);
         let (locker, key, options) = (self.locker.clone(), key.to_owned(), options.clone());
-        self.acquire_on_runtime(id, Purpose::Lock, busy, async move { locker.lock(&key, &options).await.map(Some) });
+        self.acquire_on_runtime(
+            id,
+            Purpose::Lock,
+            true,
+            busy,
+            async move { locker.lock(&key, &options).await.map(Some) },
+        );
         Ok(())
     }
 
@@ -314,7 +320,7 @@ impl Runner {
         let busy = self.locker.enter()?;
         self.runs.start(id, Purpose::Lock);
         let (locker, key, options) = (self.locker.clone(), key.to_owned(), options.clone());
-        self.acquire_on_runtime(id, Purpose::Lock, busy, async move {
+        self.acquire_on_runtime(id, Purpose::Lock, wait, busy, async move {
             if wait {
                 locker.acquire_as(&key, holder, &options).await.map(Some)
             } else {
@@ -463,12 +469,9 @@ impl Runner {
         let busy = self.enter(key, options)?;
         self.runs.start(id, Purpose::Lock);
         let (locker, key, token, options) = (self.locker.clone(), key.to_owned(), token.to_owned(), options.clone());
-        self.acquire_on_runtime(
-            id,
-            Purpose::Lock,
-            busy,
-            async move { locker.adopt(&key, &token, fence, &options).await },
-        );
+        self.acquire_on_runtime(id, Purpose::Lock, false, busy, async move {
+            locker.adopt(&key, &token, fence, &options).await
+        });
         Ok(())
     }
 
@@ -557,21 +560,22 @@ impl Runner {
         let _runtime = self.runtime.enter();
         let told = &mut out.told;
         match input {
-            Input::Acquired { id, purpose, result, busy } => {
-                self.acquired(id, purpose, result, Some(busy), false, told)
+            Input::Acquired { id, purpose, required, result, busy } => {
+                self.acquired(id, purpose, required, result, Some(busy), false, told)
             }
             Input::AcquiredAll { ids, result, busy } => {
-                match result {
+                match result.and_then(|leases| self.in_time(&leases).map(|()| leases)) {
                     Ok(leases) => ids.into_iter().zip(leases).for_each(|(id, lease)| {
-                        self.acquired(id, Purpose::Lock, Ok(Some(lease)), None, false, told);
+                        self.acquired(id, Purpose::Lock, true, Ok(Some(lease)), None, false, told);
                     }),
                     Err(error) => ids.into_iter().for_each(|id| {
-                        self.acquired(id, Purpose::Lock, Err(error.clone()), None, false, told);
+                        self.acquired(id, Purpose::Lock, true, Err(error.clone()), None, false, told);
                     }),
                 }
                 drop(busy);
             }
             Input::AcquiredSet { id, result, busy } => {
+                let result = result.and_then(|leases| self.in_time(&leases).map(|()| leases));
                 if let Ok(leases) = &result {
                     leases.iter().for_each(|lease| self.watch(id, lease));
                 }
@@ -590,13 +594,20 @@ impl Runner {
                     drop(busy);
                     self.round_ended(id, RoundEnd::Stored(entry), told);
                 }
-                Ok(Turn::Run(lease)) => self.acquired(id, Purpose::Run, Ok(Some(lease)), Some(busy), false, told),
+                Ok(Turn::Run(lease)) => match self.in_time(std::slice::from_ref(&lease)) {
+                    Ok(()) => self.acquired(id, Purpose::Run, true, Ok(Some(lease)), Some(busy), false, told),
+                    Err(error) => {
+                        // As a turn that did not get the lock in time: the round's next caller takes a turn.
+                        self.acquired(id, Purpose::Run, true, Err(error), Some(busy), false, told);
+                        self.round_ended(id, RoundEnd::Nothing, told);
+                    }
+                },
                 Err(error) => {
                     let end = match error {
                         SnatchError::Timeout { .. } => RoundEnd::Nothing,
                         _ => RoundEnd::Failed(error.clone()),
                     };
-                    self.acquired(id, Purpose::Run, Err(error), Some(busy), false, told);
+                    self.acquired(id, Purpose::Run, true, Err(error), Some(busy), false, told);
                     self.round_ended(id, end, told);
                 }
             },
@@ -712,7 +723,7 @@ impl Runner {
         let busy = self.enter(key, options)?;
         let (locker, key, options) = (self.locker.clone(), key.to_owned(), options.clone());
         self.runs.start(id, purpose);
-        self.acquire_on_runtime(id, purpose, busy, async move {
+        self.acquire_on_runtime(id, purpose, required, busy, async move {
             if required {
                 locker.lock(&key, &options).await.map(Some)
             } else {
@@ -758,18 +769,20 @@ impl Runner {
         }
     }
 
-    /// Runs `acquisition` of run or lock `id` (started) on the runtime; its result comes back as an input.
+    /// Runs `acquisition` of run or lock `id` (started) on the runtime; its result comes back as an input. `required`:
+    /// the call waits for the lock (a timeout error without it).
     fn acquire_on_runtime(
         &self,
         id: u32,
         purpose: Purpose,
+        required: bool,
         busy: Busy,
         acquisition: impl Future<Output = Result<Option<Arc<Lease>>, SnatchError>> + Send + 'static,
     ) {
         let post = self.post.clone();
         self.runtime.spawn(async move {
             let result = acquisition.await;
-            post_or_undo(&*post, Input::Acquired { id, purpose, result, busy });
+            post_or_undo(&*post, Input::Acquired { id, purpose, required, result, busy });
         });
     }
 
@@ -782,14 +795,14 @@ impl Runner {
                 let key = required.then(|| attempt.key().to_owned());
                 match attempt.settle(reply) {
                     AcquireSettled::Done(result) => {
-                        self.acquired(id, purpose, required_lock(result, key), Some(busy), true, told)
+                        self.acquired(id, purpose, required, required_lock(result, key), Some(busy), true, told)
                     }
                     AcquireSettled::Resend(attempt) => {
                         out.calls.push(Call::Acquire { id, purpose, required, attempt, busy })
                     }
                     AcquireSettled::Fallback(attempt) => {
                         self.stale.store(true, Ordering::SeqCst);
-                        self.acquire_on_runtime(id, purpose, busy, async move {
+                        self.acquire_on_runtime(id, purpose, required, busy, async move {
                             required_lock(attempt.fallback().await, key)
                         });
                     }
@@ -826,16 +839,27 @@ impl Runner {
     }
 
     /// Acquisition `id` for `purpose` came to `result` (by a direct call when `direct`; `busy` counted it): the step
-    /// of the lifecycle, with the lease watched for loss.
+    /// of the lifecycle, with the lease watched for loss. A lease that lapsed meanwhile counts as none (`in_time`):
+    /// a timeout error when `required`, else not acquired.
+    #[allow(clippy::too_many_arguments)]
     fn acquired(
         &mut self,
         id: u32,
         purpose: Purpose,
+        required: bool,
         result: Result<Option<Arc<Lease>>, SnatchError>,
         busy: Option<Busy>,
         direct: bool,
         told: &mut Told,
     ) {
+        let result = match result {
+            Ok(Some(lease)) => match self.in_time(std::slice::from_ref(&lease)) {
+                Ok(()) => Ok(Some(lease)),
+                Err(error) if required => Err(error),
+                Err(_) => Ok(None),
+            },
+            result => result,
+        };
         if let Ok(Some(lease)) = &result {
             self.watch(id, lease);
         }
@@ -847,6 +871,21 @@ impl Runner {
             release_in_background(hold, self.locker.releasing());
         }
         told.extend(step.outcome.map(|outcome| (id, outcome)));
+    }
+
+    /// Whether `leases`, just acquired for one call, are each still guaranteed. The caller's process may have stood
+    /// still (stopped, starved) between the acquisition and now, long enough for a lease to lapse and another owner to
+    /// take the key: then fn must not be called, nor the lock handed over. Each is given back at once (owner-checked,
+    /// minHold or not), and the call did not get its locks in time (a timeout error).
+    fn in_time(&self, leases: &[Arc<Lease>]) -> Result<(), SnatchError> {
+        let Some(late) = leases.iter().find(|lease| lease.lapsed()) else { return Ok(()) };
+        let error = not_acquired(late.key(), late.acquired_at().elapsed());
+        let (leases, releasing) = (leases.to_vec(), self.locker.releasing());
+        self.runtime.spawn(async move {
+            futures_util::future::join_all(leases.iter().map(|lease| lease.give_up())).await;
+            drop(releasing);
+        });
+        Err(error)
     }
 
     /// Campaign `campaign`'s term under `lease` begins: a run of its fn, which tells `settled` once fn settled.

@@ -298,9 +298,14 @@ async fn an_acquisition_whose_lease_lapsed_before_fn_was_called_or_the_lock_hand
     assert!(timed_out(&handled_late(&mut a).await, 4));
     a.step(|runner, _| runner.lock(5, &unique_key("lapsed-lock"), &short)).unwrap();
     assert!(timed_out(&handled_late(&mut a).await, 5));
-    let key = unique_key("lapsed-shared");
-    a.step(|runner, _| runner.run_shared(6, &key, &short, false)).unwrap();
+    // A shared result's turn: the round's next caller takes a turn, and its fn is called.
+    let (key, waits) = (unique_key("lapsed-shared"), options(200, 5000));
+    a.step(|runner, _| runner.run_shared(6, &key, &waits, false)).unwrap();
+    a.step(|runner, _| runner.run_shared(7, &key, &waits, false)).unwrap();
     assert!(timed_out(&handled_late(&mut a).await, 6));
+    let told = until(&mut a, |o| matches!(o, Outcome::Invoke { .. })).await;
+    assert!(matches!(told.last(), Some((7, Outcome::Invoke { .. }))), "{told:?}");
+    a.runner().shared_done(7, None, Duration::from_secs(1));
     still.close().await;
 }
 

@@ -561,7 +561,7 @@ impl Runner {
         let told = &mut out.told;
         match input {
             Input::Acquired { id, purpose, required, result, busy } => {
-                self.acquired(id, purpose, required, result, Some(busy), false, told)
+                self.acquired(id, purpose, required, result, Some(busy), false, told);
             }
             Input::AcquiredAll { ids, result, busy } => {
                 match result.and_then(|leases| self.in_time(&leases).map(|()| leases)) {
@@ -594,14 +594,12 @@ impl Runner {
                     drop(busy);
                     self.round_ended(id, RoundEnd::Stored(entry), told);
                 }
-                Ok(Turn::Run(lease)) => match self.in_time(std::slice::from_ref(&lease)) {
-                    Ok(()) => self.acquired(id, Purpose::Run, true, Ok(Some(lease)), Some(busy), false, told),
-                    Err(error) => {
+                Ok(Turn::Run(lease)) => {
+                    if !self.acquired(id, Purpose::Run, true, Ok(Some(lease)), Some(busy), false, told) {
                         // As a turn that did not get the lock in time: the round's next caller takes a turn.
-                        self.acquired(id, Purpose::Run, true, Err(error), Some(busy), false, told);
                         self.round_ended(id, RoundEnd::Nothing, told);
                     }
-                },
+                }
                 Err(error) => {
                     let end = match error {
                         SnatchError::Timeout { .. } => RoundEnd::Nothing,
@@ -795,7 +793,7 @@ impl Runner {
                 let key = required.then(|| attempt.key().to_owned());
                 match attempt.settle(reply) {
                     AcquireSettled::Done(result) => {
-                        self.acquired(id, purpose, required, required_lock(result, key), Some(busy), true, told)
+                        self.acquired(id, purpose, required, required_lock(result, key), Some(busy), true, told);
                     }
                     AcquireSettled::Resend(attempt) => {
                         out.calls.push(Call::Acquire { id, purpose, required, attempt, busy })
@@ -840,7 +838,7 @@ impl Runner {
 
     /// Acquisition `id` for `purpose` came to `result` (by a direct call when `direct`; `busy` counted it): the step
     /// of the lifecycle, with the lease watched for loss. A lease that lapsed meanwhile counts as none (`in_time`):
-    /// a timeout error when `required`, else not acquired.
+    /// a timeout error when `required`, else not acquired; false then.
     #[allow(clippy::too_many_arguments)]
     fn acquired(
         &mut self,
@@ -851,14 +849,14 @@ impl Runner {
         busy: Option<Busy>,
         direct: bool,
         told: &mut Told,
-    ) {
-        let result = match result {
+    ) -> bool {
+        let (result, in_time) = match result {
             Ok(Some(lease)) => match self.in_time(std::slice::from_ref(&lease)) {
-                Ok(()) => Ok(Some(lease)),
-                Err(error) if required => Err(error),
-                Err(_) => Ok(None),
+                Ok(()) => (Ok(Some(lease)), true),
+                Err(error) if required => (Err(error), false),
+                Err(_) => (Ok(None), false),
             },
-            result => result,
+            result => (result, true),
         };
         if let Ok(Some(lease)) = &result {
             self.watch(id, lease);
@@ -871,6 +869,7 @@ impl Runner {
             release_in_background(hold, self.locker.releasing());
         }
         told.extend(step.outcome.map(|outcome| (id, outcome)));
+        in_time
     }
 
     /// Whether `leases`, just acquired for one call, are each still guaranteed. The caller's process may have stood

@@ -113,18 +113,25 @@ function contentionByLabel(locker, keyOf) {
 const RUNS = new Set(['withLock', 'snatchTask', 'withPermit', 'withRead', 'withWrite', 'withLocks', 'shared', 'idempotency', 'lead', 'schedule'])
 
 /**
- * A memo of label sets by the values of a metric's attributes, `[metric, values] → made(metric, values)`: the
- * integrations record the same few sets (methods and outcomes, schedules and endings) again and again, and a set
- * made once saves building it on every call.
+ * A memo of label sets by a metric, the values of its attributes and a key label (undefined: none), `[metric, values,
+ * label] → made(metric, values, label)`: the integrations record the same few sets (methods and outcomes, schedules
+ * and endings) again and again, and a set made once saves building it on every call. Looked up by a map per value,
+ * which builds no string on the way.
  */
 function labelSets(made) {
   const sets = new Map()
-  return (metric, values) => {
-    const id = values.length === 1 ? `${metric}\0${values[0]}` : `${metric}\0${values.join('\0')}`
-    let labels = sets.get(id)
+  return (metric, values, label) => {
+    let map = sets.get(metric)
+    if (map === undefined) sets.set(metric, (map = new Map()))
+    for (let i = 0; i < values.length; i++) {
+      let next = map.get(values[i])
+      if (next === undefined) map.set(values[i], (next = new Map()))
+      map = next
+    }
+    let labels = map.get(label)
     if (labels === undefined) {
-      labels = made(metric, values)
-      sets.set(id, labels)
+      labels = made(metric, values, label)
+      map.set(label, labels)
     }
     return labels
   }

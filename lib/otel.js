@@ -7,6 +7,7 @@
 const dc = require('node:diagnostics_channel')
 const fs = require('node:fs')
 const path = require('node:path')
+const { performance } = require('node:perf_hooks')
 const { CONTENTION, METRICS, RUNS, contentionByLabel, countCalls, labelSets } = require('./call-metrics')
 const diagnostics = require('./diagnostics')
 const { invalidArg } = require('./errors')
@@ -16,6 +17,11 @@ const { checkType, snapshot } = require('./options')
 const api = requireApi()
 
 const NAME = 'redis-snatch'
+/**
+ * The methods that make one attempt and never wait: a call of one gets a wait span only when it does not get its lock
+ * (found held, or failed); once acquired, its hold span's `redis_snatch.wait_ms` says how long the attempt took.
+ */
+const ONE_ATTEMPT = new Set(['snatchTask', 'tryLock', 'tryAcquire'])
 const VERSION = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')).version
 
 /** The application's `@opentelemetry/api`, or an error that says to install it. */
@@ -55,6 +61,18 @@ function instrument(options) {
   /** The spans of each call under way, by its `start` message. */
   const calls = new WeakMap()
 
+  /**
+   * A wait span for the call of `start`, from `ms` ago (undefined: from now), in `parent`. (Ended at a time given on
+   * the same clock: the SDK ends a span given its start time on Date.now() otherwise.)
+   */
+  const waitSpan = (start, parent, ms) => {
+    const attributes = { 'redis_snatch.method': start.method, 'redis_snatch.key': start.key }
+    const startTime = ms === undefined ? undefined : performance.now() - ms
+    return tracer.startSpan('redis-snatch wait', { attributes, startTime }, parent)
+  }
+  /** The wait span of `call`: a one-attempt call's made now, from its start `ms` ago. */
+  const waited = (call, start, ms) => call.wait ?? waitSpan(start, call.parent, ms)
+
   const handlers = {
     [diagnostics.start.name]: (start) => {
       if (only !== null && start.locker !== only) return
@@ -77,23 +95,33 @@ function instrument(options) {
         start[diagnostics.WRAP] = (fn) => api.context.with(api.trace.setSpan(api.ROOT_CONTEXT, span), fn)
         return
       }
-      const attributes = { 'redis_snatch.method': start.method, 'redis_snatch.key': start.key }
-      calls.set(start, { parent, wait: tracer.startSpan('redis-snatch wait', { attributes }, parent) })
+      // A one-attempt call has no wait: its wait span is made only if it does not get the lock (`waited`).
+      const wait = ONE_ATTEMPT.has(start.method) ? undefined : waitSpan(start, parent)
+      calls.set(start, { parent, wait })
     },
-    [diagnostics.acquire.name]: ({ key, fence, direct, start }) => {
+    [diagnostics.acquire.name]: ({ key, fence, ms, direct, start }) => {
       const call = start && calls.get(start)
       if (call === undefined || start.method === 'schedule') return
-      call.wait.setAttribute('redis_snatch.outcome', 'acquired')
-      call.wait.end()
-      const attributes = { 'redis_snatch.method': start.method, 'redis_snatch.key': key, 'redis_snatch.fence': String(fence), 'redis_snatch.direct': direct }
+      if (call.wait !== undefined) {
+        call.wait.setAttribute('redis_snatch.outcome', 'acquired')
+        call.wait.end()
+      }
+      const attributes = {
+        'redis_snatch.method': start.method,
+        'redis_snatch.key': key,
+        'redis_snatch.fence': String(fence),
+        'redis_snatch.direct': direct,
+        'redis_snatch.wait_ms': ms,
+      }
       call.hold = tracer.startSpan('redis-snatch hold', { attributes }, call.parent)
       start[diagnostics.WRAP] = (fn) => api.context.with(api.trace.setSpan(call.parent, call.hold), fn)
     },
-    [diagnostics.busy.name]: ({ start }) => {
+    [diagnostics.busy.name]: ({ ms, start }) => {
       const call = start && calls.get(start)
       if (call === undefined) return
-      call.wait.setAttribute('redis_snatch.outcome', 'busy')
-      call.wait.end()
+      const wait = waited(call, start, ms)
+      wait.setAttribute('redis_snatch.outcome', 'busy')
+      wait.end(performance.now())
       calls.delete(start)
     },
     [diagnostics.release.name]: ({ released, start }) => {
@@ -115,17 +143,17 @@ function instrument(options) {
         calls.delete(start)
       }
     },
-    [diagnostics.error.name]: ({ error, start }) => {
+    [diagnostics.error.name]: ({ error, ms, start }) => {
       const call = start && calls.get(start)
       if (call === undefined) return
       if (start.method === 'lead' && error?.code === 'ERR_SNATCH_TIMEOUT') {
         // A campaign not elected within its `retry`: it looks again; another replica leads, as it should.
-        handlers[diagnostics.busy.name]({ start })
+        handlers[diagnostics.busy.name]({ ms, start })
         return
       }
-      const span = call.hold ?? call.wait ?? call.attempt
+      const span = call.hold ?? call.attempt ?? waited(call, start, ms)
       failed(api, span, error)
-      span.end()
+      span.end(performance.now())
       calls.delete(start)
     },
     [diagnostics.attempt.name]: ({ ending, durationMs, instance, error, start }) => {
@@ -155,26 +183,60 @@ function instrument(options) {
 
 /**
  * The metrics of lib/call-metrics.js as OpenTelemetry instruments of `meter`: a `record` for countCalls, with a call's
- * key as an attribute when `keyOf` (not null) says.
+ * key as an attribute when `keyOf` (not null) says. Histograms record each value; counters and up-down counters add
+ * to running totals that observable instruments report on collection (`totalsOf`), which costs a call an addition
+ * rather than the SDK's lookup of the attribute set.
  */
 function recorder(meter, keyOf) {
-  const instruments = {}
+  const totals = totalsOf(meter)
+  const histograms = {}
   for (const [id, { name, instrument, unit, description }] of Object.entries(METRICS)) {
-    const create = { counter: 'createCounter', histogram: 'createHistogram', updown: 'createUpDownCounter' }[instrument]
-    instruments[id] = meter[create](name, { description, unit })
+    if (instrument === 'histogram') histograms[id] = meter.createHistogram(name, { description, unit })
   }
-  const attributesOf = (metric, values) => {
+  const known = labelSets((metric, values, label) => {
     const attributes = {}
     METRICS[metric].attributes.forEach((name, i) => (attributes[`redis_snatch.${name}`] = values[i]))
-    return attributes
-  }
-  const known = labelSets(attributesOf)
+    if (label !== undefined) attributes['redis_snatch.key'] = label
+    return { attributes, total: totals[metric]?.of(attributes) }
+  })
   return (metric, value, values, key) => {
-    let attributes = known(metric, values)
-    if (key !== undefined && keyOf !== null) attributes = { ...attributes, 'redis_snatch.key': String(keyOf(key)) }
-    if (METRICS[metric].instrument === 'histogram') instruments[metric].record(value, attributes)
-    else instruments[metric].add(value, attributes)
+    const set = known(metric, values, key !== undefined && keyOf !== null ? String(keyOf(key)) : undefined)
+    if (set.total === undefined) histograms[metric].record(value, set.attributes)
+    else set.total.value += value
   }
+}
+
+/** The running totals of each meter's counters (`totalsOf`), shared by every `instrument()` on it. */
+const meterTotals = new WeakMap()
+
+/**
+ * The running totals of `meter`'s counters and up-down counters, by metric id: `of(attributes)` the total of one
+ * attribute set (`{ value }`, the same object for equal sets). Their observable instruments are made on first use and
+ * report every total on collection, so that several `instrument()` calls on one meter add up (and a total stays once
+ * disabled, as a counter's does).
+ */
+function totalsOf(meter) {
+  let totals = meterTotals.get(meter)
+  if (totals !== undefined) return totals
+  totals = {}
+  for (const [id, { name, instrument, unit, description }] of Object.entries(METRICS)) {
+    if (instrument === 'histogram') continue
+    /** Each attribute set's total, by the set's entries as JSON (made once per set, not per call). */
+    const sets = new Map()
+    const create = instrument === 'counter' ? 'createObservableCounter' : 'createObservableUpDownCounter'
+    meter[create](name, { description, unit }).addCallback((result) => {
+      for (const { attributes, value } of sets.values()) result.observe(value, attributes)
+    })
+    const of = (attributes) => {
+      const id = JSON.stringify(Object.entries(attributes))
+      let total = sets.get(id)
+      if (total === undefined) sets.set(id, (total = { attributes, value: 0 }))
+      return total
+    }
+    totals[id] = { of }
+  }
+  meterTotals.set(meter, totals)
+  return totals
 }
 
 /**

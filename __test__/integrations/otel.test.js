@@ -101,12 +101,35 @@ test('a snatchTask that loses: its wait span says busy, and the acquisitions met
   const key = uniqueKey('busy')
   const before = await count('redis_snatch.lock.acquisitions', { 'redis_snatch.outcome': 'busy' })
   const blocker = await other.tryLock(key, { ttl: 10_000 })
+  const calledAt = performance.timeOrigin + performance.now()
   expect((await locker.snatchTask(key, () => 1)).ran).toBe(false)
   await blocker.release()
   const [wait] = named('redis-snatch wait').filter((s) => s.attributes['redis_snatch.method'] === 'snatchTask')
   expect(wait.attributes['redis_snatch.outcome']).toBe('busy')
+  // Made once the key was found held, it starts when the call did.
+  const ms = (time) => time[0] * 1000 + time[1] / 1e6
+  expect(ms(wait.endTime)).toBeGreaterThan(ms(wait.startTime))
+  expect(ms(wait.startTime)).toBeGreaterThanOrEqual(calledAt - 1)
   expect(named('redis-snatch hold').filter((s) => s.attributes['redis_snatch.method'] === 'snatchTask')).toEqual([])
   expect(await count('redis_snatch.lock.acquisitions', { 'redis_snatch.outcome': 'busy' })).toBe(before + 1)
+})
+
+test('a snatchTask that wins: no wait span, its hold span (a child of the caller\'s) says how long the attempt took', async () => {
+  const key = uniqueKey('won')
+  const before = performance.now()
+  await tracer.startActiveSpan('request', async (request) => {
+    await locker.snatchTask(key, () => tracer.startSpan('inner').end())
+    request.end()
+  })
+  const took = performance.now() - before
+  const ours = (s) => s.attributes['redis_snatch.key'] === key
+  expect(named('redis-snatch wait').filter(ours)).toEqual([])
+  const [hold] = named('redis-snatch hold').filter(ours)
+  const [request] = named('request')
+  expect(hold.parentSpanContext.spanId).toBe(request.spanContext().spanId)
+  expect(named('inner')[0].parentSpanContext.spanId).toBe(hold.spanContext().spanId)
+  expect(hold.attributes['redis_snatch.wait_ms']).toBeGreaterThan(0)
+  expect(hold.attributes['redis_snatch.wait_ms']).toBeLessThan(took)
 })
 
 test('a scheduled occurrence retried once: two attempt spans, the first failed with its error code', async () => {
@@ -282,4 +305,22 @@ test('locker: only that Locker\'s calls are recorded', async () => {
   const acquisitions = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((m) => m.descriptor.name === 'redis_snatch.lock.acquisitions')
   expect(acquisitions.dataPoints.reduce((n, p) => n + p.value, 0)).toBe(2)
   expect(() => instrument({ locker: {} })).toThrow(expect.objectContaining({ code: 'ERR_SNATCH_INVALID_ARG' }))
+})
+
+test('two instrumentations on one meter provider add up in its counters', async () => {
+  const reader = new PeriodicExportingMetricReader({
+    exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE),
+    exportIntervalMillis: 3_600_000,
+  })
+  const provider = new MeterProvider({ readers: [reader] })
+  const both = [instrument({ meterProvider: provider, tracerProvider, locker }), instrument({ meterProvider: provider, tracerProvider, locker: other })]
+  try {
+    await locker.withLock(uniqueKey('both'), () => 1)
+    await other.withLock(uniqueKey('both'), () => 1)
+  } finally {
+    for (const on of both) on.disable()
+  }
+  const { resourceMetrics } = await reader.collect()
+  const acquisitions = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((m) => m.descriptor.name === 'redis_snatch.lock.acquisitions')
+  expect(acquisitions.dataPoints.map((p) => [p.attributes['redis_snatch.method'], p.value])).toEqual([['withLock', 2]])
 })

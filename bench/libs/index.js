@@ -44,6 +44,15 @@ const LIBS = [
     reference: true,
   },
   {
+    // The build at SNATCH_BASE with OpenTelemetry on, as snatch-otel: what a change to redis-snatch/otel gains,
+    // interleaved: `SNATCH_BASE=../base npm run bench -- --libs snatch-otel,snatch-base-otel,raw-otel --scenarios withfn`.
+    id: 'snatch-base-otel',
+    name: `redis-snatch at ${process.env.SNATCH_BASE || 'SNATCH_BASE (unset)'} with OpenTelemetry on`,
+    module: './redis-snatch',
+    options: { base: true, otel: true },
+    reference: true,
+  },
+  {
     // Raw ioredis with OpenTelemetry on as its users have it (@opentelemetry/instrumentation-ioredis, a span per
     // command; the same SDK, exporter and sampler as snatch-otel): `--libs snatch-otel,raw-otel --scenarios withfn`.
     id: 'raw-otel',

@@ -22,8 +22,9 @@ export interface InstrumentOptions {
 }
 
 /**
- * Turns OpenTelemetry on for every locker of this process (or only `options.locker`'s): spans of each wait for a lock (`redis-snatch wait`), each
- * time one is held (`redis-snatch hold`: a run of withLock or snatchTask, a leader's term, a lock, a permit), in the
+ * Turns OpenTelemetry on for every locker of this process (or only `options.locker`'s): spans of each wait for a lock (`redis-snatch wait`;
+ * a one-attempt call's only when it does not get the lock), each time one is held (`redis-snatch hold`: a run of
+ * withLock or snatchTask, a leader's term, a lock, a permit; `redis_snatch.wait_ms` the time to acquire it), in the
  * caller's active context, and of each attempt of a schedule run here (`redis-snatch attempt`, a root span); the
  * user's fn runs inside the hold or attempt span, so its own spans are children of it. Metrics
  * `redis_snatch.lock.acquisitions`, `.lock.wait.duration`, `.lock.hold.duration`, `.lock.held`, `.lock.lost`,

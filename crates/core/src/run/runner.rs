@@ -565,11 +565,12 @@ impl Runner {
             }
             Input::AcquiredAll { ids, result, busy } => {
                 match result.and_then(|leases| self.in_time(&leases).map(|()| leases)) {
+                    // Checked as a set above: every lock of it, or none.
                     Ok(leases) => ids.into_iter().zip(leases).for_each(|(id, lease)| {
-                        self.acquired(id, Purpose::Lock, true, Ok(Some(lease)), None, false, told);
+                        self.take(id, Purpose::Lock, Ok(Some(lease)), None, false, told);
                     }),
                     Err(error) => ids.into_iter().for_each(|id| {
-                        self.acquired(id, Purpose::Lock, true, Err(error.clone()), None, false, told);
+                        self.take(id, Purpose::Lock, Err(error.clone()), None, false, told);
                     }),
                 }
                 drop(busy);
@@ -836,9 +837,9 @@ impl Runner {
         }
     }
 
-    /// Acquisition `id` for `purpose` came to `result` (by a direct call when `direct`; `busy` counted it): the step
-    /// of the lifecycle, with the lease watched for loss. A lease that lapsed meanwhile counts as none (`in_time`):
-    /// a timeout error when `required`, else not acquired; false then.
+    /// Acquisition `id` for `purpose` came to `result` (by a direct call when `direct`; `busy` counted it): taken
+    /// ([`Runner::take`]), but a lease that lapsed meanwhile counts as none (`in_time`): a timeout error when
+    /// `required`, else not acquired; false then.
     #[allow(clippy::too_many_arguments)]
     fn acquired(
         &mut self,
@@ -858,6 +859,21 @@ impl Runner {
             },
             result => (result, true),
         };
+        self.take(id, purpose, result, busy, direct, told);
+        in_time
+    }
+
+    /// Run or lock `id` for `purpose` takes `result`, its leases already checked in time: the step of the lifecycle,
+    /// with the lease watched for loss.
+    fn take(
+        &mut self,
+        id: u32,
+        purpose: Purpose,
+        result: Result<Option<Arc<Lease>>, SnatchError>,
+        busy: Option<Busy>,
+        direct: bool,
+        told: &mut Told,
+    ) {
         if let Ok(Some(lease)) = &result {
             self.watch(id, lease);
         }
@@ -869,7 +885,6 @@ impl Runner {
             release_in_background(hold, self.locker.releasing());
         }
         told.extend(step.outcome.map(|outcome| (id, outcome)));
-        in_time
     }
 
     /// Whether `leases`, just acquired for one call, are each still guaranteed. The caller's process may have stood

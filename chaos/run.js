@@ -324,6 +324,20 @@ const SCENARIOS = {
     run: (context) =>
       holdersKilledOrStopped(context, 'fair', ['lock', 'lock', 'lock', 'withLock', 'withLock', 'withLock'], { fair: true }),
   },
+  'stand-still': {
+    title:
+      'a process standing still between its acquisition and the call of fn: 3 withLock workers on one key (ttl 300 ms, ' +
+      'not renewed), each blocking its event loop for 700 ms right after each call, while the native threads acquire: ' +
+      'fn must not run under a lease that lapsed meanwhile',
+    async run({ url, workers, seconds }) {
+      for (let i = 0; i < 3; i++) {
+        const options = { ttl: 300, autoExtend: false, acts: 3, pauseMs: 20, standStillMs: 700 }
+        workers.spawn(worker('withLock', ['still:0'], { url, prefix: 'chaos:' }, options))
+      }
+      await sleep(seconds(10) * 1000)
+      return {}
+    },
+  },
   'fence-expiry': {
     title:
       'fence counters expiring all through the run: 6 workers on 150 keys under 50 prefixes (a prefix\'s counter ' +

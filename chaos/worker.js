@@ -185,9 +185,19 @@ async function steps(n, valid) {
   return { last, cut: false }
 }
 
+/** Blocks the event loop for `ms` (the process stands still; the native threads acquire meanwhile). */
+function standStill(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
+}
+
 /** One section by the configured way of locking; false when the key was not acquired (snatchTask). */
 async function once(key) {
-  const options = { ttl: config.ttl, wait: config.wait, ...(config.fair && { fair: true }) }
+  const options = {
+    ttl: config.ttl,
+    wait: config.wait,
+    ...(config.fair && { fair: true }),
+    ...(config.autoExtend === false && { autoExtend: false }),
+  }
   switch (config.mode) {
     case 'lock':
     case 'read':
@@ -306,11 +316,13 @@ async function once(key) {
     }
     case 'withLock': {
       let ended = false
-      await lockerOf(key)
-        .withLock(key, (ctx) => run(key, ctx).then(() => (ended = true)), options)
-        .catch((err) => {
-          if (err.code !== 'ERR_SNATCH_LOCK_LOST' || !ended) throw err
-        })
+      const running = lockerOf(key).withLock(key, (ctx) => run(key, ctx).then(() => (ended = true)), options)
+      if (config.standStillMs) standStill(config.standStillMs)
+      await running.catch((err) => {
+        // A lease that lapsed while the process stood still, before fn: not acquired.
+        if (config.standStillMs && err.code === 'ERR_SNATCH_TIMEOUT') return
+        if (err.code !== 'ERR_SNATCH_LOCK_LOST' || !ended) throw err
+      })
       return true
     }
     case 'reentrant':

@@ -165,6 +165,40 @@ async fn a_one_off_at_missed_while_no_runner_was_up_runs_once_late_then_finishes
     assert_eq!(info["last"]["outcome"], "ok");
 }
 
+/// A spec longer than one field of the state (64 bytes) is read whole by a runner's visit, and an occurrence's first
+/// record with the schedule's next tick in one call: a one-off then finishes, its keys kept for the retention.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_off_with_a_long_spec_runs_once_with_its_data_whole_and_finishes() {
+    let (_server, url) = redis_url();
+    let handler = unique_key("long");
+    let id = format!("{handler}:once");
+    let admin = locker(&url, "admin");
+    let data = "d".repeat(150);
+    upsert(&admin, &id, json!({ "handler": handler, "at": now() + 300, "data": data })).await.unwrap();
+    let runs: Runs = Arc::default();
+    let mut caller = Caller::new(&locker(&url, "runner"));
+    let handling = caller.handle(&handler, None).unwrap();
+    let until = stop_after_a_run(&runs, &handling);
+    tokio::time::timeout(Duration::from_secs(30), caller.serve(recorder(0, &runs), until)).await.unwrap();
+    let runs = runs.lock().unwrap().clone();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let stored = runs[0].0.stored.clone().expect("a stored schedule's occurrence");
+    assert_eq!(stored.data, Some(json!(data).to_string()));
+    let info = get(&admin, &id).await;
+    assert_eq!((info["runs"].clone(), info["data"].clone()), (json!(1), json!(data)), "{info}");
+    assert!(info["finished"].is_i64(), "{info}");
+    let records = history(&admin, &id).await;
+    assert_eq!(records.iter().map(|r| r.outcome).collect::<Vec<_>>(), [Status::Ok]);
+    let keys = ScheduleKeys::new("snatch:", &id, false).unwrap();
+    let mut redis = support::inspect(&url);
+    let ttl = |key: &str, redis: &mut redis::Connection| -> i64 { redis::cmd("PTTL").arg(key).query(redis).unwrap() };
+    let retention = snatch_core::protocol::stored::FINISHED_RETENTION.as_millis() as i64;
+    assert!((1..=retention).contains(&ttl(&keys.state, &mut redis)), "the state goes after the retention");
+    for key in [&keys.history, &keys.records] {
+        assert!(ttl(key, &mut redis) > 0, "{key} expires");
+    }
+}
+
 #[tokio::test]
 async fn a_change_records_the_occurrences_whose_time_came_and_that_no_runner_started() {
     let (_server, url) = redis_url();

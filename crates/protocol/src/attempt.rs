@@ -184,6 +184,9 @@ pub enum Do {
     LeaveBufferSlot,
     /// Write this record; then [`AttemptRun::recorded`].
     Record(Box<Write>),
+    /// Write this record of the attempt's end, then give its locks back as [`Do::Release`] does, whether it was
+    /// written or not (in one call where the driver can); then [`AttemptRun::recorded`].
+    RecordEnd(Box<Write>),
     /// Have fn run under `fence` (the run lock's, or the claim's when occurrences may overlap); then
     /// [`AttemptRun::settled`] once it settled.
     Run { fence: i64 },
@@ -199,7 +202,7 @@ pub enum Do {
     LookAgainIn(Duration),
     /// Wake the other replicas of the schedule: the attempt was interrupted, and its next is due now, on one of them.
     HandOver,
-    /// The run ended so: the caller hears it (after [`Do::Release`]).
+    /// The run ended so: the caller hears it (its locks given back).
     End(Ended),
 }
 
@@ -456,7 +459,7 @@ impl AttemptRun {
                 if let (Ok(Written::Yes), Some(delay)) = (written, retry) {
                     steps.push(if ended.ending == Ending::Interrupted { Do::HandOver } else { Do::LookAgainIn(delay) });
                 }
-                steps.extend([Do::Release, Do::End(ended)]);
+                steps.push(Do::End(ended));
                 steps
             }
             other => {
@@ -533,7 +536,7 @@ impl AttemptRun {
         let open = retry.map_or(Open::Closed, Open::LookIn);
         let write = Write { record: ended_record, conditions, open, takes_over: None };
         self.stage = Stage::RecordingEnd { ended: Ended { fence, ending, duration }, retry };
-        vec![Do::Record(Box::new(write))]
+        vec![Do::RecordEnd(Box::new(write))]
     }
 
     /// fn was not called, for `why`: nothing of the attempt ran, so it is recorded interrupted and handed over at once,
@@ -560,7 +563,7 @@ impl AttemptRun {
         let write = Write { record: not_run, conditions, open: Open::LookIn(Duration::ZERO), takes_over: None };
         let ended = Ended { fence, ending: Ending::Interrupted, duration: Duration::ZERO };
         self.stage = Stage::RecordingEnd { ended, retry: Some(Duration::ZERO) };
-        vec![Do::Record(Box::new(write))]
+        vec![Do::RecordEnd(Box::new(write))]
     }
 
     /// Whether the run lock is waited for when it is held: by a manual run; by a retry, which takes over an attempt
@@ -700,7 +703,7 @@ mod tests {
 
     /// The record of `run`'s end (and a look again, when it says so): `run` is then over.
     fn end(run: &mut AttemptRun, steps: Vec<Do>) -> (Record, Open, Vec<Do>) {
-        let [Do::Record(write)] = steps.as_slice() else { panic!("{steps:?}") };
+        let [Do::RecordEnd(write)] = steps.as_slice() else { panic!("{steps:?}") };
         assert_eq!(write.conditions, Conditions { only_running: true, ..Conditions::default() });
         let after = run.recorded(Ok(Written::Yes), now(2000));
         assert!(run.is_over());
@@ -716,7 +719,7 @@ mod tests {
         assert_eq!((record.outcome, record.duration_ms, record.started), (Status::Ok, Some(250.0), Some(1_000_000)));
         assert_eq!(open, Open::Closed);
         let ended = Ended { fence: 7, ending: Ending::Ok, duration: Duration::from_millis(250) };
-        assert_eq!(after, vec![Do::Release, Do::End(ended)]);
+        assert_eq!(after, vec![Do::End(ended)], "its locks went with the end record");
     }
 
     #[test]
@@ -728,7 +731,7 @@ mod tests {
         assert_eq!((record.outcome, record.error.as_deref()), (Status::Failed, Some("boom")));
         assert_eq!((record.retry_at, open), (Some(1_000_300 + 1000), Open::LookIn(Duration::from_secs(1))));
         assert_eq!(after[0], Do::LookAgainIn(Duration::from_secs(1)));
-        assert!(matches!(&after[2], Do::End(Ended { ending: Ending::Failed(m), .. }) if m == "boom"));
+        assert!(matches!(&after[1], Do::End(Ended { ending: Ending::Failed(m), .. }) if m == "boom"));
     }
 
     #[test]
@@ -775,7 +778,7 @@ mod tests {
         let (record, open, after) = end(&mut run, settled);
         assert_eq!(record.outcome, Status::Interrupted);
         assert_eq!((record.retry_at, open), (Some(1_000_300), Open::LookIn(Duration::ZERO)));
-        assert_eq!(after[..2], [Do::HandOver, Do::Release]);
+        assert_eq!(after[0], Do::HandOver);
         assert!(matches!(after.last(), Some(Do::End(Ended { ending: Ending::Interrupted, .. }))));
 
         // One whose fn finished all the same, between the abort and its settling, is done: not run again.
@@ -802,7 +805,7 @@ mod tests {
                 "{record:?}"
             );
             assert_eq!((record.retry_at, open), (Some(1_000_300), Open::LookIn(Duration::ZERO)));
-            assert_eq!(after[..2], [Do::HandOver, Do::Release]);
+            assert_eq!(after[0], Do::HandOver);
             let ended = Ended { fence: 7, ending: Ending::Interrupted, duration: Duration::ZERO };
             assert_eq!(after.last(), Some(&Do::End(ended)));
         }

@@ -131,6 +131,7 @@ pub static RELEASE: LazyLock<Script> = LazyLock::new(|| {
         concat!(
             include_str!("scripts/release_unwaited.lua"),
             include_str!("scripts/wake.lua"),
+            include_str!("scripts/release_lock.lua"),
             include_str!("scripts/release.lua")
         )
         .to_owned(),
@@ -222,8 +223,24 @@ pub static SCHEDULE_REGISTER: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/schedule_register.lua").to_owned()));
 
 /// Write the record of an attempt of an occurrence, on conditions: see scripts/schedule_record.lua.
-pub static SCHEDULE_RECORD: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/schedule_record.lua").to_owned()));
+pub static SCHEDULE_RECORD: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        concat!(include_str!("scripts/schedule_record.lua"), "return write_record(#KEYS - 4, #ARGV)\n").to_owned(),
+    )
+});
+
+/// Write the record of an attempt's end and give its locks back, in one call: see scripts/schedule_end.lua.
+pub static SCHEDULE_END: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        concat!(
+            include_str!("scripts/wake.lua"),
+            include_str!("scripts/release_lock.lua"),
+            include_str!("scripts/schedule_record.lua"),
+            include_str!("scripts/schedule_end.lua")
+        )
+        .to_owned(),
+    )
+});
 
 /// Find the open attempts of a schedule that need another (a dead runner's, a due retry's): see
 /// scripts/schedule_sweep.lua.
@@ -250,8 +267,28 @@ pub static STORED_WRITE: LazyLock<Script> = LazyLock::new(|| {
 });
 
 /// A stored schedule's occurrence was dispatched: its next one, on the version read: see scripts/stored_advance.lua.
-pub static STORED_ADVANCE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/stored_advance.lua").to_owned()));
+pub static STORED_ADVANCE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        concat!(
+            include_str!("scripts/stored_advance.lua"),
+            "return advance(KEYS, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])\n"
+        )
+        .to_owned(),
+    )
+});
+
+/// The first record of a stored schedule's dispatched occurrence and its next tick, in one call: see
+/// scripts/stored_first_record.lua.
+pub static STORED_FIRST_RECORD: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        concat!(
+            include_str!("scripts/schedule_record.lua"),
+            include_str!("scripts/stored_advance.lua"),
+            include_str!("scripts/stored_first_record.lua")
+        )
+        .to_owned(),
+    )
+});
 
 /// Remove a stored schedule: see scripts/stored_remove.lua.
 pub static STORED_REMOVE: LazyLock<Script> = LazyLock::new(|| {

@@ -4,13 +4,15 @@
 
 use crate::config::LockOptions;
 use crate::lock::lease::Lease;
-use crate::lock::locker::Busy;
+use crate::lock::locker::{Busy, Locker};
 use crate::run::hold::FnSettled;
 use crate::run::input::{post_or_undo, Input};
 use crate::schedule::scheduler::{Driver, Work};
 use crate::schedule::store::{self, Control};
 use snatch_protocol::attempt::{AttemptRun, Do, NotCalled, Policy, SkipReason, Start};
+use snatch_protocol::keys::Kind;
 use snatch_protocol::run::{Outcome, ScheduledAttempt};
+use snatch_protocol::schedule::{Write, Written};
 use snatch_protocol::schedule_loop::LOOK_SLACK;
 use snatch_protocol::SnatchError;
 use std::collections::VecDeque;
@@ -59,6 +61,18 @@ impl Locks {
         let fence = lease.as_ref().map(|lease| lease.fence());
         *slot = lease;
         Ok(fence)
+    }
+
+    /// The locks to give back with the end record, as (key, owner), each ended here (no longer renewed): all of them,
+    /// where one Redis holds them and none keeps its key for a minHold; else `None`, and nothing changes.
+    fn end_together(&self, locker: &Locker) -> Option<Vec<(String, String)>> {
+        locker.nodes().single()?;
+        let leases = [&self.buffer, &self.run, &self.claim].into_iter().flatten();
+        if leases.clone().any(|lease| !lease.hold_left().is_zero() || lease.keys().kind != Kind::Lock) {
+            return None;
+        }
+        let ended = leases.filter(|lease| lease.end_released());
+        Some(ended.map(|lease| (lease.keys().lock.clone(), lease.owner().to_owned())).collect())
     }
 
     /// Gives back the buffer slot, the run lock, then the claim.
@@ -137,19 +151,17 @@ impl Driver {
                     let holds = if write.conditions.holds_buffer { vec![&locks.claim, &locks.buffer] } else { vec![] };
                     let held: Vec<(&str, &str)> =
                         holds.into_iter().flatten().map(|lease| (lease.keys().lock.as_str(), lease.owner())).collect();
-                    let mut written = self.record_holding(&write, &held).await;
-                    // The end of an attempt that ran, unrecorded while Redis is unreachable, is written again for a
-                    // while (END_RECORD_FOR, or a lease): a record left 'running' is taken over once the claim lapsed,
-                    // and the occurrence run again. The takeover's condition (the record as found) and this one's
-                    // ('running') keep only one of the two writes.
-                    if write.conditions.only_running {
-                        let until = Instant::now() + lease.max(END_RECORD_FOR);
-                        while written.is_err() && Instant::now() < until && !self.locker.is_closed() {
-                            tokio::time::sleep(END_RECORD_RETRY).await;
-                            written = self.record(&write).await;
-                        }
-                    }
+                    let written = match self.advance_with(attempt) {
+                        Some(advance) => crate::schedule::stored::first_record(&self, &write, &held, &advance).await,
+                        None => self.record_holding(&write, &held).await,
+                    };
                     self.place(attempt, written.is_ok());
+                    machine.recorded(written, self.clock())
+                }
+                Do::RecordEnd(write) => {
+                    let run_id = locks.run_id;
+                    let written = self.record_end(&write, std::mem::take(&mut locks), lease).await;
+                    locks.run_id = run_id;
                     machine.recorded(written, self.clock())
                 }
                 Do::Run { .. } => match self.run_fn(&mut machine, &mut locks).await {
@@ -211,6 +223,35 @@ impl Driver {
             todo.extend(next);
         }
         self.place(attempt, false);
+    }
+
+    /// Writes the record of an attempt's end, then gives its `locks` back: in one call where one Redis holds them all
+    /// (Locks::end_together). Unrecorded while Redis is unreachable, the end is written again for a while
+    /// (END_RECORD_FOR, or a `lease`): a record left 'running' is taken over once the claim lapsed, and the occurrence
+    /// run again. The takeover's condition (the record as found) and this one's ('running') keep only one of the two
+    /// writes.
+    async fn record_end(&self, write: &Write, locks: Locks, lease: Duration) -> Result<Written, SnatchError> {
+        let together = locks.end_together(&self.locker);
+        let write_once = || async {
+            match (&together, self.locker.nodes().single()) {
+                (Some(releases), Some(node)) => {
+                    let (history, keep) = (self.options.history, self.registration.keep);
+                    let stored = self.stored.is_some();
+                    store::record_end(node, &self.keys, write, history, keep, stored, releases).await
+                }
+                _ => self.record(write).await,
+            }
+        };
+        let mut written = write_once().await;
+        let until = Instant::now() + lease.max(END_RECORD_FOR);
+        while written.is_err() && Instant::now() < until && !self.locker.is_closed() {
+            tokio::time::sleep(END_RECORD_RETRY).await;
+            written = write_once().await;
+        }
+        if together.is_none() {
+            locks.release().await;
+        }
+        written
     }
 
     /// The run lock, waited for as long as it is held (an attempt in the buffer slot): in rounds of a third of the

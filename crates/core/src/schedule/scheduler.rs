@@ -20,6 +20,7 @@ use crate::lock::locker::Locker;
 use crate::run::input::{Input, Post};
 use crate::schedule::options::{Cron, ScheduleOptions};
 use crate::schedule::store::{self, Registration, Swept};
+use crate::schedule::stored::{Advance, Dispatch};
 use chrono::Utc;
 use snatch_protocol::attempt::{AbortReason, Now};
 use snatch_protocol::run::Outcome;
@@ -30,7 +31,7 @@ use snatch_protocol::SnatchError;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot, watch, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinSet;
 use tokio::time::{sleep_until, Instant};
 
@@ -92,7 +93,7 @@ pub fn schedule(
         here: Mutex::default(),
         work,
         stored: None,
-        placed: Mutex::default(),
+        dispatched: Mutex::default(),
         jitter: Jitter::new(name, options_jitter),
         stop: job.stop_requests(),
     });
@@ -124,8 +125,8 @@ pub(crate) struct Driver {
     pub(crate) work: mpsc::UnboundedSender<Work>,
     /// The stored schedule whose occurrences this driver runs for its handler (stored.rs), if it is one.
     pub(crate) stored: Option<Arc<StoredRun>>,
-    /// Told, for this attempt, whether its first record was written (a stored schedule's dispatch then moves on).
-    pub(crate) placed: Mutex<Option<(Attempt, oneshot::Sender<bool>)>>,
+    /// The stored schedule's occurrence being dispatched (stored.rs): told whether its first record was written.
+    pub(crate) dispatched: Mutex<Option<Dispatch>>,
     /// When each occurrence starts after its tick.
     pub(crate) jitter: Jitter,
     /// Whether the schedule is asked to stop here (an attempt waiting in the buffer slot gives up then).
@@ -288,14 +289,20 @@ impl Driver {
         }
     }
 
-    /// Tells whoever waits for it whether `attempt`'s first record was written.
+    /// Tells the dispatch that waits for it whether `attempt`'s first record was written.
     pub(crate) fn place(&self, attempt: Attempt, written: bool) {
-        let mut placed = self.placed.lock().expect("placed poisoned");
-        if placed.as_ref().is_some_and(|(waited, _)| *waited == attempt) {
-            if let Some((_, tell)) = placed.take() {
-                let _ = tell.send(written);
+        let mut dispatched = self.dispatched.lock().expect("dispatched poisoned");
+        if dispatched.as_ref().is_some_and(|d| d.attempt == attempt) {
+            if let Some(dispatch) = dispatched.take() {
+                let _ = dispatch.tell.send(written);
             }
         }
+    }
+
+    /// The next tick to write with `attempt`'s first record, when it is a stored schedule's dispatched occurrence.
+    pub(crate) fn advance_with(&self, attempt: Attempt) -> Option<Advance> {
+        let mut dispatched = self.dispatched.lock().expect("dispatched poisoned");
+        dispatched.as_mut().filter(|d| d.attempt == attempt).and_then(|d| d.advance.take())
     }
 
     /// The id of the stored schedule, when this driver runs one.

@@ -4,14 +4,15 @@
 //! answers: the claims on a majority keep each attempt to one replica, and these records tell what happened.
 
 use crate::lock::locker::Locker;
+use crate::server::node::Node;
 use crate::server::script_call::ScriptCall;
 use snatch_protocol::schedule::{
     Attempt, Conditions, Found, Limits, Open, Record, Registered, ScheduleKeys, ScheduleRead, Write, Written,
 };
 use snatch_protocol::schedule_loop::LookBack;
 use snatch_protocol::scripts::{
-    CLUSTER, SCHEDULE_CONTROL, SCHEDULE_LEAVE, SCHEDULE_READ, SCHEDULE_RECORD, SCHEDULE_REGISTER, SCHEDULE_SWEEP,
-    SCHEDULE_TAKE_TRIGGER,
+    CLUSTER, SCHEDULE_CONTROL, SCHEDULE_END, SCHEDULE_LEAVE, SCHEDULE_READ, SCHEDULE_RECORD, SCHEDULE_REGISTER,
+    SCHEDULE_SWEEP, SCHEDULE_TAKE_TRIGGER,
 };
 use snatch_protocol::SnatchError;
 use std::time::Duration;
@@ -78,21 +79,7 @@ pub(crate) async fn record(
     for (key, _) in held {
         call.arg(key);
     }
-    let Conditions { unless_suspended, only_new, over_missed, only_running, holds_buffer: _ } = write.conditions;
-    let flags = [(unless_suspended, 's'), (only_new, 'n'), (over_missed, 'm'), (only_running, 'r'), (stored, 'x')];
-    let conditions: String = flags.iter().filter(|c| c.0).map(|c| c.1).collect();
-    let attempt = write.record.attempt();
-    call.arg(conditions).arg(attempt.id());
-    call.arg(write.record.to_json()).arg(attempt.score());
-    match write.open {
-        Open::Unchanged => call.arg(""),
-        Open::Closed => call.arg("-"),
-        Open::LookIn(after) => call.arg(millis(after)),
-    };
-    call.arg(history).arg(millis(keep));
-    if let Some((was, becomes)) = &write.takes_over {
-        call.arg(was.record.attempt().id()).arg(&was.json).arg(becomes.to_json());
-    }
+    record_words(&mut call, write, history, keep, stored);
     for (_, owner) in held {
         call.arg(owner);
     }
@@ -110,6 +97,58 @@ pub(crate) async fn record(
     } else {
         Written::Refused
     })
+}
+
+/// Writes `write`'s record of an attempt's end, as [`record`] does, and gives back the locks `releases` (key, owner)
+/// after it, whether it was written or not: one call to `node`, the one Redis that holds them all.
+pub(crate) async fn record_end(
+    node: &Node,
+    keys: &ScheduleKeys,
+    write: &Write,
+    history: u32,
+    keep: Duration,
+    stored: bool,
+    releases: &[(String, String)],
+) -> Result<Written, SnatchError> {
+    let mut call = ScriptCall::new(&SCHEDULE_END, 4 + releases.len());
+    call.arg(&keys.state).arg(&keys.history).arg(&keys.records).arg(&keys.open);
+    for (key, _) in releases {
+        call.arg(key);
+    }
+    record_words(&mut call, write, history, keep, stored);
+    for (_, owner) in releases {
+        call.arg(owner);
+    }
+    call.arg(if node.is_cluster() { CLUSTER } else { "0" });
+    Ok(written(node.invoke(call).await?))
+}
+
+/// What one node's answer to a record says.
+pub(crate) fn written(answer: i64) -> Written {
+    match answer {
+        1 => Written::Yes,
+        0 => Written::Suspended,
+        _ => Written::Refused,
+    }
+}
+
+/// The arguments of a record (scripts/schedule_record.lua) before the owners of the locks it names.
+pub(crate) fn record_words(call: &mut ScriptCall, write: &Write, history: u32, keep: Duration, stored: bool) {
+    let Conditions { unless_suspended, only_new, over_missed, only_running, holds_buffer: _ } = write.conditions;
+    let flags = [(unless_suspended, 's'), (only_new, 'n'), (over_missed, 'm'), (only_running, 'r'), (stored, 'x')];
+    let conditions: String = flags.iter().filter(|c| c.0).map(|c| c.1).collect();
+    let attempt = write.record.attempt();
+    call.arg(conditions).arg(attempt.id());
+    call.arg(write.record.to_json()).arg(attempt.score());
+    match write.open {
+        Open::Unchanged => call.arg(""),
+        Open::Closed => call.arg("-"),
+        Open::LookIn(after) => call.arg(millis(after)),
+    };
+    call.arg(history).arg(millis(keep));
+    if let Some((was, becomes)) = &write.takes_over {
+        call.arg(was.record.attempt().id()).arg(&was.json).arg(becomes.to_json());
+    }
 }
 
 /// The open attempts of the schedule of `keys` that need another: running while their claim is gone (their runner

@@ -22,6 +22,7 @@ use crate::run::input::Post;
 use crate::schedule::options::{Cron, ScheduleOptions, DEFAULT_STARTING_DEADLINE};
 use crate::schedule::scheduler::{Driver, Work};
 use crate::schedule::store::{self, Control, Registration};
+use crate::server::script_call::ScriptCall;
 use chrono::Utc;
 use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
@@ -30,12 +31,12 @@ use snatch_protocol::attempt::{AbortReason, Concurrency, Next, Start};
 use snatch_protocol::fleet::{Health, Observed};
 use snatch_protocol::run::StoredRun;
 use snatch_protocol::schedule::{
-    Attempt, Jitter, Limits, Record, ScheduleKeys, Status, Why, Write, MAX_HISTORY, MAX_LOOK_BACK,
+    Attempt, Jitter, Limits, Record, ScheduleKeys, Status, Why, Write, Written, MAX_HISTORY, MAX_LOOK_BACK,
 };
 use snatch_protocol::schedule_loop::{Ticks, LOOK_SLACK};
 use snatch_protocol::scripts::{
-    CLUSTER, STORED_ADVANCE, STORED_COUNT, STORED_HEADS, STORED_LIST, STORED_PLACE, STORED_REMOVE, STORED_RUNNERS,
-    STORED_STATE, STORED_TAKE, STORED_WRITE,
+    CLUSTER, STORED_ADVANCE, STORED_COUNT, STORED_FIRST_RECORD, STORED_HEADS, STORED_LIST, STORED_PLACE, STORED_REMOVE,
+    STORED_RUNNERS, STORED_STATE, STORED_TAKE, STORED_WRITE,
 };
 use snatch_protocol::stored::{
     bucket_of, runner, runners_key, BucketKeys, BUCKETS, DEFAULT_STORED_HISTORY, FINISHED_RETENTION, MAX_DATA_BYTES,
@@ -432,7 +433,7 @@ struct State {
 
 /// Reads the state of the schedule of `keys`; for a runner's `visit`, whether it has open attempts and manual runs too.
 async fn read_state(locker: &Locker, keys: &ScheduleKeys, visit: bool) -> Result<State, SnatchError> {
-    let mut call = crate::server::script_call::ScriptCall::new(&STORED_STATE, if visit { 3 } else { 1 });
+    let mut call = ScriptCall::new(&STORED_STATE, if visit { 3 } else { 1 });
     call.arg(&keys.state);
     if visit {
         call.arg(&keys.open).arg(&keys.triggers);
@@ -464,7 +465,7 @@ fn cluster(locker: &Locker) -> &'static str {
     }
 }
 
-/// How to place a schedule in its due index.
+/// How to place a schedule in its bucket's due index.
 struct Place<'a> {
     id: &'a str,
     handler: &'a str,
@@ -480,19 +481,66 @@ struct Place<'a> {
 
 /// Places a schedule in its bucket's due index: true when placed (false: its score was not `expect`).
 async fn place(locker: &Locker, place: Place<'_>) -> Result<bool, SnatchError> {
-    let bucket = BucketKeys::new(&locker.config().prefix, bucket_of(place.id));
-    let keys = 2 + usize::from(place.leaves.is_some());
-    let mut call = crate::server::script_call::ScriptCall::new(&STORED_PLACE, keys);
-    call.arg(bucket.handlers()).arg(bucket.due(place.handler));
-    if let Some(leaves) = place.leaves {
+    let one = [(place.id, place.score, place.expect)];
+    let placed = place_all(locker, bucket_of(place.id), place.handler, place.leaves, place.sooner, &one).await?;
+    Ok(placed.first() == Some(&1))
+}
+
+/// Places schedules of `handler`, all in `bucket`, in its due index, each (id, score, expect) as [`Place`] says: 1
+/// for each placed, 0 where its score was not `expect`.
+async fn place_all(
+    locker: &Locker,
+    bucket: u32,
+    handler: &str,
+    leaves: Option<&str>,
+    sooner: bool,
+    schedules: &[(&str, Option<i64>, Option<i64>)],
+) -> Result<Vec<i64>, SnatchError> {
+    let bucket = BucketKeys::new(&locker.config().prefix, bucket);
+    let mut call = ScriptCall::new(&STORED_PLACE, 2 + usize::from(leaves.is_some()));
+    call.arg(bucket.handlers()).arg(bucket.due(handler));
+    if let Some(leaves) = leaves {
         call.arg(bucket.due(leaves));
     }
-    call.arg(place.id);
-    call.arg(place.score.map_or_else(String::new, |s| s.to_string()));
-    call.arg(place.expect.map_or_else(String::new, |s| s.to_string()));
-    call.arg(place.handler).arg(bucket.wake()).arg(REFRESH.as_millis() as u64);
-    call.arg(if place.sooner { "1" } else { "0" }).arg(cluster(locker));
-    Ok(locker.nodes().first::<i64>(call).await? == 1)
+    call.arg(handler).arg(bucket.wake()).arg(REFRESH.as_millis() as u64);
+    call.arg(if sooner { "1" } else { "0" }).arg(cluster(locker));
+    let ms = |ms: Option<i64>| ms.map_or_else(String::new, |ms| ms.to_string());
+    for &(id, score, expect) in schedules {
+        call.arg(id).arg(ms(score)).arg(ms(expect));
+    }
+    locker.nodes().first(call).await
+}
+
+/// A visit's schedule to place again, taken at score `held`: when it is next due (`None` takes it out), and who hears
+/// whether it was placed.
+struct Placing {
+    id: String,
+    score: Option<i64>,
+    held: i64,
+    placed: oneshot::Sender<bool>,
+}
+
+/// Places the schedules that a runner's visits hand it, those that come while a call is under way together, one call
+/// per bucket for up to [`BATCH`] of them: when many are due at once, their visits end together.
+async fn place_in_batches(locker: Locker, handler: String, mut placings: mpsc::UnboundedReceiver<Placing>) {
+    let mut batch = Vec::new();
+    while placings.recv_many(&mut batch, BATCH as usize).await > 0 {
+        let mut by_bucket: HashMap<u32, Vec<Placing>> = HashMap::new();
+        for placing in batch.drain(..) {
+            by_bucket.entry(bucket_of(&placing.id)).or_default().push(placing);
+        }
+        join_all(by_bucket.into_iter().map(|(bucket, placings)| {
+            let (locker, handler) = (&locker, &handler);
+            async move {
+                let schedules: Vec<_> = placings.iter().map(|p| (p.id.as_str(), p.score, Some(p.held))).collect();
+                let placed = place_all(locker, bucket, handler, None, false, &schedules).await.unwrap_or_default();
+                for (n, placing) in placings.into_iter().enumerate() {
+                    let _ = placing.placed.send(placed.get(n) == Some(&1));
+                }
+            }
+        }))
+        .await;
+    }
 }
 
 /// Creates or replaces stored schedule `id` from `spec_json` (`upsertSchedule`): its next occurrence follows the new
@@ -534,7 +582,7 @@ pub async fn upsert(locker: &Locker, id: &str, spec_json: &str) -> Result<String
         if let Some(old) = &old {
             superseded_by_change(locker, id, &keys, old, &state).await?;
         }
-        let mut call = crate::server::script_call::ScriptCall::new(&STORED_WRITE, 1);
+        let mut call = ScriptCall::new(&STORED_WRITE, 1);
         call.arg(&keys.state).arg(state.version.clone().unwrap_or_default());
         call.arg(serde_json::to_string(&spec).expect("a spec serializes"));
         call.arg(next.map_or_else(String::new, |n| n.to_string())).arg("0");
@@ -598,7 +646,7 @@ pub async fn remove(locker: &Locker, id: &str) -> Result<bool, SnatchError> {
     let _busy = locker.enter()?;
     supported(locker)?;
     let keys = validate_id(locker, id)?;
-    let mut call = crate::server::script_call::ScriptCall::new(&STORED_REMOVE, 6);
+    let mut call = ScriptCall::new(&STORED_REMOVE, 6);
     call.arg(&keys.state).arg(&keys.history).arg(&keys.records).arg(&keys.open).arg(&keys.replicas).arg(&keys.triggers);
     let Some(spec) = locker.nodes().first::<Option<String>>(call).await? else { return Ok(false) };
     if let Ok(spec) = serde_json::from_str::<StoredSpec>(&spec) {
@@ -618,7 +666,7 @@ pub async fn get(locker: &Locker, id: &str) -> Result<String, SnatchError> {
 
 /// The live runners of each handler: instance ids by handler.
 async fn runners(locker: &Locker) -> Result<HashMap<String, Vec<String>>, SnatchError> {
-    let mut call = crate::server::script_call::ScriptCall::new(&STORED_RUNNERS, 1);
+    let mut call = ScriptCall::new(&STORED_RUNNERS, 1);
     call.arg(runners_key(&locker.config().prefix)).arg("?");
     let members: Vec<String> = locker.nodes().first(call).await?;
     let mut by_handler: HashMap<String, Vec<String>> = HashMap::new();
@@ -715,7 +763,7 @@ pub async fn list(
         let handlers: Vec<String> = match handler {
             Some(handler) => vec![handler.to_owned()],
             None => {
-                let mut call = crate::server::script_call::ScriptCall::new(&STORED_LIST, 1);
+                let mut call = ScriptCall::new(&STORED_LIST, 1);
                 call.arg(keys.handlers()).arg(0).arg(0);
                 locker.nodes().first::<(Vec<String>, Vec<String>, Vec<String>)>(call).await?.0
             }
@@ -725,7 +773,7 @@ pub async fn list(
             continue;
         };
         let want = limit as usize - infos.len();
-        let mut call = crate::server::script_call::ScriptCall::new(&STORED_LIST, 2);
+        let mut call = ScriptCall::new(&STORED_LIST, 2);
         call.arg(keys.handlers()).arg(keys.due(name)).arg(offset).arg(want);
         let (_, ids, _): (Vec<String>, Vec<String>, Vec<String>) = locker.nodes().first(call).await?;
         offset += ids.len() as u32;
@@ -762,11 +810,11 @@ pub async fn summary(locker: &Locker) -> Result<String, SnatchError> {
     let mut by_handler: std::collections::BTreeMap<String, (i64, i64)> = std::collections::BTreeMap::new();
     for bucket in 0..BUCKETS {
         let keys = BucketKeys::new(&prefix, bucket);
-        let mut call = crate::server::script_call::ScriptCall::new(&STORED_LIST, 1);
+        let mut call = ScriptCall::new(&STORED_LIST, 1);
         call.arg(keys.handlers()).arg(0).arg(0);
         let (handlers, _, _): (Vec<String>, Vec<String>, Vec<String>) = locker.nodes().first(call).await?;
         for handler in handlers {
-            let mut call = crate::server::script_call::ScriptCall::new(&STORED_COUNT, 1);
+            let mut call = ScriptCall::new(&STORED_COUNT, 1);
             call.arg(keys.due(&handler)).arg(OVERDUE.as_millis() as u64);
             let (count, overdue): (i64, i64) = locker.nodes().first(call).await?;
             let entry = by_handler.entry(handler).or_default();
@@ -891,6 +939,25 @@ pub fn handle(
     Ok(Handler(job))
 }
 
+/// Where a runner's visits place their schedules again.
+struct Places {
+    /// To [`place_in_batches`].
+    placer: mpsc::UnboundedSender<Placing>,
+    /// To the runner's loop: where a schedule was placed (bucket, score), known there without a wake-up.
+    placed: mpsc::UnboundedSender<(usize, i64)>,
+}
+
+impl Places {
+    /// Places schedule `id`, taken at score `held`, again: due at `score`, or out of the index (`None`).
+    async fn again(&self, id: &str, score: Option<i64>, held: i64) {
+        let (placed, told) = oneshot::channel();
+        let _ = self.placer.send(Placing { id: id.to_owned(), score, held, placed });
+        if let (Ok(true), Some(score)) = (told.await, score) {
+            let _ = self.placed.send((bucket_of(id) as usize, score));
+        }
+    }
+}
+
 /// One handler on this replica.
 struct Runner {
     locker: Locker,
@@ -922,6 +989,9 @@ impl Runner {
         let mut heads: Vec<Option<i64>> = vec![None; buckets.len()];
         // Where this runner's visits placed their schedules (bucket, score): known here without a wake-up.
         let (placed, mut placements) = mpsc::unbounded_channel::<(usize, i64)>();
+        let (placer, placings) = mpsc::unbounded_channel();
+        let batches = tokio::spawn(place_in_batches(self.locker.clone(), self.name.clone(), placings));
+        let places = Arc::new(Places { placer, placed });
         let mut refresh_at = Instant::now();
         let mut beat_at = Instant::now();
         loop {
@@ -955,10 +1025,10 @@ impl Runner {
                             if taken.len() as u32 >= batch { Some(server_now) } else { (next >= 0).then_some(next) };
                         for id in taken {
                             let permit = self.running.clone().acquire_owned().await;
-                            let (runner, placed) = (self.clone(), placed.clone());
+                            let (runner, places) = (self.clone(), places.clone());
                             visits.spawn(async move {
                                 let _permit = permit;
-                                runner.visit(&id, held, &placed).await;
+                                runner.visit(&id, held, &places).await;
                             });
                         }
                     }
@@ -984,6 +1054,8 @@ impl Runner {
         }
         drop(watches);
         while visits.join_next().await.is_some() {}
+        drop(places);
+        let _ = batches.await;
         let _ = self.register("-").await;
     }
 
@@ -1004,7 +1076,7 @@ impl Runner {
 
     /// Renews (a TTL in ms) or takes away (`-`) this replica's registration as a runner of the handler.
     async fn register(&self, how: &str) -> Result<(), SnatchError> {
-        let mut call = crate::server::script_call::ScriptCall::new(&STORED_RUNNERS, 1);
+        let mut call = ScriptCall::new(&STORED_RUNNERS, 1);
         call.arg(runners_key(&self.locker.config().prefix)).arg(how);
         call.arg(runner(&self.name, &self.locker.config().instance_id));
         self.locker.nodes().first::<Value2>(call).await.map(drop)
@@ -1013,7 +1085,7 @@ impl Runner {
     /// The head of the handler's due index in each bucket.
     async fn heads(&self, buckets: &[BucketKeys]) -> Result<Vec<Option<i64>>, SnatchError> {
         let reads = join_all(buckets.iter().map(|bucket| {
-            let mut call = crate::server::script_call::ScriptCall::new(&STORED_HEADS, 1);
+            let mut call = ScriptCall::new(&STORED_HEADS, 1);
             call.arg(bucket.due(&self.name));
             self.locker.nodes().first::<(i64, Vec<i64>)>(call)
         }))
@@ -1029,7 +1101,7 @@ impl Runner {
 
     /// Takes up to `batch` due schedules of the bucket: their ids, the score they are held at, the next head.
     async fn take(&self, bucket: &BucketKeys, batch: u32) -> Result<(Vec<String>, i64, i64), SnatchError> {
-        let mut call = crate::server::script_call::ScriptCall::new(&STORED_TAKE, 1);
+        let mut call = ScriptCall::new(&STORED_TAKE, 1);
         call.arg(bucket.due(&self.name)).arg(batch).arg(TAKE_HOLD.as_millis() as u64);
         let taken: (Vec<String>, i64, i64) = self.locker.nodes().first(call).await?;
         self.saw(taken.1 - TAKE_HOLD.as_millis() as i64);
@@ -1038,20 +1110,19 @@ impl Runner {
 
     /// Visits stored schedule `id`, taken at score `held`: its open attempts, its manual runs, its due occurrence;
     /// then places it again, for when it next needs a runner. Waits for the attempts it started.
-    async fn visit(self: &Arc<Self>, id: &str, held: i64, placed: &mpsc::UnboundedSender<(usize, i64)>) {
+    async fn visit(self: &Arc<Self>, id: &str, held: i64, places: &Places) {
         let locker = &self.locker;
         let prefix = &locker.config().prefix;
         let Ok(keys) = ScheduleKeys::new(prefix, id, locker.one_slot()) else { return };
         let Ok(state) = read_state(locker, &keys, true).await else { return };
-        let gone = Place { id, handler: &self.name, score: None, expect: Some(held), leaves: None, sooner: false };
         let spec = state.spec.as_deref().and_then(|json| serde_json::from_str::<StoredSpec>(json).ok());
         let Some(spec) = spec.filter(|spec| spec.handler == self.name) else {
             // Removed, or moved to another handler (whose index has it).
-            let _ = place(locker, gone).await;
+            places.again(id, None, held).await;
             return;
         };
         let (Ok(options), Ok(ticks)) = (spec.options(), spec.ticks()) else {
-            let _ = place(locker, gone).await;
+            places.again(id, None, held).await;
             return;
         };
         let (work, mut looks) = mpsc::unbounded_channel();
@@ -1072,7 +1143,7 @@ impl Runner {
             here: Mutex::default(),
             work,
             stored: Some(Arc::new(StoredRun { id: id.to_owned(), data: spec.data.clone() })),
-            placed: Mutex::default(),
+            dispatched: Mutex::default(),
             jitter: Jitter::new(id, options.jitter),
             stop: self.stop.clone(),
         });
@@ -1116,7 +1187,7 @@ impl Runner {
             }
         } else if state.next.is_none() && state.done.is_none() {
             // Stored with no occurrence left: finished.
-            let _ = advance(locker, &keys, &state, None, None, false).await;
+            let _ = advance(locker, &keys, &Advance::new(&state, None, None, false)).await;
         }
         let score = match (next.map(|next| driver.jitter.start(next)), again) {
             (Some(next), Some(again)) => next.min(again),
@@ -1125,11 +1196,7 @@ impl Runner {
             // Its keys expire after the retention: then a visit finds it gone.
             (None, None) => state.now + FINISHED_RETENTION.as_millis() as i64,
         };
-        let again =
-            Place { id, handler: &self.name, score: Some(score), expect: Some(held), leaves: None, sooner: false };
-        if place(locker, again).await == Ok(true) {
-            let _ = placed.send((bucket_of(id) as usize, score));
-        }
+        places.again(id, Some(score), held).await;
         // With `replace`, a later occurrence, on any replica, asks the attempts running here to give way on the
         // schedule's control channel (as a code schedule's replicas hear it); the state is read once the channel is
         // watched, for one asked before.
@@ -1158,7 +1225,7 @@ impl Runner {
                         let handler = &self.name;
                         let sooner = Place { id, handler, score: at, expect: None, leaves: None, sooner: true };
                         if let (Ok(true), Some(at)) = (place(locker, sooner).await, at) {
-                            let _ = placed.send((bucket_of(id) as usize, at));
+                            let _ = places.placed.send((bucket_of(id) as usize, at));
                         }
                     }
                 }
@@ -1200,42 +1267,90 @@ impl Runner {
         }
         let age = now - driver.jitter.start(newest);
         let deadline = driver.options.starting_deadline.as_millis() as i64;
-        let placed = if age > deadline.max(ON_TIME_WITHIN.as_millis() as i64) {
-            driver.record(&Write::missed(Attempt::first(newest), Why::OnTime, "deadline")).await.is_ok()
+        if age > deadline.max(ON_TIME_WITHIN.as_millis() as i64) {
+            if driver.record(&Write::missed(Attempt::first(newest), Why::OnTime, "deadline")).await.is_err() {
+                return Some(due);
+            }
+            // Changed meanwhile (an upsert, a removal), the change placed it as it says; this placing is then refused.
+            let _ = advance(&self.locker, &driver.keys, &Advance::new(state, Some(due), following, true)).await;
         } else {
             let why = if age <= ON_TIME_WITHIN.as_millis() as i64 { Why::OnTime } else { Why::Late };
             let attempt = Attempt::first(newest);
             let (tell, told) = oneshot::channel();
-            *driver.placed.lock().expect("placed poisoned") = Some((attempt, tell));
+            let advance = Some(Advance::new(state, Some(due), following, true));
+            *driver.dispatched.lock().expect("dispatched poisoned") = Some(Dispatch { attempt, tell, advance });
             attempts.spawn(driver.clone().attempt(Start { attempt, why, follows: None }, state.suspended));
-            told.await.unwrap_or(false)
-        };
-        if !placed {
-            return Some(due);
+            // Its next tick is written with its first record (first_record).
+            if !told.await.unwrap_or(false) {
+                return Some(due);
+            }
         }
-        // Changed meanwhile (an upsert, a removal), the change placed it as it says; this placing is then refused.
-        let _ = advance(&self.locker, &driver.keys, state, Some(due), following, true).await;
         following
     }
 }
 
-/// Writes a stored schedule's next tick after `due` was dispatched (`None`: it is finished, and its keys expire after
-/// [`FINISHED_RETENTION`]), on the version `state` read: false when it changed meanwhile.
-async fn advance(
-    locker: &Locker,
-    keys: &ScheduleKeys,
-    state: &State,
+/// A stored schedule's next tick after `due` was dispatched (`None`: it is finished, and its keys expire after
+/// [`FINISHED_RETENTION`]), written on the version its state was read at (scripts/stored_advance.lua).
+pub(crate) struct Advance {
+    version: String,
     due: Option<i64>,
     following: Option<i64>,
+    /// The occurrence counts towards `limit` (it ran or was missed: not an older one superseded).
     counts: bool,
-) -> Result<bool, SnatchError> {
-    let mut call = crate::server::script_call::ScriptCall::new(&STORED_ADVANCE, 6);
+}
+
+impl Advance {
+    fn new(state: &State, due: Option<i64>, following: Option<i64>, counts: bool) -> Self {
+        Self { version: state.version.clone().unwrap_or_default(), due, following, counts }
+    }
+
+    fn words(&self, call: &mut ScriptCall) {
+        call.arg(&self.version);
+        call.arg(self.due.map_or_else(String::new, |d| d.to_string()));
+        call.arg(self.following.map_or_else(String::new, |f| f.to_string()));
+        call.arg(FINISHED_RETENTION.as_millis() as u64).arg(if self.counts { "1" } else { "0" });
+    }
+}
+
+/// A stored schedule's occurrence being dispatched: its first attempt, told whether its first record was written, and
+/// its next tick, written with that record.
+pub(crate) struct Dispatch {
+    pub(crate) attempt: Attempt,
+    pub(crate) tell: oneshot::Sender<bool>,
+    pub(crate) advance: Option<Advance>,
+}
+
+/// Writes `advance` on its own: false when the state changed meanwhile.
+async fn advance(locker: &Locker, keys: &ScheduleKeys, advance: &Advance) -> Result<bool, SnatchError> {
+    let mut call = ScriptCall::new(&STORED_ADVANCE, 6);
     call.arg(&keys.state).arg(&keys.history).arg(&keys.records).arg(&keys.open).arg(&keys.replicas).arg(&keys.triggers);
-    call.arg(state.version.clone().unwrap_or_default());
-    call.arg(due.map_or_else(String::new, |d| d.to_string()));
-    call.arg(following.map_or_else(String::new, |f| f.to_string()));
-    call.arg(FINISHED_RETENTION.as_millis() as u64).arg(if counts { "1" } else { "0" });
+    advance.words(&mut call);
     Ok(locker.nodes().first::<i64>(call).await? == 1)
+}
+
+/// Writes a dispatched occurrence's first record (`write`, while the locks `held` are, as [`store::record`] does) and
+/// then `advance`, whatever the record came to, in one call: stored schedules run on one Redis.
+pub(crate) async fn first_record(
+    driver: &Driver,
+    write: &Write,
+    held: &[(&str, &str)],
+    advance: &Advance,
+) -> Result<Written, SnatchError> {
+    let node =
+        driver.locker.nodes().single().ok_or_else(|| SnatchError::type_arg("stored schedules need one Redis"))?;
+    let keys = &driver.keys;
+    let mut call = ScriptCall::new(&STORED_FIRST_RECORD, 6 + held.len());
+    call.arg(&keys.state).arg(&keys.history).arg(&keys.records).arg(&keys.open);
+    for (key, _) in held {
+        call.arg(key);
+    }
+    call.arg(&keys.replicas).arg(&keys.triggers);
+    store::record_words(&mut call, write, driver.options.history, driver.registration.keep, true);
+    for (_, owner) in held {
+        call.arg(owner);
+    }
+    advance.words(&mut call);
+    Ok(store::written(node.invoke(call).await?))
 }
 
 /// Any reply.

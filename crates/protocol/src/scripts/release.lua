@@ -1,22 +1,9 @@
--- Release locks (see scripts.rs; release_unwaited.lua and wake.lua come first): lock n's key is KEYS[n] and its
--- token ARGV[n], and ARGV[#KEYS + 1] is '1' on a Redis Cluster. A call for one lock answers 1 or 0; a call for
--- several an array of them, in order, where a lock whose work failed (say, its key holds another type) has its error
--- and the others are done all the same.
+-- Release locks (see scripts.rs; release_unwaited.lua, wake.lua and release_lock.lua come first): lock n's key is
+-- KEYS[n] and its token ARGV[n], and ARGV[#KEYS + 1] is '1' on a Redis Cluster. A call for one lock answers 1 or 0; a
+-- call for several an array of them, in order, where a lock whose work failed (say, its key holds another type) has
+-- its error and the others are done all the same.
 local function one(n)
-  local lock, token = KEYS[n], ARGV[n]
-  local held = redis.call('GET', lock)
-  if held == token then
-    redis.call('DEL', lock)
-    return 1
-  end
-  -- Waited for (see acquire.lua): wake the waiters, on the lock's channel.
-  if held == token .. '*' then
-    redis.call('DEL', lock)
-    local cluster = ARGV[#KEYS + 1]
-    publish(released(lock, cluster), first_waiter(lock, cluster), cluster)
-    return 1
-  end
-  return 0
+  return release_lock(KEYS[n], ARGV[n], ARGV[#KEYS + 1])
 end
 if #KEYS == 1 then
   return one(1)

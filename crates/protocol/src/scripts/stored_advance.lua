@@ -1,26 +1,34 @@
--- A stored schedule's occurrence was dispatched (see scripts.rs, STORED_ADVANCE): KEYS[1] is its state, KEYS[2] to
--- KEYS[6] its history, records, open attempts, registrations and triggers. ARGV[1] the version read, ARGV[2] the
--- dispatched tick (which must still be `next`), ARGV[3] the tick after it ('' for none: the schedule is finished),
--- ARGV[4] how long a finished schedule is kept in ms, ARGV[5] '1' when the occurrence counts (it ran or was missed: not
--- an older one superseded). A finished schedule's keys all expire after ARGV[4]. Returns 1 when done, 0 when the state
--- changed meanwhile (an upsert, a removal: nothing is written).
-local state = KEYS[1]
-local fields = redis.call('HMGET', state, 'v', 'next')
-if fields[1] ~= ARGV[1] or fields[2] ~= ARGV[2] then
-  return 0
+-- A stored schedule's occurrence was dispatched (see scripts.rs, STORED_ADVANCE and STORED_FIRST_RECORD): `keys` are
+-- its state, history, records, open attempts, registrations and triggers; `version` the version read, `due` the
+-- dispatched tick (which must still be `next`), `following` the tick after it ('' for none: the schedule is
+-- finished), `retention` how long a finished schedule is kept in ms, `counts` '1' when the occurrence counts (it ran
+-- or was missed: not an older one superseded). A finished schedule's keys all expire after `retention`.
+
+-- Whether the state still holds the version read, with `due` next: `advance` writes only then.
+local function advanceable(state, version, due)
+  local fields = redis.call('HMGET', state, 'v', 'next')
+  return fields[1] == version and fields[2] == due
 end
-redis.call('HSET', state, 'last', ARGV[2])
-if ARGV[5] == '1' then
-  redis.call('HINCRBY', state, 'runs', 1)
-end
-if ARGV[3] == '' then
-  local time = redis.call('TIME')
-  redis.call('HDEL', state, 'next')
-  redis.call('HSET', state, 'done', time[1] * 1000 + math.floor(time[2] / 1000))
-  for _, key in ipairs(KEYS) do
-    redis.call('PEXPIRE', key, ARGV[4])
+
+-- Returns 1 when done, 0 when the state changed meanwhile (an upsert, a removal: nothing is written). `checked`: the
+-- caller found it advanceable in this script.
+local function advance(keys, version, due, following, retention, counts, checked)
+  local state = keys[1]
+  if not (checked or advanceable(state, version, due)) then
+    return 0
   end
-else
-  redis.call('HSET', state, 'next', ARGV[3])
+  if counts == '1' then
+    redis.call('HINCRBY', state, 'runs', 1)
+  end
+  if following == '' then
+    local time = redis.call('TIME')
+    redis.call('HDEL', state, 'next')
+    redis.call('HSET', state, 'last', due, 'done', time[1] * 1000 + math.floor(time[2] / 1000))
+    for _, key in ipairs(keys) do
+      redis.call('PEXPIRE', key, retention)
+    end
+  else
+    redis.call('HSET', state, 'last', due, 'next', following)
+  end
+  return 1
 end
-return 1

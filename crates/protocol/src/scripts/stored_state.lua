@@ -6,11 +6,17 @@
 -- false when not there, the server's time in ms, and (with KEYS[2] and KEYS[3]) how many open attempts and pending
 -- manual runs it has (a visit looks at them only when there are some).
 local time = redis.call('TIME')
-local fields = redis.call('HMGET', KEYS[1], 'spec', 'v', 'next', 'runs', 'since', 'last', 'done', 'suspended', 'cron')
-fields[1] = spec_read(KEYS[1])
+local fields =
+  redis.call('HMGET', KEYS[1], 'spec', 'v', 'next', 'runs', 'since', 'last', 'done', 'suspended', 'cron', 'spec2')
+-- A spec of one field (most) is read whole here.
+if fields[10] then
+  fields[1] = spec_read(KEYS[1])
+end
 fields[10] = time[1] * 1000 + math.floor(time[2] / 1000)
 if KEYS[3] then
-  fields[11] = redis.call('ZCARD', KEYS[2])
-  fields[12] = redis.call('LLEN', KEYS[3])
+  -- Most schedules have neither: one call tells.
+  local some = redis.call('EXISTS', KEYS[2], KEYS[3]) > 0
+  fields[11] = some and redis.call('ZCARD', KEYS[2]) or 0
+  fields[12] = some and redis.call('LLEN', KEYS[3]) or 0
 end
 return fields

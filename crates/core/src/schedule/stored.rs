@@ -12,8 +12,9 @@
 //! [`REFRESH`] and when woken (a schedule placed due within [`REFRESH`] publishes on the bucket's channel), sleeps
 //! until the earliest, then takes the due ids in batches (each held for [`TAKE_HOLD`], due again should the taker die)
 //! and visits each: its open attempts swept, its manual runs taken, its due occurrence run (on time, late within
-//! `startingDeadline`, or recorded missed), its next tick written once the occurrence's first record is (so a dispatch
-//! that dies before is done again, and the occurrence's record keeps it to one run), and the id placed again.
+//! `startingDeadline`, or recorded missed), its next tick written with the occurrence's first record, in one script
+//! (so a dispatch that dies before is done again, and the occurrence's record keeps it to one run), and the id placed
+//! again (the placings of a runner's visits in one call per bucket).
 
 use crate::config::{validate_duration, LockOptions, MAX_RETRIES};
 use crate::lock::job::Job;

@@ -7,6 +7,7 @@ use crate::lock::lease::Lease;
 use crate::lock::locker::{Busy, Locker};
 use crate::run::hold::FnSettled;
 use crate::run::input::{post_or_undo, Input};
+use crate::schedule::dispatch;
 use crate::schedule::scheduler::{Driver, Work};
 use crate::schedule::store::{self, Control};
 use snatch_protocol::attempt::{AttemptRun, Do, NotCalled, Policy, SkipReason, Start};
@@ -151,9 +152,12 @@ impl Driver {
                     let holds = if write.conditions.holds_buffer { vec![&locks.claim, &locks.buffer] } else { vec![] };
                     let held: Vec<(&str, &str)> =
                         holds.into_iter().flatten().map(|lease| (lease.keys().lock.as_str(), lease.owner())).collect();
-                    let written = match self.advance_with(attempt) {
-                        Some(advance) => crate::schedule::stored::first_record(&self, &write, &held, &advance).await,
-                        None => self.record_holding(&write, &held).await,
+                    let written = match (self.advance_with(attempt), self.locker.nodes().single()) {
+                        (Some(advance), Some(node)) => {
+                            let kept = (self.options.history, self.registration.keep);
+                            dispatch::first_record(node, &self.keys, &write, &held, kept, &advance).await
+                        }
+                        _ => self.record_holding(&write, &held).await,
                     };
                     self.place(attempt, written.is_ok());
                     machine.recorded(written, self.clock())

@@ -3,6 +3,7 @@
 
 pub(crate) mod attempt;
 pub(crate) mod cron;
+pub(crate) mod dispatch;
 pub(crate) mod fleet;
 pub(crate) mod options;
 pub(crate) mod scheduler;

@@ -20,6 +20,7 @@ use crate::config::{validate_duration, LockOptions, MAX_RETRIES};
 use crate::lock::job::Job;
 use crate::lock::locker::Locker;
 use crate::run::input::Post;
+use crate::schedule::dispatch::{Advance, Dispatch};
 use crate::schedule::options::{Cron, ScheduleOptions, DEFAULT_STARTING_DEADLINE};
 use crate::schedule::scheduler::{Driver, Work};
 use crate::schedule::store::{self, Control, Registration};
@@ -32,12 +33,12 @@ use snatch_protocol::attempt::{AbortReason, Concurrency, Next, Start};
 use snatch_protocol::fleet::{Health, Observed};
 use snatch_protocol::run::StoredRun;
 use snatch_protocol::schedule::{
-    Attempt, Jitter, Limits, Record, ScheduleKeys, Status, Why, Write, Written, MAX_HISTORY, MAX_LOOK_BACK,
+    Attempt, Jitter, Limits, Record, ScheduleKeys, Status, Why, Write, MAX_HISTORY, MAX_LOOK_BACK,
 };
 use snatch_protocol::schedule_loop::{Ticks, LOOK_SLACK};
 use snatch_protocol::scripts::{
-    CLUSTER, STORED_ADVANCE, STORED_COUNT, STORED_FIRST_RECORD, STORED_HEADS, STORED_LIST, STORED_PLACE, STORED_REMOVE,
-    STORED_RUNNERS, STORED_STATE, STORED_TAKE, STORED_WRITE,
+    CLUSTER, STORED_ADVANCE, STORED_COUNT, STORED_HEADS, STORED_LIST, STORED_PLACE, STORED_REMOVE, STORED_RUNNERS,
+    STORED_STATE, STORED_TAKE, STORED_WRITE,
 };
 use snatch_protocol::stored::{
     bucket_of, runner, runners_key, BucketKeys, BUCKETS, DEFAULT_STORED_HISTORY, FINISHED_RETENTION, MAX_DATA_BYTES,
@@ -1188,7 +1189,7 @@ impl Runner {
             }
         } else if state.next.is_none() && state.done.is_none() {
             // Stored with no occurrence left: finished.
-            let _ = advance(locker, &keys, &Advance::new(&state, None, None, false)).await;
+            let _ = advance(locker, &keys, &Advance::new(state.version.clone(), None, None, false)).await;
         }
         let score = match (next.map(|next| driver.jitter.start(next)), again) {
             (Some(next), Some(again)) => next.min(again),
@@ -1273,15 +1274,17 @@ impl Runner {
                 return Some(due);
             }
             // Changed meanwhile (an upsert, a removal), the change placed it as it says; this placing is then refused.
-            let _ = advance(&self.locker, &driver.keys, &Advance::new(state, Some(due), following, true)).await;
+            let _ =
+                advance(&self.locker, &driver.keys, &Advance::new(state.version.clone(), Some(due), following, true))
+                    .await;
         } else {
             let why = if age <= ON_TIME_WITHIN.as_millis() as i64 { Why::OnTime } else { Why::Late };
             let attempt = Attempt::first(newest);
             let (tell, told) = oneshot::channel();
-            let advance = Some(Advance::new(state, Some(due), following, true));
+            let advance = Some(Advance::new(state.version.clone(), Some(due), following, true));
             *driver.dispatched.lock().expect("dispatched poisoned") = Some(Dispatch { attempt, tell, advance });
             attempts.spawn(driver.clone().attempt(Start { attempt, why, follows: None }, state.suspended));
-            // Its next tick is written with its first record (first_record).
+            // Its next tick is written with its first record (dispatch.rs).
             if !told.await.unwrap_or(false) {
                 return Some(due);
             }
@@ -1290,68 +1293,12 @@ impl Runner {
     }
 }
 
-/// A stored schedule's next tick after `due` was dispatched (`None`: it is finished, and its keys expire after
-/// [`FINISHED_RETENTION`]), written on the version its state was read at (scripts/stored_advance.lua).
-pub(crate) struct Advance {
-    version: String,
-    due: Option<i64>,
-    following: Option<i64>,
-    /// The occurrence counts towards `limit` (it ran or was missed: not an older one superseded).
-    counts: bool,
-}
-
-impl Advance {
-    fn new(state: &State, due: Option<i64>, following: Option<i64>, counts: bool) -> Self {
-        Self { version: state.version.clone().unwrap_or_default(), due, following, counts }
-    }
-
-    fn words(&self, call: &mut ScriptCall) {
-        call.arg(&self.version);
-        call.arg(self.due.map_or_else(String::new, |d| d.to_string()));
-        call.arg(self.following.map_or_else(String::new, |f| f.to_string()));
-        call.arg(FINISHED_RETENTION.as_millis() as u64).arg(if self.counts { "1" } else { "0" });
-    }
-}
-
-/// A stored schedule's occurrence being dispatched: its first attempt, told whether its first record was written, and
-/// its next tick, written with that record.
-pub(crate) struct Dispatch {
-    pub(crate) attempt: Attempt,
-    pub(crate) tell: oneshot::Sender<bool>,
-    pub(crate) advance: Option<Advance>,
-}
-
 /// Writes `advance` on its own: false when the state changed meanwhile.
 async fn advance(locker: &Locker, keys: &ScheduleKeys, advance: &Advance) -> Result<bool, SnatchError> {
     let mut call = ScriptCall::new(&STORED_ADVANCE, 6);
     call.arg(&keys.state).arg(&keys.history).arg(&keys.records).arg(&keys.open).arg(&keys.replicas).arg(&keys.triggers);
     advance.words(&mut call);
     Ok(locker.nodes().first::<i64>(call).await? == 1)
-}
-
-/// Writes a dispatched occurrence's first record (`write`, while the locks `held` are, as [`store::record`] does) and
-/// then `advance`, whatever the record came to, in one call: stored schedules run on one Redis.
-pub(crate) async fn first_record(
-    driver: &Driver,
-    write: &Write,
-    held: &[(&str, &str)],
-    advance: &Advance,
-) -> Result<Written, SnatchError> {
-    let node =
-        driver.locker.nodes().single().ok_or_else(|| SnatchError::type_arg("stored schedules need one Redis"))?;
-    let keys = &driver.keys;
-    let mut call = ScriptCall::new(&STORED_FIRST_RECORD, 6 + held.len());
-    call.arg(&keys.state).arg(&keys.history).arg(&keys.records).arg(&keys.open);
-    for (key, _) in held {
-        call.arg(key);
-    }
-    call.arg(&keys.replicas).arg(&keys.triggers);
-    store::record_words(&mut call, write, driver.options.history, driver.registration.keep, true);
-    for (_, owner) in held {
-        call.arg(owner);
-    }
-    advance.words(&mut call);
-    Ok(store::written(node.invoke(call).await?))
 }
 
 /// Any reply.

@@ -9,6 +9,9 @@
 // and 22 (about 30% of withfn's CPU per cycle at c=50); this costs a function per run, a link per run started while
 // another's fn is under way, and a stack capture only for the calls that need it.
 
+/** How many keys `RunFrames.ended` deletes from `held` before it makes it anew. */
+const REMAKE_HELD = 4096
+
 /** Tells lockers' frames apart. */
 let lockers = 0
 
@@ -20,17 +23,30 @@ class RunFrames {
   prefix = `redis-snatch run ${++lockers}:`
   /** The keys of the fns under way, each with how many. */
   held = new Map()
+  /** Keys deleted from `held` since it was last made anew. */
+  #deleted = 0
 
   /** A fn on `key` is under way. */
   began(key) {
     this.held.set(key, (this.held.get(key) ?? 0) + 1)
   }
 
-  /** A fn on `key` settled. */
+  /**
+   * A fn on `key` settled. `held` is made anew every REMAKE_HELD deletions: a Map whose hash table reached the old
+   * generation (a locker idle a while) makes every later table there too, each replaced one keeping the keys it held
+   * (the callers' strings) for scavenges until the next full collection (lib/id-table.js); a new Map's table is young.
+   */
   ended(key) {
     const n = this.held.get(key)
-    if (n === 1) this.held.delete(key)
-    else this.held.set(key, n - 1)
+    if (n !== 1) {
+      this.held.set(key, n - 1)
+      return
+    }
+    this.held.delete(key)
+    if (++this.#deleted === REMAKE_HELD) {
+      this.#deleted = 0
+      this.held = new Map(this.held)
+    }
   }
 
   /**

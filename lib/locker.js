@@ -20,6 +20,7 @@ const {
   snapshot,
 } = require('./options')
 const { heldLock, occurrenceRecord, scheduleInfo } = require('./fleet')
+const { IdTable } = require('./id-table')
 const { Leadership, LeaderObserver } = require('./leadership')
 const { ReadWriteLock } = require('./read-write-lock')
 const { RunFrames } = require('./context')
@@ -127,10 +128,10 @@ function checkCount(name, value, max) {
 class Locker {
   #native
   #nextId = 1
-  /** Operation id → its promise's settlers. */
-  #pending = new Map()
+  /** Operation id → its promise's settlers. (IdTables, not Maps, for the tables written by every call: lib/id-table.js.) */
+  #pending = new IdTable()
   /** Run id → its Run, which the native side has call the fn and hear of loss (a schedule's occurrences too). */
-  #runs = new Map()
+  #runs = new IdTable()
   /** Schedule id → its ScheduledTask. */
   #schedules = new Map()
   /** Campaign (lead) or observer (observe) id → its Leadership or LeaderObserver. */
@@ -138,7 +139,7 @@ class Locker {
   /** This replica's name in lock values (`instanceId`). */
   #instanceId
   /** Acquisition id → a Lock not yet released or lost. */
-  #locks = new Map()
+  #locks = new IdTable()
   /** Alive while operations are pending or autoExtend locks are held. */
   #keepAlive = new KeepAlive()
   /** Tells the native side that the event loop turns (see `maxStall`); null when nothing watches it. */

@@ -43,6 +43,18 @@ describe('a waiting call on a key held by its calling context', () => {
   // A wait longer than the test's own timeout: a call that waited for itself would fail the test.
   const wait = 60_000
 
+  test('after more runs than lib/context.js makes its table of held keys anew for, a held key is still found', async () => {
+    // REMAKE_HELD (4096) runs end with their key deleted from the table: it is made anew meanwhile, with the key
+    // held throughout still in it.
+    const key = uniqueKey('re-remade')
+    const errors = await locker.withLock(key, async () => {
+      const others = Array.from({ length: 50 }, (_, i) => uniqueKey(`re-remade-${i}`))
+      for (let round = 0; round < 84; round++) await Promise.all(others.map((other) => locker.snatchTask(other, () => {})))
+      return [await rejection(locker.withLock(key, () => 'inner', { wait }))]
+    })
+    for (const err of errors) expectReentrant(err, key)
+  })
+
   test('withLock, lock and withLocks inside withLock reject ReentrantError at once, naming the key', async () => {
     const key = uniqueKey('re')
     const other = uniqueKey('re-other')

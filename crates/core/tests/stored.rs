@@ -40,6 +40,24 @@ async fn stop_after_a_run(runs: &Runs, handling: &Handler) {
     handling.stop().await;
 }
 
+/// Runs handler `handler` on a runner named `instance` until an attempt ran there (`within` at most, else the test
+/// fails saying `why`), and 300 ms more: the runs seen.
+async fn run_until_a_run(
+    url: &str,
+    instance: &str,
+    handler: &str,
+    within: Duration,
+    why: &str,
+) -> Vec<(ScheduledAttempt, usize, i64)> {
+    let runs: Runs = Arc::default();
+    let mut caller = Caller::new(&locker(url, instance));
+    let handling = caller.handle(handler, None).unwrap();
+    let until = stop_after_a_run(&runs, &handling);
+    tokio::time::timeout(within, caller.serve(recorder(0, &runs), until)).await.unwrap_or_else(|_| panic!("{why}"));
+    let runs = runs.lock().unwrap().clone();
+    runs
+}
+
 async fn get(locker: &Locker, id: &str) -> Value {
     serde_json::from_str(&snatch_core::get_stored(locker, id).await.unwrap()).unwrap()
 }
@@ -151,12 +169,7 @@ async fn a_one_off_at_missed_while_no_runner_was_up_runs_once_late_then_finishes
     assert_eq!(info["next"], json!(at));
     // Every runner is down at its time (and past the on-time window).
     tokio::time::sleep(Duration::from_millis(800 + 10_500)).await;
-    let runs: Runs = Arc::default();
-    let mut caller = Caller::new(&locker(&url, "late"));
-    let handling = caller.handle(&handler, None).unwrap();
-    let until = stop_after_a_run(&runs, &handling);
-    tokio::time::timeout(Duration::from_secs(30), caller.serve(recorder(0, &runs), until)).await.unwrap();
-    let runs = runs.lock().unwrap().clone();
+    let runs = run_until_a_run(&url, "late", &handler, Duration::from_secs(30), "the late one-off runs").await;
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!((runs[0].0.attempt.tick, runs[0].0.why), (at, Why::Late));
     let info = get(&admin, &id).await;
@@ -175,12 +188,7 @@ async fn a_one_off_with_a_long_spec_runs_once_with_its_data_whole_and_finishes()
     let admin = locker(&url, "admin");
     let data = "d".repeat(150);
     upsert(&admin, &id, json!({ "handler": handler, "at": now() + 300, "data": data })).await.unwrap();
-    let runs: Runs = Arc::default();
-    let mut caller = Caller::new(&locker(&url, "runner"));
-    let handling = caller.handle(&handler, None).unwrap();
-    let until = stop_after_a_run(&runs, &handling);
-    tokio::time::timeout(Duration::from_secs(30), caller.serve(recorder(0, &runs), until)).await.unwrap();
-    let runs = runs.lock().unwrap().clone();
+    let runs = run_until_a_run(&url, "runner", &handler, Duration::from_secs(30), "the one-off runs").await;
     assert_eq!(runs.len(), 1, "{runs:?}");
     let stored = runs[0].0.stored.clone().expect("a stored schedule's occurrence");
     assert_eq!(stored.data, Some(json!(data).to_string()));
@@ -342,14 +350,8 @@ async fn a_dead_runners_occurrence_is_taken_over_with_a_higher_fence() {
     dying.stop().await;
     dead.close().await;
     assert_eq!(running.instance.as_deref(), Some("dead"));
-    let runs: Runs = Arc::default();
-    let mut caller = Caller::new(&locker(&url, "alive"));
-    let handling = caller.handle(&handler, None).unwrap();
-    let until = stop_after_a_run(&runs, &handling);
-    tokio::time::timeout(Duration::from_secs(60), caller.serve(recorder(0, &runs), until))
-        .await
-        .expect("the dead runner's occurrence is taken over");
-    let runs = runs.lock().unwrap().clone();
+    let taken_over = "the dead runner's occurrence is taken over";
+    let runs = run_until_a_run(&url, "alive", &handler, Duration::from_secs(60), taken_over).await;
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!((runs[0].0.attempt.attempt, runs[0].0.why), (2, Why::Retry));
     let records = history(&admin, &id).await;

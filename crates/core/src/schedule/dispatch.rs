@@ -54,16 +54,8 @@ pub(crate) async fn first_record(
     (history, keep): (u32, Duration),
     advance: &Advance,
 ) -> Result<Written, SnatchError> {
-    let mut call = ScriptCall::new(&STORED_FIRST_RECORD, 6 + held.len());
-    call.arg(&keys.state).arg(&keys.history).arg(&keys.records).arg(&keys.open);
-    for (key, _) in held {
-        call.arg(key);
-    }
-    call.arg(&keys.replicas).arg(&keys.triggers);
-    store::record_words(&mut call, write, history, keep, true);
-    for (_, owner) in held {
-        call.arg(owner);
-    }
+    let beside = [keys.replicas.as_str(), keys.triggers.as_str()];
+    let mut call = store::record_call(&STORED_FIRST_RECORD, keys, write, (history, keep), true, held, &beside);
     advance.words(&mut call);
     Ok(store::written(node.invoke(call).await?))
 }

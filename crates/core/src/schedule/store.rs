@@ -11,7 +11,7 @@ use snatch_protocol::schedule::{
 };
 use snatch_protocol::schedule_loop::LookBack;
 use snatch_protocol::scripts::{
-    CLUSTER, SCHEDULE_CONTROL, SCHEDULE_END, SCHEDULE_LEAVE, SCHEDULE_READ, SCHEDULE_RECORD, SCHEDULE_REGISTER,
+    Script, CLUSTER, SCHEDULE_CONTROL, SCHEDULE_END, SCHEDULE_LEAVE, SCHEDULE_READ, SCHEDULE_RECORD, SCHEDULE_REGISTER,
     SCHEDULE_SWEEP, SCHEDULE_TAKE_TRIGGER,
 };
 use snatch_protocol::SnatchError;
@@ -74,15 +74,7 @@ pub(crate) async fn record(
     stored: bool,
     held: &[(&str, &str)],
 ) -> Result<Written, SnatchError> {
-    let mut call = ScriptCall::new(&SCHEDULE_RECORD, 4 + held.len());
-    call.arg(&keys.state).arg(&keys.history).arg(&keys.records).arg(&keys.open);
-    for (key, _) in held {
-        call.arg(key);
-    }
-    record_words(&mut call, write, history, keep, stored);
-    for (_, owner) in held {
-        call.arg(owner);
-    }
+    let call = record_call(&SCHEDULE_RECORD, keys, write, (history, keep), stored, held, &[]);
     let answers: Vec<i64> = locker.nodes().every(call).await?;
     let quorum = locker.nodes().quorum();
     if answers.len() < quorum {
@@ -110,15 +102,8 @@ pub(crate) async fn record_end(
     stored: bool,
     releases: &[(String, String)],
 ) -> Result<Written, SnatchError> {
-    let mut call = ScriptCall::new(&SCHEDULE_END, 4 + releases.len());
-    call.arg(&keys.state).arg(&keys.history).arg(&keys.records).arg(&keys.open);
-    for (key, _) in releases {
-        call.arg(key);
-    }
-    record_words(&mut call, write, history, keep, stored);
-    for (_, owner) in releases {
-        call.arg(owner);
-    }
+    let releases: Vec<(&str, &str)> = releases.iter().map(|(key, owner)| (key.as_str(), owner.as_str())).collect();
+    let mut call = record_call(&SCHEDULE_END, keys, write, (history, keep), stored, &releases, &[]);
     call.arg(if node.is_cluster() { CLUSTER } else { "0" });
     Ok(written(node.invoke(call).await?))
 }
@@ -132,8 +117,26 @@ pub(crate) fn written(answer: i64) -> Written {
     }
 }
 
-/// The arguments of a record (scripts/schedule_record.lua) before the owners of the locks it names.
-pub(crate) fn record_words(call: &mut ScriptCall, write: &Write, history: u32, keep: Duration, stored: bool) {
+/// The call of `script`, which writes `write`'s record as scripts/schedule_record.lua does (the schedule of `keys`
+/// keeping `history` records for `keep`; `stored`: a stored schedule's): the schedule's four keys, the keys of `locks`
+/// (key, owner) and then the keys `beside`, the record's arguments, then the locks' owners.
+pub(crate) fn record_call(
+    script: &'static Script,
+    keys: &ScheduleKeys,
+    write: &Write,
+    (history, keep): (u32, Duration),
+    stored: bool,
+    locks: &[(&str, &str)],
+    beside: &[&str],
+) -> ScriptCall {
+    let mut call = ScriptCall::new(script, 4 + locks.len() + beside.len());
+    call.arg(&keys.state).arg(&keys.history).arg(&keys.records).arg(&keys.open);
+    for (key, _) in locks {
+        call.arg(key);
+    }
+    for key in beside {
+        call.arg(key);
+    }
     let Conditions { unless_suspended, only_new, over_missed, only_running, holds_buffer: _ } = write.conditions;
     let flags = [(unless_suspended, 's'), (only_new, 'n'), (over_missed, 'm'), (only_running, 'r'), (stored, 'x')];
     let conditions: String = flags.iter().filter(|c| c.0).map(|c| c.1).collect();
@@ -149,6 +152,10 @@ pub(crate) fn record_words(call: &mut ScriptCall, write: &Write, history: u32, k
     if let Some((was, becomes)) = &write.takes_over {
         call.arg(was.record.attempt().id()).arg(&was.json).arg(becomes.to_json());
     }
+    for (_, owner) in locks {
+        call.arg(owner);
+    }
+    call
 }
 
 /// The open attempts of the schedule of `keys` that need another: running while their claim is gone (their runner

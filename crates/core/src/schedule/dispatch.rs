@@ -54,7 +54,7 @@ pub(crate) async fn first_record(
     (history, keep): (u32, Duration),
     advance: &Advance,
 ) -> Result<Written, SnatchError> {
-    let beside = [keys.replicas.as_str(), keys.triggers.as_str()];
+    let beside = [keys.triggers.as_str()];
     let mut call = store::record_call(&STORED_FIRST_RECORD, keys, write, (history, keep), true, held, &beside);
     advance.words(&mut call);
     Ok(store::written(node.invoke(call).await?))

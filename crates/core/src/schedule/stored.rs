@@ -1295,8 +1295,8 @@ impl Runner {
 
 /// Writes `advance` on its own: false when the state changed meanwhile.
 async fn advance(locker: &Locker, keys: &ScheduleKeys, advance: &Advance) -> Result<bool, SnatchError> {
-    let mut call = ScriptCall::new(&STORED_ADVANCE, 6);
-    call.arg(&keys.state).arg(&keys.history).arg(&keys.records).arg(&keys.open).arg(&keys.replicas).arg(&keys.triggers);
+    let mut call = ScriptCall::new(&STORED_ADVANCE, 5);
+    call.arg(&keys.state).arg(&keys.history).arg(&keys.records).arg(&keys.open).arg(&keys.triggers);
     advance.words(&mut call);
     Ok(locker.nodes().first::<i64>(call).await? == 1)
 }

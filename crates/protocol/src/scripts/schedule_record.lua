@@ -11,9 +11,11 @@
 -- record must still have (or nothing is written), and its new JSON (the attempt leaves the open ones). A record that
 -- says ok sets the state's `lastSuccess` to the server's time. KEYS[5] to KEYS[4 + locks]: locks the attempt must
 -- still hold (its claim and the buffer slot it waited in), their owners the last of the record's `argc` ARGVs, in
--- order. With `ttls_set`, the keys' TTLs are left to the caller. Answers 1 when written, 0 when the schedule is
--- suspended, -1 when a condition did not hold.
-local function write_record(locks, argc, ttls_set)
+-- order. With `ttls_set`, the keys' TTLs are left to the caller; a finished stored schedule's (its state has `done`)
+-- are those its finish set, but for a new entry among its open attempts. `read`, when given: the state's `spec`,
+-- `suspended` and `done`, which the caller read in this script. Answers 1 when written, 0 when the schedule is
+-- suspended, -1 when a condition did not hold; then, when written, the server's time in ms.
+local function write_record(locks, argc, ttls_set, read)
   local state, history, records, open = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
   local conditions, id = ARGV[1], ARGV[2]
   local function wants(flag)
@@ -25,15 +27,16 @@ local function write_record(locks, argc, ttls_set)
       return -1
     end
   end
-  local stored = wants('x')
+  local stored, finished = wants('x'), false
   if stored or wants('s') then
-    local found = redis.call('HMGET', state, 'spec', 'suspended')
+    local found = read or redis.call('HMGET', state, 'spec', 'suspended', 'done')
     if stored and not found[1] then
       return -1
     end
     if wants('s') and found[2] then
       return 0
     end
+    finished = stored and found[3] ~= false
   end
   local current = redis.call('HGET', records, id)
   if wants('n') and current and not (wants('m') and string.find(current, '"outcome":"missed"', 1, true)) then
@@ -52,7 +55,8 @@ local function write_record(locks, argc, ttls_set)
   if string.find(ARGV[3], '"outcome":"ok"', 1, true) then
     redis.call('HSET', state, 'lastSuccess', now)
   end
-  local added = redis.call('ZADD', history, ARGV[4], id)
+  -- A record said running (`r`) has its entry in the history already: an attempt's end writes over its start.
+  local added = wants('r') and 0 or redis.call('ZADD', history, ARGV[4], id)
   if ARGV[5] == '-' then
     redis.call('ZREM', open, id)
   elseif ARGV[5] ~= '' then
@@ -70,10 +74,14 @@ local function write_record(locks, argc, ttls_set)
     redis.call('HDEL', records, unpack(old))
     redis.call('ZREM', open, unpack(old))
   end
-  if not ttls_set then
+  if finished then
+    if ARGV[5] ~= '-' and ARGV[5] ~= '' then
+      redis.call('PEXPIRE', open, ARGV[7])
+    end
+  elseif not ttls_set then
     for n = stored and 2 or 1, 4 do
       redis.call('PEXPIRE', KEYS[n], ARGV[7])
     end
   end
-  return 1
+  return 1, now
 end

@@ -123,6 +123,36 @@ async fn a_run_still_going_at_the_next_occurrence_skips_it_as_an_overlap() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_occurrence_claimed_elsewhere_is_skipped_and_its_run_lock_left_free() {
+    // The claim and the run lock are taken in one call: the run lock only once the claim is.
+    let (_server, url) = redis_url();
+    let name = unique_key("claimed");
+    let keys = ScheduleKeys::new("snatch:", &name, false).unwrap();
+    let mut redis = support::inspect(&url);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let first = (now / 1000 + 1) * 1000;
+    for tick in (0..4).map(|n| first + n * 1000) {
+        let claim = keys.claim(&Attempt::first(tick)).lock;
+        redis::cmd("SET").arg(&claim).arg("another").arg("PX").arg(60_000).query::<()>(&mut redis).unwrap();
+    }
+    let runs: Runs = Arc::default();
+    let locker = locker(&url, "one");
+    let mut caller = Caller::new(&locker);
+    let schedule = caller.schedule(&name, every_second(), ScheduleOptions::default()).unwrap();
+    let run_lock = keys.run.lock.clone();
+    let until = async {
+        tokio::time::sleep(Duration::from_millis(2600)).await;
+        let held: Option<String> = redis::cmd("GET").arg(&run_lock).query(&mut redis).unwrap();
+        assert_eq!(held, None, "the run lock was taken though the claim was not");
+        schedule.stop().await;
+    };
+    let told = caller.serve(recorder(0, Duration::ZERO, &runs), until).await;
+    assert!(runs.lock().unwrap().is_empty());
+    let taken = told.iter().filter(|(_, o)| matches!(o, Outcome::Skipped { reason: SkipReason::Taken, .. })).count();
+    assert!(taken >= 2, "{told:?}");
+}
+
 #[tokio::test]
 async fn with_buffer_the_next_occurrence_waits_and_runs_right_after_and_a_third_is_skipped() {
     let (_server, url) = redis_url();

@@ -96,9 +96,10 @@ pub(crate) fn write(buf: &mut Vec<u8>, values: &Values<'_>) {
     }
 }
 
-/// The Lua function `take(lock, fence, token, ttl, fence_ttl)`: runs [`COMMANDS`] and returns their replies, in
-/// order. Redis before 7.0 refuses `SET` with both `NX` and `GET`, so a `SET … GET` is run as `GET`, then the `SET`
-/// without it: within a script, which nothing runs between, that is the same command. A command that fails stops the
+/// The Lua function `take(lock, fence, token, ttl, fence_ttl, keep_counter)`: runs [`COMMANDS`] and returns their
+/// replies, in order; the last (keeping the counter) left out when `keep_counter` is `false` (not given: kept), as
+/// [`Values::keep_counter`] has it. Redis before 7.0 refuses `SET` with both `NX` and `GET`, so a `SET … GET` is run as
+/// `GET`, then the `SET` without it: within a script, which nothing runs between, that is the same command. A command that fails stops the
 /// script with its error; the direct connection's commands go on with the next, so the outcome is the same error, but
 /// there the counter still counts up.
 pub(crate) fn lua() -> String {
@@ -113,11 +114,13 @@ pub(crate) fn lua() -> String {
     let call = |words: &mut dyn Iterator<Item = &Word>| words.map(word).collect::<Vec<_>>().join(", ");
     let mut lua = String::from(
         "-- Taking the lock: the commands the direct connection sends, written here by \
-         protocol/acquisition.rs.\nlocal function take(lock, fence, token, ttl, fence_ttl)\n",
+         protocol/acquisition.rs.\nlocal function take(lock, fence, token, ttl, fence_ttl, keep_counter)\n",
     );
     for (n, command) in COMMANDS.iter().enumerate() {
         let n = n + 1;
-        if command[0] == Text("SET") && command.contains(&Text("GET")) {
+        if n == COMMANDS.len() {
+            let _ = writeln!(lua, "  local r{n} = keep_counter ~= false and redis.call({})", call(&mut command.iter()));
+        } else if command[0] == Text("SET") && command.contains(&Text("GET")) {
             let _ = writeln!(lua, "  local r{n} = redis.call('GET', {})", word(&command[1]));
             let _ = writeln!(lua, "  redis.call({})", call(&mut command.iter().filter(|w| **w != Text("GET"))));
         } else {
@@ -174,15 +177,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_lua_runs_the_commands_in_order_with_set_get_split_for_redis_6() {
+    fn the_lua_runs_the_commands_in_order_with_set_get_split_for_redis_6_and_may_leave_out_keeping_the_counter() {
         assert_eq!(
             lua().lines().skip(1).collect::<Vec<_>>(),
             [
-                "local function take(lock, fence, token, ttl, fence_ttl)",
+                "local function take(lock, fence, token, ttl, fence_ttl, keep_counter)",
                 "  local r1 = redis.call('GET', lock)",
                 "  redis.call('SET', lock, token, 'NX', 'PX', ttl)",
                 "  local r2 = redis.call('INCR', fence)",
-                "  local r3 = redis.call('PEXPIRE', fence, fence_ttl)",
+                "  local r3 = keep_counter ~= false and redis.call('PEXPIRE', fence, fence_ttl)",
                 "  return r1, r2, r3",
                 "end",
             ]

@@ -166,7 +166,9 @@ pub struct Now {
 /// What the driver is to do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Do {
-    /// Acquire the attempt's claim, in one attempt; then [`AttemptRun::claimed`].
+    /// Acquire the attempt's claim, in one attempt; then [`AttemptRun::claimed`]. Unless occurrences may overlap, the
+    /// run lock is asked for next: the driver may take it in the same call, once the claim is taken, and answer
+    /// [`Do::TakeRunLock`] with what came of it.
     Claim,
     /// Acquire the run lock, in one attempt; then [`AttemptRun::run_lock`].
     TakeRunLock,

@@ -60,6 +60,16 @@ pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     )
 });
 
+/// Acquire two locks in one attempt each, the second only once the first is taken: a schedule's attempt, its claim and
+/// its run lock, in one call where one Redis holds both (see scripts/acquire_pair.lua).
+///
+/// KEYS: the first lock, its fence counter, the second lock, its fence counter. ARGV: the two tokens, the lease in ms,
+/// the counters' ttl in ms, `1` to keep the counters (`0`: kept lately). Returns `{first}` or `{first, second}`, each
+/// as [`ACQUIRE`] answers.
+pub static ACQUIRE_PAIR: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(acquisition::lua() + include_str!("scripts/fence.lua") + include_str!("scripts/acquire_pair.lua"))
+});
+
 /// A fair waiter gives up its place in a lock's or a semaphore's queue, and wakes the next one if it was first.
 ///
 /// KEYS: the queue, the places, the lock (or the semaphore). ARGV: the waiter's id, then [`CLUSTER`] on a Redis
@@ -225,7 +235,7 @@ pub static SCHEDULE_REGISTER: LazyLock<Script> =
 /// Write the record of an attempt of an occurrence, on conditions: see scripts/schedule_record.lua.
 pub static SCHEDULE_RECORD: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
-        concat!(include_str!("scripts/schedule_record.lua"), "return write_record(#KEYS - 4, #ARGV)\n").to_owned(),
+        concat!(include_str!("scripts/schedule_record.lua"), "return (write_record(#KEYS - 4, #ARGV))\n").to_owned(),
     )
 });
 

@@ -11,6 +11,7 @@ use crate::lock::supervisor::Supervisor;
 use crate::redlock::quorum::{Acquire, Extend, Grant, Nodes};
 use crate::server::node::{Mark, Node, PLACE_LEASE};
 use crate::server::waker::Watch;
+use snatch_protocol::acquisition::Acquired;
 use snatch_protocol::direct::kept::KeptCounters;
 use snatch_protocol::keys::{self, Kind, LockKeys};
 use snatch_protocol::owner;
@@ -22,6 +23,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{watch, Notify, OnceCell};
 use tokio::time::{sleep, Instant};
+
+/// Two locks taken in one call ([`Locker::acquire_pair`]): the first, and the second when it was tried.
+pub(crate) type Pair = (Result<Option<Arc<Lease>>, SnatchError>, Option<Result<Option<Arc<Lease>>, SnatchError>>);
 
 /// Bounds of the jittered delay between two attempts of a waiting acquisition.
 const RETRY_DELAY_MS: std::ops::RangeInclusive<u64> = 50..=150;
@@ -468,6 +472,60 @@ impl Locker {
         options: &LockOptions,
     ) -> Result<Option<Arc<Lease>>, SnatchError> {
         self.take(keys, options, false).await
+    }
+
+    /// Two locks of checked `options` that do not wait, in one call where one Redis holds both: `first`, then, once it
+    /// is taken, `second` (a schedule's attempt: its claim, then its run lock), each as [`Locker::acquire_keys`] would
+    /// give it (the second's `None` when the first was not taken). `None` when they are not taken in one call (several
+    /// nodes, a Redis Cluster, options that wait): the caller takes them one by one.
+    pub(crate) async fn acquire_pair(&self, first: LockKeys, second: LockKeys, options: &LockOptions) -> Option<Pair> {
+        let nodes = &self.shared.nodes;
+        let node = nodes.single().filter(|_| options.wait.is_zero() && !options.fair)?;
+        let (first_token, second_token) = (self.new_owner(), self.new_owner());
+        let ttl = self.lease_ttl(options);
+        let started = Instant::now();
+        // The counters are kept as direct acquisitions keep them (one counter: this is not a cluster).
+        let kept = self.kept_counters();
+        let keep_counter = kept.is_none_or(|kept| kept.due(0, started.into_std()));
+        let answers = node
+            .acquire_pair((&first, &first_token), (&second, &second_token), ttl.as_millis() as u64, keep_counter)
+            .await?;
+        let taken = [(&first, &first_token), (&second, &second_token)];
+        let (first_answer, second_answer) = match answers {
+            Ok(answers) => {
+                if let Some(kept) = kept.filter(|_| keep_counter) {
+                    kept.kept(0, started.into_std());
+                }
+                answers
+            }
+            Err(error) => {
+                // Redis may still apply the call: undo what it may have taken.
+                taken.iter().for_each(|(keys, token)| nodes.release_later(keys, token, Instant::now(), false));
+                return Some((Err(error), None));
+            }
+        };
+        let valid_until = nodes.valid_until(started, ttl);
+        let in_time = Instant::now() < valid_until;
+        let tried = second_answer.is_some();
+        let mut leases = [first_answer, second_answer.unwrap_or(Acquired::Taken { pttl_ms: -1, holder: None })]
+            .into_iter()
+            .zip(taken)
+            .map(|(answer, (keys, token))| match answer {
+                Acquired::Won { fence } if in_time => {
+                    let grant = Grant { fence, started, valid_until };
+                    Ok(Some(self.supervise(keys.clone(), token.clone(), grant, ttl, options)))
+                }
+                // Taken too late to be of use (as on one node by `acquire_keys`): given back, and not acquired.
+                Acquired::Won { .. } => {
+                    nodes.release_later(keys, token, Instant::now(), false);
+                    Ok(None)
+                }
+                Acquired::NewCounter => Err(node.failure("a fence below the clock floor")),
+                Acquired::Taken { .. } => Ok(None),
+            });
+        let first = leases.next().expect("two answers");
+        let second = leases.next().filter(|_| tried);
+        Some((first, second))
     }
 
     /// [`Locker::acquire_keys`] for the caller (a lock, a permit, a read or write lock, a set's key): a wait counts

@@ -10,7 +10,7 @@ use crate::run::input::{post_or_undo, Input};
 use crate::schedule::dispatch;
 use crate::schedule::scheduler::{Driver, Work};
 use crate::schedule::store::{self, Control};
-use snatch_protocol::attempt::{AttemptRun, Do, NotCalled, Policy, SkipReason, Start};
+use snatch_protocol::attempt::{AttemptRun, Concurrency, Do, NotCalled, Policy, SkipReason, Start};
 use snatch_protocol::keys::Kind;
 use snatch_protocol::run::{Outcome, ScheduledAttempt};
 use snatch_protocol::schedule::{Write, Written};
@@ -112,16 +112,36 @@ impl Driver {
         let lease = policy.lease;
         let (mut machine, first) = AttemptRun::new(attempt, why, start.follows, policy, instance, suspended);
         let mut locks = Locks::default();
+        // The run lock, when taken with the claim (held in `locks` from then on): what Do::TakeRunLock comes to.
+        let mut run_lock = None;
         let mut todo = VecDeque::from([first]);
         while let Some(step) = todo.pop_front() {
             let next = match step {
                 Do::Claim => {
-                    let claimed = self.locker.acquire_keys(self.keys.claim(&attempt), &self.lock).await;
+                    // The run lock comes next unless occurrences may overlap: taken in the same call where it can be.
+                    let claim = self.keys.claim(&attempt);
+                    let pair = match self.options.concurrency {
+                        Concurrency::Allow => None,
+                        _ => self.locker.acquire_pair(claim.clone(), self.keys.run.clone(), &self.lock).await,
+                    };
+                    let claimed = match pair {
+                        Some((claimed, run)) => {
+                            run_lock = run.map(|run| Locks::take(&mut locks.run, run));
+                            claimed
+                        }
+                        None => self.locker.acquire_keys(claim, &self.lock).await,
+                    };
                     machine.claimed(Locks::take(&mut locks.claim, claimed), self.clock())
                 }
                 Do::TakeRunLock => {
-                    let taken = self.locker.acquire_keys(self.keys.run.clone(), &self.lock).await;
-                    machine.run_lock(Locks::take(&mut locks.run, taken), self.clock())
+                    let taken = match run_lock.take() {
+                        Some(taken) => taken,
+                        None => {
+                            let taken = self.locker.acquire_keys(self.keys.run.clone(), &self.lock).await;
+                            Locks::take(&mut locks.run, taken)
+                        }
+                    };
+                    machine.run_lock(taken, self.clock())
                 }
                 Do::WaitForRunLock => {
                     let wait = LockOptions { wait: lease, ..self.lock.clone() };

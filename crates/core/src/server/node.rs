@@ -184,6 +184,30 @@ impl Node {
         self.acquire_call(keys, token, call).await
     }
 
+    /// Runs ACQUIRE_PAIR: one attempt at the lock of `first` (keys, token), then, when it was taken, one at `second`'s,
+    /// each for `ttl_ms`, keeping their fence counters when `keep_counter`; what each came to (the second's `None`
+    /// when not tried). `None` when this node cannot take both in one call (a Redis Cluster, whose keys may be on two
+    /// masters, or a locker that waits for replicas' acknowledgements): the caller takes them one by one.
+    pub(crate) async fn acquire_pair(
+        &self,
+        (first, first_token): (&LockKeys, &str),
+        (second, second_token): (&LockKeys, &str),
+        ttl_ms: u64,
+        keep_counter: bool,
+    ) -> Option<Result<(Acquired, Option<Acquired>), SnatchError>> {
+        if self.is_cluster() || self.wait_replicas > 0 || first.kind != Kind::Lock || second.kind != Kind::Lock {
+            return None;
+        }
+        let mut call = ScriptCall::new(&scripts::ACQUIRE_PAIR, 4);
+        call.arg(&first.lock).arg(&first.fence).arg(&second.lock).arg(&second.fence);
+        call.arg(first_token).arg(second_token).arg(ttl_ms).arg(self.fence_ttl_ms);
+        call.arg(if keep_counter { "1" } else { "0" });
+        Some(self.invoke::<Vec<i64>>(call).await.map(|answers| {
+            let of = |answer: i64| Acquired::of(answer, None);
+            (of(answers.first().copied().unwrap_or(-1)), answers.get(1).copied().map(of))
+        }))
+    }
+
     /// Runs the acquisition `call` of `keys` with `token`, with the replicas' acknowledgement when the locker waits
     /// for it.
     async fn acquire_call(&self, keys: &LockKeys, token: &str, call: ScriptCall) -> Result<Acquired, SnatchError> {

@@ -21,10 +21,42 @@ const MISSED = OutcomeKind.Missed
 /** Without an 'error' listener, an outage of Redis is logged at most this often. */
 const OUTAGE_LOG_INTERVAL_MS = 60_000
 
+/**
+ * What a schedule's fn receives: `fence`, `key`, `tick` (a Date), `attempt`, `why`, and a stored schedule's `id` and
+ * `data`; `signal` and `validUntil` are read through its attempt (the signal made on first read).
+ */
+class ScheduleContext {
+  #attempt
+
+  constructor(attempt) {
+    this.#attempt = attempt
+    this.fence = attempt.fence
+    this.key = attempt.key
+    this.tick = new Date(attempt.tick)
+    this.attempt = attempt.attempt
+    this.why = attempt.why
+    if (attempt.stored !== undefined) {
+      this.id = attempt.stored.id
+      this.data = attempt.stored.data
+    }
+  }
+
+  /** Aborts when the attempt's lease is lost, its `timeout` passes, a later occurrence replaces it, or the locker closes. */
+  get signal() {
+    return this.#attempt.controller().signal
+  }
+
+  /** Epoch ms until which the attempt's lease is guaranteed (now once it is lost or the run ended). */
+  get validUntil() {
+    return this.#attempt.validUntil()
+  }
+}
+
 /** One attempt of a schedule's occurrence, run in this process: its context, and what fn did. */
 class Attempt {
   #schedule
-  controller = new AbortController()
+  /** Made on first read of ctx.signal, or when it aborts: most fns never look at it. */
+  #controller = null
   lostPublished = false
   threw = false
   value
@@ -52,24 +84,18 @@ class Attempt {
     this.begun = diagnostics.begin(locker, key, 'schedule', about)
   }
 
+  /** The AbortController of ctx.signal. */
+  controller() {
+    return (this.#controller ??= new AbortController())
+  }
+
   /** Calls `fn` with the attempt's context; resolves once it settled. */
   async call(fn) {
-    const { controller, fence, key, tick, attempt, why, validUntil, begun } = this
+    const { fence, key, begun } = this
     if (diagnostics.acquire.hasSubscribers) {
       diagnostics.acquire.publish({ key, fence, ms: this.lagMs, direct: false, start: begun })
     }
-    const ctx = {
-      signal: controller.signal,
-      fence,
-      key,
-      tick: new Date(tick),
-      attempt,
-      why,
-      get validUntil() {
-        return validUntil()
-      },
-    }
-    if (this.stored !== undefined) Object.assign(ctx, this.stored)
+    const ctx = new ScheduleContext(this)
     try {
       this.value = await (begun === undefined ? fn(ctx) : diagnostics.wrapped(begun, () => fn(ctx)))
     } catch (err) {
@@ -88,7 +114,7 @@ class Attempt {
   /** The lease was lost while fn runs (`reason` 'stalled': see maxStall): abort its signal. */
   lost(reason) {
     this.#publishLost(reason)
-    this.controller.abort(new LockLostError(this.key, { reason }))
+    this.controller().abort(new LockLostError(this.key, { reason }))
   }
 
   /**
@@ -96,7 +122,7 @@ class Attempt {
    * closes): abort its signal.
    */
   aborted(reason) {
-    this.controller.abort(this.#schedule._abortError(reason))
+    this.controller().abort(this.#schedule._abortError(reason))
   }
 
   /**
@@ -116,8 +142,8 @@ class Attempt {
 
   /** What fn did, for `endError`. */
   settled() {
-    const { controller, threw, error, value } = this
-    return { signal: controller.signal, abort: (err) => controller.abort(err), threw, error, value }
+    const { threw, error, value } = this
+    return { signal: this.#controller?.signal, abort: (err) => this.controller().abort(err), threw, error, value }
   }
 
   #publishLost(reason) {

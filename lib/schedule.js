@@ -41,7 +41,7 @@ class ScheduleContext {
     }
   }
 
-  /** Aborts when the attempt's lease is lost, its `timeout` passes, a later occurrence replaces it, or the locker closes. */
+  /** Aborts when the attempt's lease is lost, its `timeout` passes, a later occurrence replaces it, or it is closed. */
   get signal() {
     return this.#attempt.controller().signal
   }

@@ -99,9 +99,9 @@ pub(crate) fn write(buf: &mut Vec<u8>, values: &Values<'_>) {
 /// The Lua function `take(lock, fence, token, ttl, fence_ttl, keep_counter)`: runs [`COMMANDS`] and returns their
 /// replies, in order; the last (keeping the counter) left out when `keep_counter` is `false` (not given: kept), as
 /// [`Values::keep_counter`] has it. Redis before 7.0 refuses `SET` with both `NX` and `GET`, so a `SET … GET` is run as
-/// `GET`, then the `SET` without it: within a script, which nothing runs between, that is the same command. A command that fails stops the
-/// script with its error; the direct connection's commands go on with the next, so the outcome is the same error, but
-/// there the counter still counts up.
+/// `GET`, then the `SET` without it: within a script, which nothing runs between, that is the same command. A command
+/// that fails stops the script with its error; the direct connection's commands go on with the next, so the outcome is
+/// the same error, but there the counter still counts up.
 pub(crate) fn lua() -> String {
     let word = |word: &Word| match word {
         Text(text) => format!("'{text}'"),

@@ -140,7 +140,7 @@ export interface ContendedKey {
 export interface TaskContext {
   /**
    * Aborts (reason: LockLostError) as soon as the lease can no longer be guaranteed, before it expires. In
-   * snatchTask/withLock it is a getter made on first read: `{ ...ctx }` does not copy it.
+   * snatchTask/withLock and a schedule's fn it is a getter made on first read: `{ ...ctx }` does not copy it.
    */
   signal: AbortSignal
   /** Fencing token: strictly increasing per key across all holders. */

@@ -147,9 +147,13 @@ const seconds = (ms) => ms / 1000
  * `attributes`, `key` the lock's key (undefined for a schedule's metrics). Returns a function that stops it.
  */
 function countCalls(only, record) {
-  /** Each call seen starting, by its `start` message: whether its lock was acquired, and is held now. */
-  const calls = new WeakMap()
-  const seen = (start) => (start === undefined ? undefined : calls.get(start))
+  /**
+   * Each call seen starting, on its `start` message (a property of this counting's own: cheaper than a WeakMap, whose
+   * entries every collection visits): whether its lock was acquired, and is held now.
+   */
+  const CALL = Symbol('redis-snatch call metrics')
+  const seen = (start) => start?.[CALL]
+  const forget = (start) => (start[CALL] = undefined)
   /** The call of `start` holds its lock no longer (once). */
   const unheld = (call, start, key) => {
     if (!call.held) return
@@ -160,11 +164,11 @@ function countCalls(only, record) {
     if (seen(start) === undefined) return
     record('acquisitions', 1, [start.method, 'busy'], key)
     record('wait', seconds(ms), [start.method], key)
-    calls.delete(start)
+    forget(start)
   }
   const handlers = {
     [diagnostics.start.name]: (start) => {
-      if (only === null || start.locker === only) calls.set(start, { acquired: false, held: false })
+      if (only === null || start.locker === only) start[CALL] = { acquired: false, held: false }
     },
     [diagnostics.acquire.name]: ({ key, ms, start }) => {
       const call = seen(start)
@@ -184,7 +188,7 @@ function countCalls(only, record) {
       unheld(call, start, key)
       if (start.method !== 'schedule') {
         record('hold', seconds(ms), [start.method], key)
-        calls.delete(start)
+        forget(start)
       }
     },
     [diagnostics.lost.name]: ({ key, ms, start }) => {
@@ -195,7 +199,7 @@ function countCalls(only, record) {
         // A lock the caller holds ends with its loss (a run's end follows it on the release channel).
         unheld(call, start, key)
         record('hold', seconds(ms), [start.method], key)
-        calls.delete(start)
+        forget(start)
       }
     },
     [diagnostics.error.name]: ({ key, ms, error, start }) => {
@@ -206,7 +210,7 @@ function countCalls(only, record) {
       if (start.method === 'lead' && outcome === 'timeout') return busy({ key, ms, start })
       if (!call.acquired) record('acquisitions', 1, [start.method, outcome], key)
       unheld(call, start, key)
-      calls.delete(start)
+      forget(start)
     },
     [diagnostics.attempt.name]: ({ schedule, ending, start }) => {
       if (only === null || start?.locker === only) record('attempts', 1, [schedule, ending])

@@ -58,8 +58,12 @@ function instrument(options) {
   const tracer = (o.tracerProvider ?? api.trace.getTracerProvider()).getTracer(NAME, VERSION)
   const meter = (o.meterProvider ?? api.metrics.getMeterProvider()).getMeter(NAME, VERSION)
   const keyOf = o.keyLabel === true ? (key) => key : typeof o.keyLabel === 'function' ? o.keyLabel : null
-  /** The spans of each call under way, by its `start` message. */
-  const calls = new WeakMap()
+  /**
+   * The spans of each call under way, on its `start` message (a property of this instrumentation's own: cheaper than
+   * a WeakMap, whose entries every collection visits).
+   */
+  const CALL = Symbol('redis-snatch/otel call')
+  const forget = (start) => (start[CALL] = undefined)
 
   /**
    * A wait span for the call of `start`, from `ms` ago (undefined: from now), in `parent`. (Ended at a time given on
@@ -91,16 +95,16 @@ function instrument(options) {
           },
           api.ROOT_CONTEXT,
         )
-        calls.set(start, { parent: api.ROOT_CONTEXT, attempt: span })
+        start[CALL] = { parent: api.ROOT_CONTEXT, attempt: span }
         start[diagnostics.WRAP] = (fn) => api.context.with(api.trace.setSpan(api.ROOT_CONTEXT, span), fn)
         return
       }
       // A one-attempt call has no wait: its wait span is made only if it does not get the lock (`waited`).
       const wait = ONE_ATTEMPT.has(start.method) ? undefined : waitSpan(start, parent)
-      calls.set(start, { parent, wait })
+      start[CALL] = { parent, wait }
     },
     [diagnostics.acquire.name]: ({ key, fence, ms, direct, start }) => {
-      const call = start && calls.get(start)
+      const call = start?.[CALL]
       if (call === undefined || start.method === 'schedule') return
       if (call.wait !== undefined) {
         call.wait.setAttribute('redis_snatch.outcome', 'acquired')
@@ -117,22 +121,22 @@ function instrument(options) {
       start[diagnostics.WRAP] = (fn) => api.context.with(api.trace.setSpan(call.parent, call.hold), fn)
     },
     [diagnostics.busy.name]: ({ ms, start }) => {
-      const call = start && calls.get(start)
+      const call = start?.[CALL]
       if (call === undefined) return
       const wait = waited(call, start, ms)
       wait.setAttribute('redis_snatch.outcome', 'busy')
       wait.end(performance.now())
-      calls.delete(start)
+      forget(start)
     },
     [diagnostics.release.name]: ({ released, start }) => {
-      const call = start && calls.get(start)
+      const call = start?.[CALL]
       if (call?.hold === undefined) return
       call.hold.setAttribute('redis_snatch.released', released)
       call.hold.end()
-      calls.delete(start)
+      forget(start)
     },
     [diagnostics.lost.name]: ({ reason, start }) => {
-      const call = start && calls.get(start)
+      const call = start?.[CALL]
       if (call === undefined) return
       const span = call.hold ?? call.attempt
       span?.addEvent('redis-snatch lease lost', reason === undefined ? undefined : { 'redis_snatch.reason': reason })
@@ -140,11 +144,11 @@ function instrument(options) {
       if (!RUNS.has(start.method)) {
         // A lock the caller holds ends with its loss (a run's end follows it on the release channel).
         call.hold?.end()
-        calls.delete(start)
+        forget(start)
       }
     },
     [diagnostics.error.name]: ({ error, ms, start }) => {
-      const call = start && calls.get(start)
+      const call = start?.[CALL]
       if (call === undefined) return
       if (start.method === 'lead' && error?.code === 'ERR_SNATCH_TIMEOUT') {
         // A campaign not elected within its `retry`: it looks again; another replica leads, as it should.
@@ -154,15 +158,15 @@ function instrument(options) {
       const span = call.hold ?? call.attempt ?? waited(call, start, ms)
       failed(api, span, error)
       span.end(performance.now())
-      calls.delete(start)
+      forget(start)
     },
     [diagnostics.attempt.name]: ({ ending, durationMs, instance, error, start }) => {
-      const span = start && calls.get(start)?.attempt
+      const span = start?.[CALL]?.attempt
       if (span === undefined) return
       span.setAttributes({ 'redis_snatch.ending': ending, 'redis_snatch.instance': instance, 'redis_snatch.duration_ms': durationMs })
       if (ending !== 'ok') failed(api, span, error)
       span.end()
-      calls.delete(start)
+      forget(start)
     },
   }
   for (const [name, handler] of Object.entries(handlers)) dc.subscribe(name, handler)

@@ -372,8 +372,9 @@ export interface NativeError {
  */
 export declare const enum OutcomeKind {
   /**
-   * Call the fn of run `id` under `fence`; `extra`: none for the caller's run under one lock, the fences of a set's
-   * keys (bigints, in order), a schedule's [`AttemptArgs`], or the id of the campaign whose term it is.
+   * Call the fn of run `id` under `fence`; `extra`: for the caller's run under one lock none, or `true` when its lock
+   * was taken by a direct call; the fences of a set's keys (bigints, in order), a schedule's [`AttemptArgs`], or the
+   * id of the campaign whose term it is.
    */
   Invoke = 0,
   /** The lease of run or lock `id` was lost. */

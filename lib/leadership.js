@@ -33,7 +33,7 @@ class Leadership extends EventEmitter {
 
   /**
    * @internal Built by `locker` around its native campaign: `hooks` are the locker's (`self` its instanceId, `runs`
-   * its runs by id, `taskDone`, `wentDirect`, `remainingMs`); `ended()` is called once the campaign has stopped.
+   * its runs by id, `taskDone`, `remainingMs`); `ended()` is called once the campaign has stopped.
    */
   constructor(locker, name, fn, nativeCampaign, hooks, ended) {
     super()
@@ -76,9 +76,9 @@ class Leadership extends EventEmitter {
 
   /** @internal Elected: the term's fn is called as run `id`, under `fence` (the term). */
   _term(id, fence) {
-    const { runs, taskDone, wentDirect, remainingMs, self } = this.#hooks
+    const { runs, taskDone, remainingMs, self } = this.#hooks
     const finish = (runId, run) => taskDone(runId, run.failure())
-    const run = new Run(this.#name, this.#fn, finish, wentDirect, remainingMs, this.#locker, 'lead', this.#waiting)
+    const run = new Run(this.#name, this.#fn, finish, remainingMs, this.#locker, 'lead', this.#waiting)
     run.started = this.#waitingSince
     runs.set(id, new Term(run, (termFence, reason) => this.#revoked(run, termFence, reason)))
     this.isLeader = true

@@ -63,7 +63,7 @@ function deliverTo(pending, runs, locks, schedules, watchers, keepAlive) {
   return (kind, id, fence, extra) => {
     switch (kind) {
       case INVOKE:
-        if (extra === undefined) invoke(pending, id, runs.get(id), fence)
+        if (extra === undefined || extra === true) invoke(pending, id, runs.get(id), fence, undefined, extra === true)
         else if (Array.isArray(extra)) invoke(pending, id, runs.get(id), fence, { fences: extra })
         else if (typeof extra === 'number') watchers.get(extra)?._term(id, fence)
         else schedules.get(extra.schedule)?._attempt(id, extra, fence)
@@ -103,13 +103,13 @@ function deliverTo(pending, runs, locks, schedules, watchers, keepAlive) {
 }
 
 /**
- * Invokes the fn of the caller's run `id` (`run.task(id, fence, more)`). A run started while a fn of its locker was
+ * Invokes the fn of the caller's run `id` (`run.task(id, fence, more, direct)`). A run started while a fn of its locker was
  * under way (`run.linked`: its caller may run inside one) has its caller await fn's frame (lib/context.js) before the
  * run's end: the caller's operation follows that frame, and the end is told to a new one. So V8's async stack trace
  * from inside fn reaches the caller's frames, and a call inside fn finds the runs its caller runs inside too.
  */
-function invoke(pending, id, run, fence, more) {
-  const called = run.task(id, fence, more)
+function invoke(pending, id, run, fence, more, direct) {
+  const called = run.task(id, fence, more, direct)
   if (!run.linked) return
   const settle = pending.get(id)
   const end = new Promise((resolve, reject) => pending.set(id, { resolve, reject }))
@@ -473,7 +473,6 @@ class Locker {
       self: this.#instanceId,
       runs: this.#runs,
       taskDone: this.#taskDone,
-      wentDirect: this.#wentDirect,
       remainingMs: this.#lockOps.remainingMs,
     }
     const leadership = new Leadership(this, name, fn, campaign, hooks, () => this.#watchers.delete(id))
@@ -767,7 +766,7 @@ class Locker {
    * settled, with `context` (a set's `keys`) in fn's context.
    */
   #newRun(key, fn, method, finish, context) {
-    const run = new Run(key, fn, finish, this.#wentDirect, this.#lockOps.remainingMs, this, method, undefined, context, this.#frames)
+    const run = new Run(key, fn, finish, this.#lockOps.remainingMs, this, method, undefined, context, this.#frames)
     run.linked = this.#frames.held.size > 0
     return run
   }

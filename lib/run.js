@@ -70,7 +70,6 @@ class Run {
   #key
   #fn
   #finish
-  #wentDirect
   #remainingMs
   #frames
   #ctx
@@ -92,13 +91,12 @@ class Run {
   #lostPublished = false
 
   /**
-   * `finish(id, run)` tells the native side that the fn of run `id` has settled (`run.did()` says how); `wentDirect(id)`
-   * whether its lock was taken by a direct call (for diagnostics); `remainingMs(id)` how long its lease is still
-   * guaranteed; `method` the method of `locker` that made it (for diagnostics; `begun`, when given, is its start as
+   * `finish(id, run)` tells the native side that the fn of run `id` has settled (`run.did()` says how); `remainingMs(id)`
+   * how long its lease is still guaranteed; `method` the method of `locker` that made it (for diagnostics; `begun`, when given, is its start as
    * published already); `context`, what fn's context has besides (a set's `keys`); `frames`, the locker's
    * (lib/context.js), where calls inside fn find this run.
    */
-  constructor(key, fn, finish, wentDirect, remainingMs, locker, method, begun, context, frames = UNSEEN) {
+  constructor(key, fn, finish, remainingMs, locker, method, begun, context, frames = UNSEEN) {
     /** When the run was started, for diagnostics (0 when no one listened then). */
     this.started = diagnostics.now()
     /** Its start as diagnostics published it (undefined when no one listened then). */
@@ -106,7 +104,6 @@ class Run {
     this.#key = key
     this.#fn = fn
     this.#finish = finish
-    this.#wentDirect = wentDirect
     this.#remainingMs = remainingMs
     this.#frames = frames
     /** Started while a fn of its locker was under way: fn's frame is then linked to its caller (lib/locker.js). */
@@ -144,16 +141,16 @@ class Run {
   }
 
   /**
-   * Calls fn under the lease with `fence` (and `more`: a set's `{ keys, fences }`, a term's `{ term }`), awaited in a
-   * frame named after the run (lib/context.js), then reports back with `finish`.
+   * Calls fn under the lease with `fence` (and `more`: a set's `{ keys, fences }`, a term's `{ term }`; `direct`: its lock
+   * was taken by a direct call, for diagnostics), awaited in a frame named after the run (lib/context.js), then reports
+   * back with `finish`.
    */
-  task(id, fence, more) {
+  task(id, fence, more, direct = false) {
     this.#id = id
     this.#ctx.fence = fence
     if (more !== undefined) Object.assign(this.#ctx, more)
     this.#acquiredAt = diagnostics.now()
     if (diagnostics.acquire.hasSubscribers) {
-      const direct = this.#wentDirect(id)
       const ms = diagnostics.since(this.started)
       diagnostics.acquire.publish({ key: this.#key, fence, ms, direct, start: this.begun })
     }

@@ -39,8 +39,9 @@ pub(crate) type Extra = Either12<
 #[napi]
 #[derive(Debug, PartialEq, Eq)]
 pub enum OutcomeKind {
-    /// Call the fn of run `id` under `fence`; `extra`: none for the caller's run under one lock, the fences of a set's
-    /// keys (bigints, in order), a schedule's [`AttemptArgs`], or the id of the campaign whose term it is.
+    /// Call the fn of run `id` under `fence`; `extra`: for the caller's run under one lock none, or `true` when its lock
+    /// was taken by a direct call; the fences of a set's keys (bigints, in order), a schedule's [`AttemptArgs`], or the
+    /// id of the campaign whose term it is.
     Invoke = 0,
     /// The lease of run or lock `id` was lost.
     Lost = 1,
@@ -158,7 +159,7 @@ fn arguments(id: u32, outcome: Outcome) -> [Arg; 4] {
     let (kind, fence, extra) = match outcome {
         Outcome::Invoke { fence, invoked } => {
             let extra = match invoked {
-                Invoked::Run => None,
+                Invoked::Run { direct } => direct.then_some(Arg::Bool(true)),
                 Invoked::Set(fences) => Some(Arg::of(fences.into_iter().map(BigInt::from).collect::<Vec<_>>())),
                 Invoked::Attempt(scheduled) => Some(Arg::of(AttemptArgs {
                     schedule: scheduled.schedule,

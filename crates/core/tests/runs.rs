@@ -381,7 +381,7 @@ async fn a_call_inside_a_run_that_holds_its_key_is_refused_not_acquired_or_neste
     assert!(caller.step(|runner, out| runner.reenter(3, &call(&[&key], false, false, vec![1]), out)));
     assert_eq!(told_to(&mut caller, 3).await, Outcome::NotAcquired);
     assert!(caller.step(|runner, out| runner.reenter(4, &call(&[&key], true, true, vec![1]), out)));
-    assert_eq!(told_to(&mut caller, 4).await, Outcome::Invoke { fence, invoked: Invoked::Run });
+    assert_eq!(told_to(&mut caller, 4).await, Outcome::Invoke { fence, invoked: Invoked::Run { direct: false } });
     // A set holding one key and not the other, and a call outside the run (or of a key it does not hold).
     assert!(caller.step(|runner, out| runner.reenter(5, &call(&[&other, &key], true, true, vec![1]), out)));
     assert_eq!(

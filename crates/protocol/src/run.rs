@@ -36,6 +36,10 @@ pub trait Held {
     }
     /// Whether its lease could not be guaranteed: lost, or held past its validity.
     fn lapsed(&self) -> bool;
+    /// Whether its lock was taken by a direct call (the caller's diagnostics say so).
+    fn direct(&self) -> bool {
+        false
+    }
 }
 
 /// Ids from here up are those of runs the driver starts itself (a schedule's occurrences); the caller's ids are below.
@@ -44,8 +48,8 @@ pub const DRIVER_IDS: u32 = 1 << 31;
 /// Whose fn a run calls.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Invoked {
-    /// The caller's, of a run it started under one lock.
-    Run,
+    /// The caller's, of a run it started under one lock (`direct`: taken by a direct call).
+    Run { direct: bool },
     /// The caller's, of a run it started under a set of locks: their fences, one per key in order.
     Set(Vec<i64>),
     /// A schedule's, for this occurrence.
@@ -242,7 +246,8 @@ impl<H: Held> Runs<H> {
         let (outcome, entry) = match purpose {
             Purpose::Run => {
                 let fences = held.fences();
-                let invoked = if fences.is_empty() { Invoked::Run } else { Invoked::Set(fences) };
+                let invoked =
+                    if fences.is_empty() { Invoked::Run { direct: held.direct() } } else { Invoked::Set(fences) };
                 (Outcome::Invoke { fence: held.fence(), invoked }, Entry::Running { held, aborted: false })
             }
             Purpose::Lock => {
@@ -463,7 +468,7 @@ mod tests {
         runs.start(1, Purpose::Run);
         assert_eq!(runs.task_done(1).map(|l: Lease| l.fence), None, "fn was not called yet");
         let step = runs.acquired(1, Ok(Some(Lease::new(7))));
-        assert_eq!(step.outcome, Some(Outcome::Invoke { fence: 7, invoked: Invoked::Run }));
+        assert_eq!(step.outcome, Some(Outcome::Invoke { fence: 7, invoked: Invoked::Run { direct: false } }));
         assert_eq!(runs.released(1), None, "not released before fn settled");
         assert_eq!(runs.task_done(1).map(|l| l.fence), Some(7), "its lock, to release");
         assert_eq!(runs.task_done(1).map(|l| l.fence), None, "once");

@@ -128,11 +128,6 @@ impl Hold {
         }
     }
 
-    /// Whether the lock was taken by a direct call (a schedule's never is).
-    pub(crate) fn direct(&self) -> bool {
-        matches!(self, Self::Lease { direct: true, .. })
-    }
-
     /// Whether a renewal was skipped because the caller's loop had stalled (a loss is then told as a stall).
     pub(crate) fn stalled(&self) -> bool {
         match self {
@@ -155,6 +150,11 @@ impl Hold {
 }
 
 impl Held for Hold {
+    /// Whether the lock was taken by a direct call (a schedule's never is).
+    fn direct(&self) -> bool {
+        matches!(self, Self::Lease { direct: true, .. })
+    }
+
     fn fence(&self) -> i64 {
         self.lease().fence()
     }

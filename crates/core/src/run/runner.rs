@@ -20,7 +20,7 @@ use snatch_protocol::attempt::{Ended, Ending};
 use snatch_protocol::direct::session::{CallReply, NoReply};
 use snatch_protocol::keys::Kind;
 use snatch_protocol::lead::Revoked;
-use snatch_protocol::run::{reentry, Invoked, Outcome, Purpose, Reentry, Runs};
+use snatch_protocol::run::{reentry, Held, Invoked, Outcome, Purpose, Reentry, Runs};
 use snatch_protocol::schedule::Attempt;
 use snatch_protocol::shared::Entry;
 use snatch_protocol::SnatchError;
@@ -492,7 +492,7 @@ impl Runner {
     /// Whether the lock of run `id` (while its fn runs) or lock `id` (while the caller holds it) was taken by a direct
     /// call: the package's own word that the direct connection is on (diagnostics).
     pub fn went_direct(&self, id: u32) -> bool {
-        self.runs.held(id).is_some_and(Hold::direct)
+        self.runs.held(id).is_some_and(Held::direct)
     }
 
     /// How long the lock of run `id` (while its fn runs) or lock `id` (while held) is still guaranteed; zero once

@@ -103,10 +103,10 @@ function deliverTo(pending, runs, locks, schedules, watchers, keepAlive) {
 }
 
 /**
- * Invokes the fn of the caller's run `id` (`run.task(id, fence, more, direct)`). A run started while a fn of its locker was
- * under way (`run.linked`: its caller may run inside one) has its caller await fn's frame (lib/context.js) before the
- * run's end: the caller's operation follows that frame, and the end is told to a new one. So V8's async stack trace
- * from inside fn reaches the caller's frames, and a call inside fn finds the runs its caller runs inside too.
+ * Invokes the fn of the caller's run `id` (`run.task(id, fence, more, direct)`). A run started while a fn of its locker
+ * was under way (`run.linked`: its caller may run inside one) has its caller await fn's frame (lib/context.js) before
+ * the run's end: the caller's operation follows that frame, and the end is told to a new one. So V8's async stack
+ * trace from inside fn reaches the caller's frames, and a call inside fn finds the runs its caller runs inside too.
  */
 function invoke(pending, id, run, fence, more, direct) {
   const called = run.task(id, fence, more, direct)

@@ -92,9 +92,9 @@ class Run {
 
   /**
    * `finish(id, run)` tells the native side that the fn of run `id` has settled (`run.did()` says how); `remainingMs(id)`
-   * how long its lease is still guaranteed; `method` the method of `locker` that made it (for diagnostics; `begun`, when given, is its start as
-   * published already); `context`, what fn's context has besides (a set's `keys`); `frames`, the locker's
-   * (lib/context.js), where calls inside fn find this run.
+   * how long its lease is still guaranteed; `method` the method of `locker` that made it (for diagnostics; `begun`,
+   * when given, is its start as published already); `context`, what fn's context has besides (a set's `keys`);
+   * `frames`, the locker's (lib/context.js), where calls inside fn find this run.
    */
   constructor(key, fn, finish, remainingMs, locker, method, begun, context, frames = UNSEEN) {
     /** When the run was started, for diagnostics (0 when no one listened then). */

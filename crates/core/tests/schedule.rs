@@ -325,8 +325,9 @@ async fn a_failed_attempt_is_retried_and_every_attempt_recorded() {
     let name = unique_key("retry");
     let locker = locker(&url, "one");
     let mut caller = Caller::new(&locker);
-    // One occurrence a minute: the retries below are of the first one only.
-    let cron = Cron::new("0 * * * * *", "UTC").unwrap();
+    // One occurrence a minute, half a minute away: the retries below are of the manual run only.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let cron = Cron::new(&format!("{} * * * * *", (now + 30) % 60), "UTC").unwrap();
     let options = ScheduleOptions { retries: 2, retry_delay: Duration::from_millis(100), ..ScheduleOptions::default() };
     let schedule = caller.schedule(&name, cron, options).unwrap();
     let attempts: Arc<Mutex<Vec<ScheduledAttempt>>> = Arc::default();

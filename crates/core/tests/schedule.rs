@@ -132,7 +132,8 @@ async fn an_occurrence_claimed_elsewhere_is_skipped_and_its_run_lock_left_free()
     let mut redis = support::inspect(&url);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
     let first = (now / 1000 + 1) * 1000;
-    for tick in (0..4).map(|n| first + n * 1000) {
+    // Claims for every tick of the test's 3.6 s (at least three of them come while it waits).
+    for tick in (0..6).map(|n| first + n * 1000) {
         let claim = keys.claim(&Attempt::first(tick)).lock;
         redis::cmd("SET").arg(&claim).arg("another").arg("PX").arg(60_000).query::<()>(&mut redis).unwrap();
     }
@@ -142,7 +143,7 @@ async fn an_occurrence_claimed_elsewhere_is_skipped_and_its_run_lock_left_free()
     let schedule = caller.schedule(&name, every_second(), ScheduleOptions::default()).unwrap();
     let run_lock = keys.run.lock.clone();
     let until = async {
-        tokio::time::sleep(Duration::from_millis(2600)).await;
+        tokio::time::sleep(Duration::from_millis(3600)).await;
         let held: Option<String> = redis::cmd("GET").arg(&run_lock).query(&mut redis).unwrap();
         assert_eq!(held, None, "the run lock was taken though the claim was not");
         schedule.stop().await;

@@ -490,7 +490,6 @@ impl Locker {
         let answers = node
             .acquire_pair((&first, &first_token), (&second, &second_token), ttl.as_millis() as u64, keep_counter)
             .await?;
-        let taken = [(&first, &first_token), (&second, &second_token)];
         let (first_answer, second_answer) = match answers {
             Ok(answers) => {
                 if let Some(kept) = kept.filter(|_| keep_counter) {
@@ -500,32 +499,30 @@ impl Locker {
             }
             Err(error) => {
                 // Redis may still apply the call: undo what it may have taken.
-                taken.iter().for_each(|(keys, token)| nodes.release_later(keys, token, Instant::now(), false));
+                for (keys, token) in [(&first, &first_token), (&second, &second_token)] {
+                    nodes.release_later(keys, token, Instant::now(), false);
+                }
                 return Some((Err(error), None));
             }
         };
         let valid_until = nodes.valid_until(started, ttl);
         let in_time = Instant::now() < valid_until;
-        let tried = second_answer.is_some();
-        let mut leases = [first_answer, second_answer.unwrap_or(Acquired::Taken { pttl_ms: -1, holder: None })]
-            .into_iter()
-            .zip(taken)
-            .map(|(answer, (keys, token))| match answer {
-                Acquired::Won { fence } if in_time => {
-                    let grant = Grant { fence, started, valid_until };
-                    Ok(Some(self.supervise(keys.clone(), token.clone(), grant, ttl, options)))
-                }
-                // Taken too late to be of use (as on one node by `acquire_keys`): given back, and not acquired.
-                Acquired::Won { .. } => {
-                    nodes.release_later(keys, token, Instant::now(), false);
-                    Ok(None)
-                }
-                Acquired::NewCounter => Err(node.failure("a fence below the clock floor")),
-                Acquired::Taken { .. } => Ok(None),
-            });
-        let first = leases.next().expect("two answers");
-        let second = leases.next().filter(|_| tried);
-        Some((first, second))
+        let lease = |answer, keys: &LockKeys, token: &String| match answer {
+            Acquired::Won { fence } if in_time => {
+                let grant = Grant { fence, started, valid_until };
+                Ok(Some(self.supervise(keys.clone(), token.clone(), grant, ttl, options)))
+            }
+            // Taken too late to be of use (as on one node by `acquire_keys`): given back, and not acquired.
+            Acquired::Won { .. } => {
+                nodes.release_later(keys, token, Instant::now(), false);
+                Ok(None)
+            }
+            Acquired::NewCounter => Err(node.failure("a fence below the clock floor")),
+            Acquired::Taken { .. } => Ok(None),
+        };
+        let first_lease = lease(first_answer, &first, &first_token);
+        let second_lease = second_answer.map(|answer| lease(answer, &second, &second_token));
+        Some((first_lease, second_lease))
     }
 
     /// [`Locker::acquire_keys`] for the caller (a lock, a permit, a read or write lock, a set's key): a wait counts

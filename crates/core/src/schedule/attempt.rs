@@ -172,12 +172,16 @@ impl Driver {
                     let holds = if write.conditions.holds_buffer { vec![&locks.claim, &locks.buffer] } else { vec![] };
                     let held: Vec<(&str, &str)> =
                         holds.into_iter().flatten().map(|lease| (lease.keys().lock.as_str(), lease.owner())).collect();
-                    let written = match (self.advance_with(attempt), self.locker.nodes().single()) {
-                        (Some(advance), Some(node)) => {
+                    // A stored occurrence's next tick goes with its first record, on one Redis (stored schedules need
+                    // one): taken from the dispatch only there.
+                    let together =
+                        self.locker.nodes().single().and_then(|node| Some((node, self.advance_with(attempt)?)));
+                    let written = match together {
+                        Some((node, advance)) => {
                             let kept = (self.options.history, self.registration.keep);
                             dispatch::first_record(node, &self.keys, &write, &held, kept, &advance).await
                         }
-                        _ => self.record_holding(&write, &held).await,
+                        None => self.record_holding(&write, &held).await,
                     };
                     self.place(attempt, written.is_ok());
                     machine.recorded(written, self.clock())

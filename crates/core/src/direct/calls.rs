@@ -141,11 +141,9 @@ impl DirectAcquire {
         }
     }
 
-    /// The locker's record of kept counters, and this lock's counter's place in it; `None` when the counter is kept
-    /// every time.
+    /// The locker's record of kept counters, and this lock's counter's place in it ([`Locker::kept_counter`]).
     fn kept_counters(&self) -> Option<(&KeptCounters, usize)> {
-        let index = if self.locker.one_slot() { usize::from(self.keys.slot()) } else { 0 };
-        self.locker.kept_counters().map(|kept| (kept, index))
+        self.locker.kept_counter(&self.keys)
     }
 
     /// Does what the command's reply, or its absence, comes to (snatch-protocol's [`Acquisition`]): the lease

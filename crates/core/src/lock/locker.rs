@@ -142,9 +142,11 @@ impl Locker {
         self.shared.direct
     }
 
-    /// When direct acquisitions last kept the prefix's fence counters (see [`Shared::kept_counters`]).
-    pub(crate) fn kept_counters(&self) -> Option<&KeptCounters> {
-        self.shared.kept_counters.as_ref()
+    /// When direct acquisitions last kept the prefix's fence counters (see [`Shared::kept_counters`]), and the place
+    /// of `keys`' counter in that record (its slot on a cluster); `None` when the counter is kept every time.
+    pub(crate) fn kept_counter(&self, keys: &LockKeys) -> Option<(&KeptCounters, usize)> {
+        let index = if self.one_slot() { usize::from(keys.slot()) } else { 0 };
+        self.shared.kept_counters.as_ref().map(|kept| (kept, index))
     }
 
     /// The node direct calls go to, when they apply (see [`Locker::direct_route`]).
@@ -484,16 +486,16 @@ impl Locker {
         let (first_token, second_token) = (self.new_owner(), self.new_owner());
         let ttl = self.lease_ttl(options);
         let started = Instant::now();
-        // The counters are kept as direct acquisitions keep them (one counter: this is not a cluster).
-        let kept = self.kept_counters();
-        let keep_counter = kept.is_none_or(|kept| kept.due(0, started.into_std()));
+        // The counter is kept as direct acquisitions keep it (both locks count on the prefix's one: not a cluster).
+        let kept = self.kept_counter(&first);
+        let keep_counter = kept.is_none_or(|(kept, index)| kept.due(index, started.into_std()));
         let answers = node
             .acquire_pair((&first, &first_token), (&second, &second_token), ttl.as_millis() as u64, keep_counter)
             .await?;
         let (first_answer, second_answer) = match answers {
             Ok(answers) => {
-                if let Some(kept) = kept.filter(|_| keep_counter) {
-                    kept.kept(0, started.into_std());
+                if let Some((kept, index)) = kept.filter(|_| keep_counter) {
+                    kept.kept(index, started.into_std());
                 }
                 answers
             }

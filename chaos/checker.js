@@ -9,11 +9,18 @@
  * starts before another's last act, unless both are `shared` (readers). Fences must rise in the order of `enter`,
  * except between shared sections (readers that hold at once take their fences in any order): an exclusive section's
  * fence is above every earlier section's, a shared one's above every earlier exclusive one's; an `adopted` one (the
- * rest of a section handed over) keeps its fence, at least every earlier section's.
+ * rest of a section handed over) keeps its fence, at least every earlier section's. A section cut before its first act
+ * (its process stopped after its lock was checked and before fn's first check: a window no lock can close) did nothing
+ * under its lock and counts in neither.
  */
 function check(sections) {
   const byKey = new Map()
+  let unacted = 0
   for (const s of sections) {
+    if (s.cut && s.last === s.enter) {
+      unacted++
+      continue
+    }
     if (!byKey.has(s.key)) byKey.set(s.key, [])
     byKey.get(s.key).push(s)
   }
@@ -41,7 +48,7 @@ function check(sections) {
       }
     }
   }
-  return { sections: sections.length, overlaps, fenceViolations, examples }
+  return { sections: sections.length, overlaps, fenceViolations, unacted, examples }
 }
 
 /** A section for a report line. */

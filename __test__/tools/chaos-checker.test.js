@@ -39,3 +39,15 @@ test('the rest of a section handed over keeps its fence; it may overlap none, an
   expect(check([section('h', 0, 10, 5), adopted(11, 20, 4)])).toMatchObject({ fenceViolations: 1 })
   expect(check([section('h', 0, 10, 5), adopted(11, 20, 5), section('h', 21, 30, 5)])).toMatchObject({ fenceViolations: 1 })
 })
+
+test('a section cut before its first act did nothing under its lock: neither an overlap nor a fence out of order', () => {
+  // Its process stopped between the lock's last check and fn's first one, and resumed after another held the key.
+  const unacted = (enter, fence) => ({ ...section('s', enter, enter, fence), cut: true })
+  expect(check([section('s', 0, 10, 7), unacted(5, 6), unacted(11, 6)])).toMatchObject({ overlaps: 0, fenceViolations: 0 })
+  // One act is enough to count: the same sections acting once are an overlap and a fence out of order.
+  const acted = (enter, fence) => ({ ...section('s', enter, enter + 1, fence), cut: true })
+  expect(check([section('s', 0, 10, 7), acted(5, 8)])).toMatchObject({ overlaps: 1 })
+  expect(check([section('s', 0, 10, 7), acted(11, 6)])).toMatchObject({ fenceViolations: 1 })
+  // A killed section (not cut) ends at the kill and counts, acts or not.
+  expect(check([section('s', 0, 10, 7), section('s', 11, 11, 6)])).toMatchObject({ fenceViolations: 1 })
+})

@@ -504,10 +504,11 @@ async function serve() {
  */
 function stored() {
   const deadlineMs = config.ttl / 2
-  const running = locker.handle('chaos-stored', async ({ id, tick, attempt, why, fence, signal }) => {
+  const running = locker.handle('chaos-stored', async (ctx) => {
+    const { id, tick, attempt, why, fence } = ctx
     send({ type: 'attempt', name: id, tick: tick.getTime(), manual: why === 'manual', attempt, why, fence: String(fence), at: Date.now() })
     const until = Date.now() + deadlineMs
-    const ended = await section(id, fence, () => !signal.aborted && Date.now() < until)
+    const ended = await section(id, fence, () => !ctx.signal.aborted && ctx.validUntil > Date.now() && Date.now() < until)
     await sent({ type: 'exit', ...ended, t: now() })
     if (ended.cut) throw new Error('cut short')
   })

@@ -154,8 +154,6 @@ class Locker {
   #finishRun
   /** Starts a one-attempt acquisition: `(id, key, ttl?, minHold?, autoExtend?)`. */
   #startTryLock
-  /** Whether the lock of run or lock `id` was taken by a direct call: `(id)`. */
-  #wentDirect
   /** Where a call finds the runs whose fn it runs inside (lib/context.js). */
   #frames = new RunFrames()
 
@@ -176,8 +174,6 @@ class Locker {
     const taskDone = this.#taskDone
     this.#finishRun = (id) => taskDone(id)
     const { startRelease } = functions
-    const native = this.#native
-    this.#wentDirect = (id) => native.wentDirect(id)
     this.#lockOps = {
       extend: (id, ttl) => this.#operation((op) => this.#native.extend(op, id, ttl)),
       release: (id) => this.#operation((op) => startRelease(op, id)),
@@ -721,7 +717,7 @@ class Locker {
   #held(key, id, init, completion, started, begun) {
     if (diagnostics.acquire.hasSubscribers) {
       const ms = diagnostics.since(started)
-      diagnostics.acquire.publish({ key, fence: completion.fence, ms, direct: this.#wentDirect(id), start: begun })
+      diagnostics.acquire.publish({ key, fence: completion.fence, ms, direct: this.#native.wentDirect(id), start: begun })
     }
     // Locks are not renewed unless asked to (the native default too); a renewed one keeps the process alive.
     const autoExtend = init?.autoExtend === true

@@ -1060,7 +1060,7 @@ function render(results, scale) {
     `Run of ${new Date().toISOString().slice(0, 19)}Z on ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model.trim()}), ` +
       `Node ${process.version}${scale !== 1 ? `, durations × ${scale}` : ''}: ${total.toLocaleString('en')} critical sections, ` +
       `${results.reduce((n, r) => n + r.overlaps, 0)} overlaps, ${results.reduce((n, r) => n + r.fenceViolations, 0)} fence violations ` +
-      `(${results.reduce((n, r) => n + (r.unacted ?? 0), 0)} sections cut before their first act left out: see docs/SAFETY.md).`,
+      `(${results.reduce((n, r) => n + r.unacted, 0)} sections cut before their first act left out: see docs/SAFETY.md).`,
     '',
     '| scenario | sections | overlaps | fence violations | fn acted without a valid lease | cut by their lease | takeover after a kill p50 / p99 | back after the fault | calls failed, by code |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---|',

@@ -87,7 +87,8 @@ impl NativeLocker {
             &env,
             move |inputs| {
                 if let Some(host) = taker.get().and_then(Weak::upgrade) {
-                    host.step(|runner, out| inputs.into_iter().for_each(|input| runner.handle(input, out)));
+                    let mut inputs = inputs.into_iter();
+                    while host.step(|runner, out| runner.handle_until_started(&mut inputs, out)) {}
                 }
             },
             // Once JS is gone (a worker thread terminated, say), nothing can use this locker: what the inbox still

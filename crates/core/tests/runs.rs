@@ -309,6 +309,35 @@ async fn an_acquisition_whose_lease_lapsed_before_fn_was_called_or_the_lock_hand
     still.close().await;
 }
 
+#[tokio::test]
+async fn a_batch_of_results_is_taken_up_to_each_one_that_starts_code_so_the_next_is_checked_just_before_its_own() {
+    let (_server, url) = redis_url();
+    // On the locker's own connection, so that the test can hold both results back and hand them over as one batch.
+    let config = LockerConfig { urls: vec![url.clone()], direct: false, ..LockerConfig::default() };
+    let still = Locker::new(config).unwrap();
+    let mut a = Caller::new(&still);
+    let short = options(200, 0);
+    a.step(|runner, out| runner.run(1, &unique_key("batch-a"), &short, false, out)).unwrap();
+    a.step(|runner, out| runner.run(2, &unique_key("batch-b"), &short, false, out)).unwrap();
+    let batch = vec![a.input().await, a.input().await];
+    let Input::Acquired { id: second, result: Ok(Some(lease)), .. } = &batch[1] else { panic!("not acquired") };
+    let (second, lease) = (*second, lease.clone());
+    let mut inputs = batch.into_iter();
+    // The first result starts its fn: it is told before the second is taken.
+    assert!(a.step(|runner, out| runner.handle_until_started(&mut inputs, out)));
+    let told = a.take_told();
+    let [(first, Outcome::Invoke { .. })] = told.as_slice() else { panic!("{told:?}") };
+    let first = *first;
+    // That fn's code stands still past the second lease: the second, checked now, does not start its fn.
+    while !lease.lapsed() {
+        tokio::time::sleep(lease.remaining() + Duration::from_millis(1)).await;
+    }
+    assert!(!a.step(|runner, out| runner.handle_until_started(&mut inputs, out)));
+    assert_eq!(a.take_told(), vec![(second, Outcome::NotAcquired)]);
+    a.step(|runner, out| runner.task_done(first, None, out));
+    still.close().await;
+}
+
 /// Whether run or lock `id` was told only a timeout error.
 fn timed_out(told: &Told, id: u32) -> bool {
     matches!(told.as_slice(), [(of, Outcome::Failed(SnatchError::Timeout { .. }))] if *of == id)

@@ -555,6 +555,24 @@ impl Runner {
         self.settle_call(call, Err(NoReply::Dropped), out);
     }
 
+    /// Takes results from the runtime, each its step of the lifecycle, up to the first that hands the caller's code a
+    /// lease (an fn to call, a lock taken): those are to be told before the next is taken, so that each lease is
+    /// checked still guaranteed just before its code starts, not before the code started for the ones ahead of it
+    /// (a batch may start several schedules' attempts). Whether any are left.
+    pub fn handle_until_started(&mut self, inputs: &mut impl Iterator<Item = Input>, out: &mut Output) -> bool {
+        for input in inputs {
+            let told = out.told.len();
+            self.handle(input, out);
+            if out.told[told..]
+                .iter()
+                .any(|(_, outcome)| matches!(outcome, Outcome::Invoke { .. } | Outcome::Locked { .. }))
+            {
+                return true;
+            }
+        }
+        false
+    }
+
     /// Takes a result from the runtime: its step of the lifecycle.
     pub fn handle(&mut self, input: Input, out: &mut Output) {
         let _runtime = self.runtime.enter();

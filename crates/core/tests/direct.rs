@@ -416,6 +416,53 @@ async fn consecutive_releases_share_one_command_and_each_call_gets_its_own_outco
 }
 
 #[tokio::test]
+async fn releases_sharing_a_command_each_come_to_what_their_key_holds_and_a_waited_for_one_wakes_its_waiters() {
+    let (_server, url) = redis_url();
+    let locker = locker(&[&url]);
+    let mut socket = socket(&locker).await;
+    let states = ["ours", "waited for", "taken by another", "gone", "another type", "ours too"];
+    let keys = states.map(|state| unique_key(&format!("group {state}")));
+    let mut leases = Vec::new();
+    for key in &keys {
+        leases.push(take(&mut socket, attempt_on(&locker, key, &LockOptions::default())).await.expect("free"));
+    }
+    let mut redis = inspect(&url);
+    let lock = |n: usize| lock_key(&locker, &keys[n]);
+    let () = redis.set(lock(1), format!("{}*", held_by(leases[1].token()))).unwrap();
+    let () = redis.set(lock(2), "another").unwrap();
+    let () = redis.del(lock(3)).unwrap();
+    let () = redis.del(lock(4)).unwrap();
+    let () = redis.hset(lock(4), "field", "value").unwrap();
+    let mut waiter = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+    let mut waiter = waiter.as_pubsub();
+    waiter.subscribe(format!("{{{}}}:released", lock(1))).unwrap();
+
+    let calls = leases.iter().map(|lease| Call::Release(release_of(&locker, lease))).collect();
+    let (replies, commands) = exchange_by_scripts(&mut socket, calls);
+    assert_eq!(commands, ["EVALSHA"], "one command for the six");
+    let settled: Vec<_> = replies.into_iter().map(settle_release).collect();
+    let outcomes: Vec<_> = settled
+        .iter()
+        .map(|settled| match settled {
+            ReleaseSettled::Done(Ok(ours)) => format!("{ours}"),
+            ReleaseSettled::Done(Err(e)) => format!("error {}", e.to_string().contains("WRONGTYPE")),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(outcomes, ["true", "true", "false", "false", "error true", "true"]);
+    let exists = |redis: &mut redis::Connection, n: usize| -> bool { redis.exists(lock(n)).unwrap() };
+    assert!(!exists(&mut redis, 0) && !exists(&mut redis, 1) && !exists(&mut redis, 5), "ours deleted");
+    let other: String = redis.get(lock(2)).unwrap();
+    assert_eq!(other, "another", "another owner's lock kept");
+    let kind: String = redis::cmd("TYPE").arg(lock(4)).query(&mut redis).unwrap();
+    assert_eq!(kind, "hash", "a key of another type kept");
+    waiter.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let woken = waiter.get_message().expect("the waited-for lock's release wakes its waiters");
+    assert_eq!(woken.get_channel_name(), format!("{{{}}}:released", lock(1)));
+    locker.close().await;
+}
+
+#[tokio::test]
 async fn acquisitions_need_no_script_and_a_release_the_server_cannot_run_goes_to_the_lockers_connection() {
     let (_server, url) = redis_url();
     let locker = locker(&[&url]);

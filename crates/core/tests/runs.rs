@@ -7,8 +7,8 @@ mod support;
 use snatch_core::protocol::lead::{LeaderKeys, Revoked};
 use snatch_core::protocol::run::{Invoked, Outcome, Purpose};
 use snatch_core::{
-    campaign, observe, CampaignOptions, Holder, Input, LockOptions, Locker, LockerConfig, Reentering, SnatchError,
-    Told, Turn,
+    campaign, observe, CampaignOptions, Holder, Input, Lease, LockOptions, Locker, LockerConfig, Reentering,
+    SnatchError, Told, Turn,
 };
 use std::collections::HashSet;
 use std::time::Duration;
@@ -329,9 +329,7 @@ async fn a_batch_of_results_is_taken_up_to_each_one_that_starts_code_so_the_next
     let [(first, Outcome::Invoke { .. })] = told.as_slice() else { panic!("{told:?}") };
     let first = *first;
     // That fn's code stands still past the second lease: the second, checked now, does not start its fn.
-    while !lease.lapsed() {
-        tokio::time::sleep(lease.remaining() + Duration::from_millis(1)).await;
-    }
+    until_lapsed(&lease).await;
     assert!(!a.step(|runner, out| runner.handle_until_started(&mut inputs, out)));
     assert_eq!(a.take_told(), vec![(second, Outcome::NotAcquired)]);
     a.step(|runner, out| runner.task_done(first, None, out));
@@ -354,12 +352,17 @@ async fn handled_late(caller: &mut Caller) -> Told {
         _ => panic!("not an acquisition"),
     };
     for lease in &leases {
-        while !lease.lapsed() {
-            tokio::time::sleep(lease.remaining() + Duration::from_millis(1)).await;
-        }
+        until_lapsed(lease).await;
     }
     caller.step(|runner, out| runner.handle(input, out));
     caller.take_told()
+}
+
+/// Resolves once `lease` lapsed, as it does for a caller whose loop stood still that long.
+async fn until_lapsed(lease: &Lease) {
+    while !lease.lapsed() {
+        tokio::time::sleep(lease.remaining() + Duration::from_millis(1)).await;
+    }
 }
 
 /// What `caller` is told until an outcome for which `found` holds (it last).

@@ -1,9 +1,9 @@
 'use strict'
 // Redis's side of the withfn cycle over TLS and on the same server's plaintext port (`node server-side.js tls|plain
-// [cycles]`, after `npm run build`): cycles/s, node's and redis-server's CPU per cycle (INFO cpu), reads and commands
-// per cycle (INFO stats) and each command's share (INFO commandstats), after a warmup of 20,000 cycles. The server is
-// the test harness's `startTlsRedis` with `makeCertificates()`, as in the bench's tls scenario; 50 loops, each on 20
-// keys of its own.
+// [cycles] [loops]`, after `npm run build`): cycles/s, node's and redis-server's CPU per cycle (INFO cpu), reads and
+// commands per cycle (INFO stats) and each command's share (INFO commandstats), after a warmup of 20,000 cycles. The
+// server is the test harness's `startTlsRedis` with `makeCertificates()`, as in the bench's tls scenario; `loops`
+// concurrent loops (50, as in the bench, unless given), each on 20 keys of its own.
 const path = require('node:path')
 const root = path.join(__dirname, '../../..')
 const { makeCertificates, startTlsRedis } = require(path.join(root, '__test__/support/deployments'))
@@ -23,6 +23,7 @@ async function info(redis) {
 async function main() {
   const mode = process.argv[2] === 'plain' ? 'plain' : 'tls'
   const total = Number(process.argv[3] || 200_000)
+  const loops = Number(process.argv[4] || 50)
   const certs = await makeCertificates()
   const server = await startTlsRedis({ certs })
   const admin = new Redis(server.url)
@@ -35,7 +36,7 @@ async function main() {
   }
   const run = (cycles) => {
     left = cycles
-    return Promise.all(Array.from({ length: 50 }, (_, i) => loop(i)))
+    return Promise.all(Array.from({ length: loops }, (_, i) => loop(i)))
   }
   await run(20_000)
   await admin.config('resetstat')
@@ -49,7 +50,7 @@ async function main() {
   const perCycle = (n) => (n / total).toFixed(2)
   const stat = (name) => Number(after[name]) - Number(before[name])
   console.log(
-    `${mode}: ${Math.round(total / seconds)} cycles/s; node ${perCycle(node.user + node.system)} µs/cycle; ` +
+    `${mode}, ${loops} loops: ${Math.round(total / seconds)} cycles/s; node ${perCycle(node.user + node.system)} µs/cycle; ` +
       `redis ${perCycle(1e6 * (serverCpu(after) - serverCpu(before)))} µs/cycle`,
   )
   console.log(

@@ -62,6 +62,11 @@ pub struct DirectSession<C> {
     /// A single server's socket: consecutive releases share a command, and calls made while replies are handed out are
     /// written [`WRITE_EVERY`] at a time. A cluster master's does neither (see [`write_commands`]).
     group: bool,
+    /// A TLS socket: while replies are handed out, a write waits until it has as many calls as those written before
+    /// and still awaiting their replies ([`WRITE_EVERY`] at the least). Each write reaches Redis as a TLS record,
+    /// which Redis reads and decrypts alone, where plaintext writes that arrive together are read together; so over
+    /// TLS fewer, larger writes save Redis more than their later start costs (bench/results/2026-11-29-tls-writes.md).
+    tls: bool,
     /// Replies are being handed out (see [`push`](Self::push)).
     dispatching: bool,
     /// The server's own commands it offers (the handshake's finding).
@@ -70,8 +75,9 @@ pub struct DirectSession<C> {
 
 impl<C: DirectCall> DirectSession<C> {
     /// A session whose calls have `timeout` each, from when they are encoded; `group` for a single server's socket, not
-    /// a cluster master's (see [`write_commands`] and [`push`](Self::push)); on a server that offers `offers`.
-    pub fn new(timeout: Duration, group: bool, offers: Offers) -> Self {
+    /// a cluster master's (see [`write_commands`] and [`push`](Self::push)); `tls` for a TLS socket; on a server that
+    /// offers `offers`.
+    pub fn new(timeout: Duration, group: bool, tls: bool, offers: Offers) -> Self {
         Self {
             pending: VecDeque::new(),
             unwritten: 0,
@@ -80,6 +86,7 @@ impl<C: DirectCall> DirectSession<C> {
             received: Received::new(),
             timeout,
             group,
+            tls,
             dispatching: false,
             offers,
         }
@@ -96,14 +103,16 @@ impl<C: DirectCall> DirectSession<C> {
     }
 
     /// Takes `call`, to be encoded. True when the calls not encoded yet should be encoded and written now ([`encode`]):
-    /// at once, except while replies are handed out: then on a single server every [`WRITE_EVERY`] calls, and on a
-    /// cluster master not (the caller writes them all once the replies are handed out).
+    /// at once, except while replies are handed out: then on a single server every [`WRITE_EVERY`] calls (over TLS,
+    /// once there are as many as those awaiting replies, if more), and on a cluster master not (the caller writes
+    /// them all once the replies are handed out).
     ///
     /// [`encode`]: Self::encode
     pub fn push(&mut self, call: C) -> bool {
         self.pending.push_back((None, call));
         self.unwritten += 1;
-        !self.dispatching || (self.group && self.unwritten >= WRITE_EVERY)
+        let every = if self.tls { WRITE_EVERY.max(self.pending.len() - self.unwritten) } else { WRITE_EVERY };
+        !self.dispatching || (self.group && self.unwritten >= every)
     }
 
     /// Replies are being handed out (`true`) or no longer (`false`): see [`push`](Self::push). The caller encodes
@@ -266,7 +275,7 @@ mod tests {
     #[test]
     fn a_deadline_counts_from_when_the_calls_are_encoded_and_failing_hands_back_every_call() {
         let timeout = Duration::from_millis(1000);
-        let mut session = DirectSession::new(timeout, true, Offers::default());
+        let mut session = DirectSession::new(timeout, true, false, Offers::default());
         let start = Instant::now();
         assert_eq!(session.deadline(start), Deadline::Idle);
         assert!(session.push(Call::default()));
@@ -288,7 +297,7 @@ mod tests {
 
     #[test]
     fn while_replies_are_handed_out_calls_are_written_twelve_at_a_time() {
-        let mut session = DirectSession::new(Duration::from_secs(1), true, Offers::default());
+        let mut session = DirectSession::new(Duration::from_secs(1), true, false, Offers::default());
         session.set_dispatching(true);
         let writes: Vec<bool> = (0..13).map(|_| session.push(Call::default())).collect();
         assert_eq!(writes.iter().filter(|w| **w).count(), 2, "{writes:?}");
@@ -300,8 +309,24 @@ mod tests {
     }
 
     #[test]
+    fn over_tls_calls_made_while_replies_are_handed_out_are_written_once_as_many_as_those_awaiting_replies() {
+        let mut session = DirectSession::new(Duration::from_secs(1), true, true, Offers::default());
+        for _ in 0..60 {
+            session.push(Call::default());
+        }
+        session.encode(Instant::now);
+        session.set_dispatching(true);
+        let writes: Vec<bool> = (0..61).map(|_| session.push(Call::default())).collect();
+        assert_eq!(writes.iter().position(|w| *w), Some(59), "the 60th, with 60 awaiting replies: {writes:?}");
+        let mut small = DirectSession::new(Duration::from_secs(1), true, true, Offers::default());
+        small.set_dispatching(true);
+        let writes: Vec<bool> = (0..13).map(|_| small.push(Call::default())).collect();
+        assert_eq!(writes.iter().position(|w| *w), Some(11), "twelve at the least: {writes:?}");
+    }
+
+    #[test]
     fn on_a_cluster_master_calls_made_while_replies_are_handed_out_wait_for_the_end() {
-        let mut session = DirectSession::new(Duration::from_secs(1), false, Offers::default());
+        let mut session = DirectSession::new(Duration::from_secs(1), false, false, Offers::default());
         session.set_dispatching(true);
         assert!((0..100).all(|_| !session.push(Call::default())), "none written while replies are handed out");
         session.set_dispatching(false);
@@ -310,7 +335,7 @@ mod tests {
 
     #[test]
     fn consecutive_releases_share_one_script_call_and_each_gets_its_part_of_the_reply() {
-        let mut session = DirectSession::new(Duration::from_secs(1), true, Offers::default());
+        let mut session = DirectSession::new(Duration::from_secs(1), true, false, Offers::default());
         for _ in 0..3 {
             session.push(Call::default());
         }
@@ -331,7 +356,7 @@ mod tests {
 
     #[test]
     fn a_reply_no_call_awaits_fails_the_session() {
-        let mut session = DirectSession::<Call>::new(Duration::from_secs(1), true, Offers::default());
+        let mut session = DirectSession::<Call>::new(Duration::from_secs(1), true, false, Offers::default());
         let reply = b"+OK\r\n";
         session.read_room()[..reply.len()].copy_from_slice(reply);
         session.received(reply.len());

@@ -62,8 +62,8 @@ pub struct DirectSession<C> {
     /// A single server's socket: consecutive releases share a command, and calls made while replies are handed out are
     /// written [`WRITE_EVERY`] at a time. A cluster master's does neither (see [`write_commands`]).
     group: bool,
-    /// A TLS socket: while replies are handed out, a write waits until it has as many calls as those written before
-    /// and still awaiting their replies ([`WRITE_EVERY`] at the least). Each write reaches Redis as a TLS record,
+    /// A TLS socket: while replies are handed out, a write waits until it has half as many calls as those written
+    /// before and still awaiting their replies ([`WRITE_EVERY`] at the least). Each write reaches Redis as a TLS record,
     /// which Redis reads and decrypts alone, where plaintext writes that arrive together are read together; so over
     /// TLS fewer, larger writes save Redis more than their later start costs (bench/results/2026-11-29-tls-writes.md).
     tls: bool,
@@ -104,14 +104,14 @@ impl<C: DirectCall> DirectSession<C> {
 
     /// Takes `call`, to be encoded. True when the calls not encoded yet should be encoded and written now ([`encode`]):
     /// at once, except while replies are handed out: then on a single server every [`WRITE_EVERY`] calls (over TLS,
-    /// once there are as many as those awaiting replies, if more), and on a cluster master not (the caller writes
+    /// once there are half as many as those awaiting replies, if more), and on a cluster master not (the caller writes
     /// them all once the replies are handed out).
     ///
     /// [`encode`]: Self::encode
     pub fn push(&mut self, call: C) -> bool {
         self.pending.push_back((None, call));
         self.unwritten += 1;
-        let every = if self.tls { WRITE_EVERY.max(self.pending.len() - self.unwritten) } else { WRITE_EVERY };
+        let every = if self.tls { WRITE_EVERY.max((self.pending.len() - self.unwritten) / 2) } else { WRITE_EVERY };
         !self.dispatching || (self.group && self.unwritten >= every)
     }
 
@@ -309,15 +309,15 @@ mod tests {
     }
 
     #[test]
-    fn over_tls_calls_made_while_replies_are_handed_out_are_written_once_as_many_as_those_awaiting_replies() {
+    fn over_tls_calls_made_while_replies_are_handed_out_are_written_once_half_as_many_as_those_awaiting_replies() {
         let mut session = DirectSession::new(Duration::from_secs(1), true, true, Offers::default());
         for _ in 0..60 {
             session.push(Call::default());
         }
         session.encode(Instant::now);
         session.set_dispatching(true);
-        let writes: Vec<bool> = (0..61).map(|_| session.push(Call::default())).collect();
-        assert_eq!(writes.iter().position(|w| *w), Some(59), "the 60th, with 60 awaiting replies: {writes:?}");
+        let writes: Vec<bool> = (0..31).map(|_| session.push(Call::default())).collect();
+        assert_eq!(writes.iter().position(|w| *w), Some(29), "the 30th, with 60 awaiting replies: {writes:?}");
         let mut small = DirectSession::new(Duration::from_secs(1), true, true, Offers::default());
         small.set_dispatching(true);
         let writes: Vec<bool> = (0..13).map(|_| small.push(Call::default())).collect();

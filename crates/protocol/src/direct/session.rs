@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 /// end, so that Redis works on the first ones while the caller makes the rest, instead of node and Redis taking turns
 /// (bench/README.md, profile steps 15 and 26); or half as many as those written before and still awaiting their
 /// replies, if more: Redis then still has those to work on, and fewer, larger writes cost it fewer reads (over TLS
-/// each write is a record, which Redis reads alone; profile step 28). Consecutive releases among them go as one command
-/// ([`write_commands`]). Not on a cluster master: there the calls spread over the masters, each command is a call's
-/// own, and a socket that writes only once the replies are all handed out wakes its master less often for the same
-/// work (bench/results/2026-11-26-cluster-writes.md).
+/// each write is a record, which Redis reads alone; profile step 28). Consecutive releases among them go as one
+/// command ([`write_commands`]). Not on a cluster master: there the calls spread over the masters, each command is a
+/// call's own, and a socket that writes only once the replies are all handed out wakes its master less often for the
+/// same work (bench/results/2026-11-26-cluster-writes.md).
 const WRITE_EVERY: usize = 12;
 
 /// Bytes of room for reads, to start with (more when one reply is longer).
@@ -99,7 +99,8 @@ impl<C: DirectCall> DirectSession<C> {
 
     /// Takes `call`, to be encoded. True when the calls not encoded yet should be encoded and written now ([`encode`]):
     /// at once, except while replies are handed out: then on a single server every [`WRITE_EVERY`] calls (or half as
-    /// many as those awaiting replies, if more), and on a cluster master not (the caller writes them all once the replies are handed out).
+    /// many as those awaiting replies, if more), and on a cluster master not (the caller writes them all once the
+    /// replies are handed out).
     ///
     /// [`encode`]: Self::encode
     pub fn push(&mut self, call: C) -> bool {

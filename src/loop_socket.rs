@@ -251,8 +251,8 @@ impl<C: DirectCall + 'static> LoopSocket<C> {
     }
 }
 
-/// Hands `stream` to the loop of `env` (ffi's `LoopWatch`); its calls have `timeout` each, grouped as `group` and its
-/// TLS say ([`DirectSession::new`]), on the server's own commands it offers. `None` if the watch cannot be installed.
+/// Hands `stream` to the loop of `env` (ffi's `LoopWatch`); its calls have `timeout` each, grouped as `group` says
+/// ([`DirectSession::new`]), on the server's own commands it offers. `None` if the watch cannot be installed.
 fn install<C: DirectCall + 'static>(
     state: &Rc<RefCell<State<C>>>,
     env: &Env,
@@ -261,7 +261,7 @@ fn install<C: DirectCall + 'static>(
     group: bool,
 ) -> Option<Open<C>> {
     let watch = LoopWatch::install(env, stream.as_raw_fd(), state)?;
-    let session = DirectSession::new(timeout, group, stream.is_tls(), stream.offers());
+    let session = DirectSession::new(timeout, group, stream.offers());
     Some(Open { watch, stream, session, writable_wanted: false })
 }
 

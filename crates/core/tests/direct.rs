@@ -87,7 +87,7 @@ fn exchange_in(
     offers: Offers,
 ) -> (Vec<(Call, Reply)>, Vec<&'static str>) {
     let count = calls.len();
-    let mut session = DirectSession::new(Duration::from_secs(5), true, socket.is_tls(), offers);
+    let mut session = DirectSession::new(Duration::from_secs(5), true, offers);
     for call in calls {
         assert!(session.push(call), "written at once while no replies are handed out");
     }

@@ -90,11 +90,6 @@ impl DirectStream {
     pub fn wants_write(&self) -> bool {
         self.tls.as_ref().is_some_and(|tls| tls.wants_write())
     }
-
-    /// Whether the stream is TLS.
-    pub fn is_tls(&self) -> bool {
-        self.tls.is_some()
-    }
 }
 
 #[cfg(unix)]

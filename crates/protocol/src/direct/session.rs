@@ -12,10 +12,12 @@ use std::time::{Duration, Instant};
 
 /// While replies are handed out, the calls they lead to are written this many at a time rather than all at the
 /// end, so that Redis works on the first ones while the caller makes the rest, instead of node and Redis taking turns
-/// (bench/README.md, profile steps 15 and 26). Consecutive releases among them go as one command
-/// ([`write_commands`]). Not on a cluster master: there the calls spread over the masters, each command is a call's
-/// own, and a socket that writes only once the replies are all handed out wakes its master less often for the same
-/// work (bench/results/2026-11-26-cluster-writes.md).
+/// (bench/README.md, profile steps 15 and 26); or half as many as those written before and still awaiting their
+/// replies, if more: Redis then still has those to work on, and fewer, larger writes cost it fewer reads (over TLS
+/// each write is a record, which Redis reads alone; profile step 28). Consecutive releases among them go as one
+/// command ([`write_commands`]). Not on a cluster master: there the calls spread over the masters, each command is a
+/// call's own, and a socket that writes only once the replies are all handed out wakes its master less often for the
+/// same work (bench/results/2026-11-26-cluster-writes.md).
 const WRITE_EVERY: usize = 12;
 
 /// Bytes of room for reads, to start with (more when one reply is longer).
@@ -62,12 +64,6 @@ pub struct DirectSession<C> {
     /// A single server's socket: consecutive releases share a command, and calls made while replies are handed out are
     /// written [`WRITE_EVERY`] at a time. A cluster master's does neither (see [`write_commands`]).
     group: bool,
-    /// A TLS socket: while replies are handed out, a write waits until it has half as many calls as those written
-    /// before and still awaiting their replies ([`WRITE_EVERY`] at the least). Each write reaches Redis as a TLS
-    /// record, which Redis reads and decrypts alone, where plaintext writes that arrive together are read together; so
-    /// over TLS fewer, larger writes save Redis more than their later start costs
-    /// (bench/results/2026-11-29-tls-writes.md).
-    tls: bool,
     /// Replies are being handed out (see [`push`](Self::push)).
     dispatching: bool,
     /// The server's own commands it offers (the handshake's finding).
@@ -76,9 +72,8 @@ pub struct DirectSession<C> {
 
 impl<C: DirectCall> DirectSession<C> {
     /// A session whose calls have `timeout` each, from when they are encoded; `group` for a single server's socket, not
-    /// a cluster master's (see [`write_commands`] and [`push`](Self::push)); `tls` for a TLS socket; on a server that
-    /// offers `offers`.
-    pub fn new(timeout: Duration, group: bool, tls: bool, offers: Offers) -> Self {
+    /// a cluster master's (see [`write_commands`] and [`push`](Self::push)); on a server that offers `offers`.
+    pub fn new(timeout: Duration, group: bool, offers: Offers) -> Self {
         Self {
             pending: VecDeque::new(),
             unwritten: 0,
@@ -87,7 +82,6 @@ impl<C: DirectCall> DirectSession<C> {
             received: Received::new(),
             timeout,
             group,
-            tls,
             dispatching: false,
             offers,
         }
@@ -104,15 +98,15 @@ impl<C: DirectCall> DirectSession<C> {
     }
 
     /// Takes `call`, to be encoded. True when the calls not encoded yet should be encoded and written now ([`encode`]):
-    /// at once, except while replies are handed out: then on a single server every [`WRITE_EVERY`] calls (over TLS,
-    /// once there are half as many as those awaiting replies, if more), and on a cluster master not (the caller writes
-    /// them all once the replies are handed out).
+    /// at once, except while replies are handed out: then on a single server every [`WRITE_EVERY`] calls (or half as
+    /// many as those awaiting replies, if more), and on a cluster master not (the caller writes them all once the
+    /// replies are handed out).
     ///
     /// [`encode`]: Self::encode
     pub fn push(&mut self, call: C) -> bool {
         self.pending.push_back((None, call));
         self.unwritten += 1;
-        let every = if self.tls { WRITE_EVERY.max((self.pending.len() - self.unwritten) / 2) } else { WRITE_EVERY };
+        let every = WRITE_EVERY.max((self.pending.len() - self.unwritten) / 2);
         !self.dispatching || (self.group && self.unwritten >= every)
     }
 
@@ -276,7 +270,7 @@ mod tests {
     #[test]
     fn a_deadline_counts_from_when_the_calls_are_encoded_and_failing_hands_back_every_call() {
         let timeout = Duration::from_millis(1000);
-        let mut session = DirectSession::new(timeout, true, false, Offers::default());
+        let mut session = DirectSession::new(timeout, true, Offers::default());
         let start = Instant::now();
         assert_eq!(session.deadline(start), Deadline::Idle);
         assert!(session.push(Call::default()));
@@ -298,7 +292,7 @@ mod tests {
 
     #[test]
     fn while_replies_are_handed_out_calls_are_written_twelve_at_a_time() {
-        let mut session = DirectSession::new(Duration::from_secs(1), true, false, Offers::default());
+        let mut session = DirectSession::new(Duration::from_secs(1), true, Offers::default());
         session.set_dispatching(true);
         let writes: Vec<bool> = (0..13).map(|_| session.push(Call::default())).collect();
         assert_eq!(writes.iter().filter(|w| **w).count(), 2, "{writes:?}");
@@ -310,8 +304,8 @@ mod tests {
     }
 
     #[test]
-    fn over_tls_calls_made_while_replies_are_handed_out_are_written_once_half_as_many_as_those_awaiting_replies() {
-        let mut session = DirectSession::new(Duration::from_secs(1), true, true, Offers::default());
+    fn with_many_awaiting_replies_calls_made_while_replies_are_handed_out_are_written_half_as_many_at_a_time() {
+        let mut session = DirectSession::new(Duration::from_secs(1), true, Offers::default());
         for _ in 0..60 {
             session.push(Call::default());
         }
@@ -319,15 +313,11 @@ mod tests {
         session.set_dispatching(true);
         let writes: Vec<bool> = (0..31).map(|_| session.push(Call::default())).collect();
         assert_eq!(writes.iter().position(|w| *w), Some(29), "the 30th, with 60 awaiting replies: {writes:?}");
-        let mut small = DirectSession::new(Duration::from_secs(1), true, true, Offers::default());
-        small.set_dispatching(true);
-        let writes: Vec<bool> = (0..13).map(|_| small.push(Call::default())).collect();
-        assert_eq!(writes.iter().position(|w| *w), Some(11), "twelve at the least: {writes:?}");
     }
 
     #[test]
     fn on_a_cluster_master_calls_made_while_replies_are_handed_out_wait_for_the_end() {
-        let mut session = DirectSession::new(Duration::from_secs(1), false, false, Offers::default());
+        let mut session = DirectSession::new(Duration::from_secs(1), false, Offers::default());
         session.set_dispatching(true);
         assert!((0..100).all(|_| !session.push(Call::default())), "none written while replies are handed out");
         session.set_dispatching(false);
@@ -336,7 +326,7 @@ mod tests {
 
     #[test]
     fn consecutive_releases_share_one_script_call_and_each_gets_its_part_of_the_reply() {
-        let mut session = DirectSession::new(Duration::from_secs(1), true, false, Offers::default());
+        let mut session = DirectSession::new(Duration::from_secs(1), true, Offers::default());
         for _ in 0..3 {
             session.push(Call::default());
         }
@@ -357,7 +347,7 @@ mod tests {
 
     #[test]
     fn a_reply_no_call_awaits_fails_the_session() {
-        let mut session = DirectSession::<Call>::new(Duration::from_secs(1), true, false, Offers::default());
+        let mut session = DirectSession::<Call>::new(Duration::from_secs(1), true, Offers::default());
         let reply = b"+OK\r\n";
         session.read_room()[..reply.len()].copy_from_slice(reply);
         session.received(reply.len());

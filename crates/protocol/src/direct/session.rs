@@ -62,7 +62,7 @@ pub struct DirectSession<C> {
     received: Received,
     timeout: Duration,
     /// A single server's socket: consecutive releases share a command, and calls made while replies are handed out are
-    /// written [`WRITE_EVERY`] at a time. A cluster master's does neither (see [`write_commands`]).
+    /// written a few at a time ([`push`](Self::push)). A cluster master's does neither (see [`write_commands`]).
     group: bool,
     /// Replies are being handed out (see [`push`](Self::push)).
     dispatching: bool,

@@ -1,9 +1,10 @@
 //! Cron expressions in a time zone: parsing and the occurrences after a given instant.
 
 use chrono::{DateTime, Utc};
-use chrono_tz::Tz;
 use croner::parser::CronParser;
 use croner::Cron;
+use jiff::tz::TimeZone;
+use jiff::{Timestamp, Zoned};
 use snatch_protocol::SnatchError;
 
 /// The macros an expression may be instead of its fields.
@@ -62,7 +63,9 @@ fn field_error(parser: &CronParser, expression: &str) -> Option<String> {
 #[derive(Debug, Clone)]
 pub struct CronSchedule {
     cron: Cron,
-    zone: Tz,
+    /// From the time zone database built in (jiff's copy of the IANA one), the same on every host: replicas agree on
+    /// when an occurrence is whatever their system's own zone files say.
+    zone: TimeZone,
 }
 
 impl CronSchedule {
@@ -90,8 +93,8 @@ impl CronSchedule {
         let cron = parser
             .parse(trimmed)
             .map_err(|e| invalid(field_error(&parser, trimmed).unwrap_or_else(|| e.to_string())))?;
-        let zone: Tz = timezone
-            .parse()
+        let zone = jiff::tz::db()
+            .get(timezone)
             .map_err(|_| SnatchError::type_arg(format!("unknown time zone '{timezone}' (expected an IANA name)")))?;
         let schedule = Self { cron, zone };
         if schedule.next_after(now).is_none() {
@@ -104,15 +107,25 @@ impl CronSchedule {
 
     /// The first occurrence strictly after `after`, if any.
     pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let local = after.with_timezone(&self.zone);
-        self.cron.find_next_occurrence(&local, false).ok().map(|t| t.with_timezone(&Utc))
+        self.cron.find_next_occurrence(&self.local(after)?, false).ok().and_then(utc)
     }
 
     /// The last occurrence strictly before `before`, if any.
     pub fn previous_before(&self, before: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let local = before.with_timezone(&self.zone);
-        self.cron.find_previous_occurrence(&local, false).ok().map(|t| t.with_timezone(&Utc))
+        self.cron.find_previous_occurrence(&self.local(before)?, false).ok().and_then(utc)
     }
+
+    /// `at` in the schedule's zone (none outside the years -9999 to 9999).
+    fn local(&self, at: DateTime<Utc>) -> Option<Zoned> {
+        let nanos = i32::try_from(at.timestamp_subsec_nanos()).ok()?;
+        Some(Timestamp::new(at.timestamp(), nanos).ok()?.to_zoned(self.zone.clone()))
+    }
+}
+
+/// `at` as a UTC instant.
+fn utc(at: Zoned) -> Option<DateTime<Utc>> {
+    let instant = at.timestamp();
+    DateTime::from_timestamp(instant.as_second(), u32::try_from(instant.subsec_nanosecond()).ok()?)
 }
 
 #[cfg(test)]
@@ -162,6 +175,37 @@ mod tests {
         let s = CronSchedule::new("30 2 * * *", "Europe/Paris", Utc::now()).unwrap();
         let next = s.next_after(Utc.with_ymd_and_hms(2026, 3, 28, 23, 0, 0).unwrap()).unwrap();
         assert_eq!(next, at("2026-03-29T01:00:00Z"), "03:00 local, right after the gap");
+    }
+
+    #[test]
+    fn fall_back_overlap_runs_fixed_jobs_once_and_interval_jobs_in_both_passes() {
+        // America/New_York repeats 01:00-02:00 on 2026-11-01 (EDT, then EST).
+        let fixed = CronSchedule::new("30 1 * * *", "America/New_York", Utc::now()).unwrap();
+        let first = fixed.next_after(at("2026-11-01T04:00:00Z")).unwrap();
+        assert_eq!(first, at("2026-11-01T05:30:00Z"), "01:30 EDT");
+        assert_eq!(fixed.next_after(first), Some(at("2026-11-02T06:30:00Z")), "not 01:30 EST again that night");
+        let interval = CronSchedule::new("*/30 * * * *", "America/New_York", Utc::now()).unwrap();
+        let mut runs = vec![];
+        let mut t = at("2026-11-01T04:50:00Z");
+        for _ in 0..4 {
+            t = interval.next_after(t).unwrap();
+            runs.push(t);
+        }
+        let want = ["2026-11-01T05:00:00Z", "2026-11-01T05:30:00Z", "2026-11-01T06:00:00Z", "2026-11-01T06:30:00Z"];
+        assert_eq!(runs, want.map(at));
+        assert_eq!(interval.previous_before(at("2026-11-01T06:00:00Z")), Some(at("2026-11-01T05:30:00Z")));
+    }
+
+    #[test]
+    fn zones_are_the_iana_names_with_their_links_in_any_case() {
+        let zones =
+            ["UTC", "Europe/Paris", "Asia/Kolkata", "EST5EDT", "US/Eastern", "America/Argentina/ComodRivadavia"];
+        for zone in zones.into_iter().chain(["utc", "europe/paris"]) {
+            let s = CronSchedule::new("0 12 * * *", zone, Utc::now()).unwrap_or_else(|e| panic!("{zone}: {e}"));
+            assert!(s.next_after(at("2026-06-01T00:00:00Z")).is_some(), "{zone}");
+        }
+        let kolkata = CronSchedule::new("0 12 * * *", "Asia/Kolkata", Utc::now()).unwrap();
+        assert_eq!(kolkata.next_after(at("2026-06-01T00:00:00Z")), Some(at("2026-06-01T06:30:00Z")));
     }
 
     #[test]

@@ -335,7 +335,8 @@ function isFailing(flags) {
  * Start a Redis Cluster of `masters` masters with `replicas` replicas each (6 nodes by default) and wait until every
  * node reports cluster_state:ok and all agree on the slot map and the members. `tls` (true, a certificates object or
  * `{ certs, authClients }`) makes the nodes, the cluster bus and replication use TLS (plaintext ports stay open for
- * the harness); `password` sets requirepass and masterauth on every node. Resolves a handle:
+ * the harness); `password` sets requirepass and masterauth on every node; `binary` is the server every node runs (the
+ * redis-server on PATH by default). Resolves a handle:
  * - `nodes`: node handles (startRedis handles plus `id`, `busPort`, `password`, `inspectUrl`, `paused`, and
  *   `tlsPort`/`tlsUrl` with TLS), including those addNode() adds; restart() brings a node back empty, out of the
  *   cluster;
@@ -351,8 +352,9 @@ async function startCluster({
   tls = null,
   password = null,
   args = [],
+  binary = 'redis-server',
 } = {}) {
-  const settings = { tls: await tlsSettings(tls), nodeTimeout, password, args }
+  const settings = { tls: await tlsSettings(tls), nodeTimeout, password, args, binary }
   const nodes = []
   const cliAuth = password ? ['-a', password, '--no-auth-warning'] : []
   const cli = (...cliArgs) => run('redis-cli', [...cliTlsArgs(settings.tls), ...cliAuth, ...cliArgs])
@@ -546,11 +548,13 @@ function cliTlsArgs(tls) {
   return ['--tls', '--cacert', paths.ca, '--cert', paths.clientCert, '--key', paths.clientKey]
 }
 
-/** The major version of the redis-server on PATH. */
-let serverMajor
-function redisServerMajor() {
-  serverMajor ??= Number(/v=(\d+)\./.exec(execFileSync('redis-server', ['--version'], { encoding: 'utf8' }))?.[1])
-  return serverMajor
+/** The major version of the server `binary` (the redis-server on PATH by default), by binary. */
+const serverMajors = new Map()
+function redisServerMajor(binary = 'redis-server') {
+  if (!serverMajors.has(binary)) {
+    serverMajors.set(binary, Number(/v=(\d+)\./.exec(execFileSync(binary, ['--version'], { encoding: 'utf8' }))?.[1]))
+  }
+  return serverMajors.get(binary)
 }
 
 /** Whether 127.0.0.1:`port` can be listened on now. */
@@ -566,8 +570,8 @@ function canListen(port) {
 const FIXED_BUS_OFFSET = 10000
 
 /** Start one empty cluster node (cluster bus on its own free port) and read its id. */
-async function startClusterNode({ tls, nodeTimeout, password, args }) {
-  const fixedBus = redisServerMajor() < 7
+async function startClusterNode({ tls, nodeTimeout, password, args, binary }) {
+  const fixedBus = redisServerMajor(binary) < 7
   const busFree = async ([port]) => !fixedBus || (port + FIXED_BUS_OFFSET <= 65535 && (await canListen(port + FIXED_BUS_OFFSET)))
   const { server, ports } = await startOnFreePorts(tls ? 3 : 2, ([, busPort, tlsPort]) => ({
     args: [
@@ -581,6 +585,7 @@ async function startClusterNode({ tls, nodeTimeout, password, args }) {
       ...args,
     ],
     password,
+    binary,
   }), busFree)
   const node = decorate(server, { tlsPort: tls ? ports[2] : null, password })
   node.busPort = fixedBus ? node.port + FIXED_BUS_OFFSET : ports[1]

@@ -32,9 +32,10 @@ const USAGE = `usage: npm run bench -- [options]
   --soak N           only redis-snatch withfn at c=50 for N seconds, RSS sampled every second
   --libs a,b         only these libraries (${LIBS.map((l) => l.id).join(', ')}; a reference only when named)
   --scenarios a,b    only these scenarios (${Object.keys(SCENARIOS).join(', ')})
-REDIS_URL=redis://… uses that server instead of starting a throwaway redis-server. The cluster scenario starts a
-3-master Redis Cluster and the tls scenario a redis-server with a TLS port (test certificates), both throwaway and
-only when selected; REDIS_URL does not apply to them.`
+REDIS_URL=redis://… uses that server instead of starting a throwaway redis-server. The cluster scenarios start a
+Redis Cluster of 3 masters with a replica each (cluster-valkey: of Valkey 9.1 servers), the valkey scenario a Valkey
+9.1 server and the tls scenario a redis-server with a TLS port (test certificates), all throwaway and only when
+selected; REDIS_URL does not apply to them.`
 
 const children = new Set()
 process.on('exit', () => {
@@ -146,6 +147,21 @@ const DEPLOYMENTS = {
       description:
         `Redis Cluster of 3 masters with a replica each on ports ${ports} (the test harness's \`startCluster\`, ` +
         '`redis-cli --cluster create`), every node as a seed; redis CPU is the sum over the 6 processes',
+      stop: () => cluster.stop(),
+    }
+  },
+  /** The cluster deployment's Cluster, its 6 nodes Valkey 9.1 servers: the server's own DELIFEQ in use. */
+  async 'cluster-valkey'() {
+    const { startCluster } = require(harness)
+    const binary = valkeyServer()
+    const cluster = await startCluster({ masters: 3, replicas: 1, nodeTimeout: CLUSTER_NODE_TIMEOUT_MS, binary })
+    const ports = cluster.nodes.map((node) => node.port).join(', ')
+    return {
+      options: { cluster: cluster.seeds },
+      pids: cluster.nodes.map((node) => node.process.pid),
+      description:
+        `Valkey 9.1 Cluster (${binary}) of 3 masters with a replica each on ports ${ports}, started as the ` +
+        "cluster scenario's; redis CPU is the sum over the 6 processes",
       stop: () => cluster.stop(),
     }
   },

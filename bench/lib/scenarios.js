@@ -161,6 +161,12 @@ const SCENARIOS = {
     deployment: 'cluster',
     loop: newKeysWithFn,
   },
+  /** The cluster scenario on a Valkey 9.1 Cluster (the server's own compare-and-delete in use). */
+  'cluster-valkey': {
+    concurrencies: [50],
+    deployment: 'cluster-valkey',
+    loop: spreadWithFn,
+  },
   /** withfn on one redis-server over TLS, each loop cycling through its own keys, as on the cluster. */
   tls: {
     concurrencies: [50],

@@ -105,6 +105,21 @@ function requireBuiltPackage() {
   }
 }
 
+/** A Cluster of 3 masters with a replica each on the server `binary`, as a deployment (see DEPLOYMENTS). */
+async function startBenchCluster(binary, name) {
+  const { startCluster } = require(harness)
+  const cluster = await startCluster({ masters: 3, replicas: 1, nodeTimeout: CLUSTER_NODE_TIMEOUT_MS, binary })
+  const ports = cluster.nodes.map((node) => node.port).join(', ')
+  return {
+    options: { cluster: cluster.seeds },
+    pids: cluster.nodes.map((node) => node.process.pid),
+    description:
+      `${name} of 3 masters with a replica each on ports ${ports} (the test harness's \`startCluster\`, ` +
+      '`redis-cli --cluster create`), every node as a seed; redis CPU is the sum over the 6 processes',
+    stop: () => cluster.stop(),
+  }
+}
+
 /** Our own redis-server, or the one at REDIS_URL: its url, pid (when local) and version, and how to stop it. */
 async function connectRedis() {
   const { url, server, stop } = await redisFromEnv()
@@ -137,34 +152,9 @@ function selectedScenarios(options) {
  */
 const DEPLOYMENTS = {
   /** A Redis Cluster as users run it: 3 masters with a replica each. */
-  async cluster() {
-    const { startCluster } = require(harness)
-    const cluster = await startCluster({ masters: 3, replicas: 1, nodeTimeout: CLUSTER_NODE_TIMEOUT_MS })
-    const ports = cluster.nodes.map((node) => node.port).join(', ')
-    return {
-      options: { cluster: cluster.seeds },
-      pids: cluster.nodes.map((node) => node.process.pid),
-      description:
-        `Redis Cluster of 3 masters with a replica each on ports ${ports} (the test harness's \`startCluster\`, ` +
-        '`redis-cli --cluster create`), every node as a seed; redis CPU is the sum over the 6 processes',
-      stop: () => cluster.stop(),
-    }
-  },
-  /** The cluster deployment's Cluster, its 6 nodes Valkey 9.1 servers: the server's own DELIFEQ in use. */
-  async 'cluster-valkey'() {
-    const { startCluster } = require(harness)
-    const binary = valkeyServer()
-    const cluster = await startCluster({ masters: 3, replicas: 1, nodeTimeout: CLUSTER_NODE_TIMEOUT_MS, binary })
-    const ports = cluster.nodes.map((node) => node.port).join(', ')
-    return {
-      options: { cluster: cluster.seeds },
-      pids: cluster.nodes.map((node) => node.process.pid),
-      description:
-        `Valkey 9.1 Cluster (${binary}) of 3 masters with a replica each on ports ${ports}, started as the ` +
-        "cluster scenario's; redis CPU is the sum over the 6 processes",
-      stop: () => cluster.stop(),
-    }
-  },
+  cluster: () => startBenchCluster('redis-server', 'Redis Cluster'),
+  /** The same on Valkey 9.1 servers: the server's own DELIFEQ in use. */
+  'cluster-valkey': () => startBenchCluster(valkeyServer(), `Valkey 9.1 Cluster (${valkeyServer()})`),
   /** One Valkey 9.1 server: the server's own DELIFEQ in use (see valkeyServer). */
   async valkey() {
     const { startRedis } = require(path.join(root, '__test__/support/redis-server'))

@@ -27,7 +27,8 @@ const DESCRIPTIONS = {
     'its own, so the keys spread over the slots (and masters) and never contend. redis-snatch: ' +
     '`createLocker({ cluster: seeds })`, `snatchTask`; raw ioredis: `Redis.Cluster`, `SET NX PX` + the ' +
     'compare-and-delete script (`defineCommand`: EVALSHA, EVAL once per connection). Only the libraries that ' +
-    'support deployments run here; redis CPU is the sum over the 6 nodes. No floor (redis-benchmark is run on the single server only).',
+    'support deployments run here; redis CPU is the sum over the 6 nodes. No floor (redis-benchmark is run on the ' +
+    'single server only).',
   'cluster-newkeys': 'newkeys on the Redis Cluster of the cluster scenario (redis CPU summed over its 6 nodes).',
   'cluster-valkey':
     'the cluster scenario on a Cluster of Valkey 9.1 servers (redis CPU summed over its 6 nodes): redis-snatch ' +

@@ -154,7 +154,10 @@ const DEPLOYMENTS = {
   /** A Redis Cluster as users run it: 3 masters with a replica each. */
   cluster: () => startBenchCluster('redis-server', 'Redis Cluster'),
   /** The same on Valkey 9.1 servers: the server's own DELIFEQ in use. */
-  'cluster-valkey': () => startBenchCluster(valkeyServer(), `Valkey 9.1 Cluster (${valkeyServer()})`),
+  'cluster-valkey': () => {
+    const binary = valkeyServer()
+    return startBenchCluster(binary, `Valkey 9.1 Cluster (${binary})`)
+  },
   /** One Valkey 9.1 server: the server's own DELIFEQ in use (see valkeyServer). */
   async valkey() {
     const { startRedis } = require(path.join(root, '__test__/support/redis-server'))

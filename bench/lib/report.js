@@ -156,6 +156,12 @@ function renderTargets(results) {
     const s = reps && summarize(reps)
     return s && !s.error ? s : null
   }
+  /** redis-snatch's cycles per second over raw ioredis' at c=50 in `scenario`; null unless both ran there. */
+  const againstRaw = (scenario) => {
+    const own = get(scenario, 50, 'snatch')
+    const raw = get(scenario, 50, 'raw')
+    return own && raw ? own.perSecond / raw.perSecond : null
+  }
   const targets = []
   const snatch50 = get('withfn', 50, 'snatch')
   const peers50 = PEERS.map((id) => get('withfn', 50, id)).filter(Boolean)
@@ -170,12 +176,8 @@ function renderTargets(results) {
     ['newkeys', 'new keys withfn c=50 ≥ 2.2× raw ioredis', 2.2],
     ['cluster-newkeys', 'cluster new keys withfn c=50 ≥ 2.2× raw ioredis', 2.2],
   ]) {
-    const own = get(scenario, 50, 'snatch')
-    const raw = get(scenario, 50, 'raw')
-    if (own && raw) {
-      const r = own.perSecond / raw.perSecond
-      targets.push([name, ratio(r), r >= target])
-    }
+    const r = againstRaw(scenario)
+    if (r !== null) targets.push([name, ratio(r), r >= target])
   }
   const handoff = get('handoff', 10, 'snatch')
   if (handoff) targets.push(['handoff p50 ≤ 1 ms', `${ms(handoff.p50)} ms`, handoff.p50 <= 1])
@@ -197,12 +199,8 @@ function renderTargets(results) {
   }
   // Issue 66: at least 3× raw ioredis in the same run, in every scenario that runs both at c=50.
   for (const scenario of Object.keys(results)) {
-    const own = get(scenario, 50, 'snatch')
-    const raw = get(scenario, 50, 'raw')
-    if (own && raw) {
-      const r = own.perSecond / raw.perSecond
-      targets.push([`${scenario} c=50 ≥ 3× raw ioredis`, ratio(r), r >= 3])
-    }
+    const r = againstRaw(scenario)
+    if (r !== null) targets.push([`${scenario} c=50 ≥ 3× raw ioredis`, ratio(r), r >= 3])
   }
   const rss = ['uncontended', 'contended', 'withfn'].flatMap((scenario) => {
     const own = get(scenario, 50, 'snatch')

@@ -1,35 +1,36 @@
 'use strict'
 // The server's own compare-and-delete and compare-and-set: on Valkey 9 and newer a lock taken without waiting is
-// released by DELIFEQ and extended by SET … IFEQ … PX; a lock someone waited for still wakes its waiters (the release
-// script does it); on other servers the scripts do all of it. Runs on every server of npm test (scripts/test.js).
+// released by DELIFEQ, on Redis 8.4 and newer by DELEX … IFEQ, and extended by SET … IFEQ … PX on both; a lock someone
+// waited for still wakes its waiters (the release script does it); on other servers the scripts do all of it. Runs on
+// every server of npm test (scripts/test.js).
 
 const { createLocker } = require('../..')
-const { startRedis, redisCommand, commandCalls } = require('../support/redis-server')
+const { startRedis, redisCommand, commandCalls, compareAndDeleteOf } = require('../support/redis-server')
 const { uniqueKey, until } = require('../support/util')
 
 let server
 let locker
-let offered
+let own // the server's compare-and-delete, if any
 beforeAll(async () => {
   server = await startRedis()
   locker = createLocker({ url: server.url })
-  offered = Number(/valkey_version:(\d+)/.exec(await redisCommand(server.url, 'INFO', 'server'))?.[1] ?? 0) >= 9
+  own = await compareAndDeleteOf(server.url)
 })
 afterAll(async () => {
   await locker.close()
   await server.stop()
 })
 
-test('locks taken without waiting are released by DELIFEQ where the server offers it, and by script elsewhere', async () => {
-  await locker.snatchTask(uniqueKey('warm'), async () => {}) // the direct connection's handshake (one DELIFEQ probe)
-  const before = await commandCalls(server.url, 'delifeq')
+test('locks taken without waiting are released by the server\'s compare-and-delete where it offers one, and by script elsewhere', async () => {
+  await locker.snatchTask(uniqueKey('warm'), async () => {}) // the direct connection's handshake (one probe of each)
+  const before = await commandCalls(server.url, own ?? 'delifeq')
   for (let n = 0; n < 20; n++) {
     expect((await locker.snatchTask(uniqueKey('plain'), async () => n)).ran).toBe(true)
     const lock = await locker.tryLock(uniqueKey('try'))
     expect(await lock.release()).toBe(true)
   }
-  const released = (await commandCalls(server.url, 'delifeq')) - before
-  expect(released).toBe(offered ? 40 : 0)
+  const released = (await commandCalls(server.url, own ?? 'delifeq')) - before
+  expect(released).toBe(own ? 40 : 0)
 })
 
 test('a lock extended by hand keeps its lease either way', async () => {
@@ -37,8 +38,8 @@ test('a lock extended by hand keeps its lease either way', async () => {
   expect(await lock.extend(50_000)).toBe(true) // an older server refuses SET's IFEQ once: learned
   const sets = await commandCalls(server.url, 'set')
   expect(await lock.extend(60_000)).toBe(true)
-  // Valkey extends by SET … IFEQ … PX (the script's PEXPIRE elsewhere).
-  expect((await commandCalls(server.url, 'set')) - sets).toBe(offered ? 1 : 0)
+  // Valkey 9 and Redis 8.4 extend by SET … IFEQ … PX (the script's PEXPIRE elsewhere).
+  expect((await commandCalls(server.url, 'set')) - sets).toBe(own ? 1 : 0)
   const [name] = await redisCommand(server.url, 'KEYS', `*${lock.key}`)
   expect(await redisCommand(server.url, 'PTTL', name)).toBeGreaterThan(50_000)
   expect(await lock.release()).toBe(true)

@@ -57,7 +57,8 @@ test('runs on the direct socket run once per key and resolve like any run', asyn
   expect(await redisCommand(server.url, 'EXISTS', `snatch:${key}`)).toBe(0)
   expect(await locker.withLock(key, () => 'second')).toBe('second')
   const [client] = await directClients(server.url)
-  expect(client).toMatch(/ cmd=(evalsha|delifeq) /) // its release, by script (or Valkey 9's DELIFEQ) on that socket
+  // Its release, by script (or the server's own DELIFEQ, DELEX) on that socket.
+  expect(client).toMatch(/ cmd=(evalsha|delifeq|delex) /)
 })
 
 // The package's own word that the direct connection is on (issue: a Node, N-API or libuv change that turned it off

@@ -4,7 +4,7 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
-const { redisCommand } = require('./redis-server')
+const { redisCommand, compareAndDeleteOf } = require('./redis-server')
 
 /** The documented `ACL SETUSER snatch …` line, as the arguments after ACL, with `password` for the placeholder. */
 function documentedAcl(password) {
@@ -20,20 +20,20 @@ function documentedAcl(password) {
 /**
  * Creates the documented user `snatch` (or `username`) with `password` on each of `nodes` (redis:// URLs with admin
  * credentials), with the sharded pub/sub commands on Redis 7 and newer (unless `sharded` is false: an ACL from before
- * them), `+client|setinfo` on 6.2 and on 7.2 and newer (Valkey answers as 7.2; 7.0 and 7.1 refuse it) and `+delifeq` on
- * Valkey 9 and newer, as the guide says to add there.
+ * them), `+client|setinfo` on 6.2 and on 7.2 and newer (Valkey answers as 7.2; 7.0 and 7.1 refuse it), `+delifeq` on
+ * Valkey 9 and newer and `+delex` on Redis 8.4 and newer, as the guide says to add there.
  */
 async function createSnatchUser(nodes, password, { username = 'snatch', sharded = true } = {}) {
   await Promise.all(
     nodes.map(async (node) => {
       const info = await redisCommand(node, 'INFO', 'server')
       const [, major, minor] = /redis_version:(\d+)\.(\d+)/.exec(info).map(Number)
-      const valkey = Number(/valkey_version:(\d+)/.exec(info)?.[1] ?? 0)
       const shardedPubsub = sharded && major >= 7 ? ['+spublish', '+ssubscribe', '+sunsubscribe'] : []
       const setinfo = major !== 7 || minor >= 2 ? ['+client|setinfo'] : []
-      const delifeq = valkey >= 9 ? ['+delifeq'] : []
+      const own = await compareAndDeleteOf(node)
+      const compareAndDelete = own ? [`+${own}`] : []
       const [setuser, , ...rules] = documentedAcl(password)
-      await redisCommand(node, 'ACL', setuser, username, ...rules, ...shardedPubsub, ...setinfo, ...delifeq)
+      await redisCommand(node, 'ACL', setuser, username, ...rules, ...shardedPubsub, ...setinfo, ...compareAndDelete)
     }),
   )
 }

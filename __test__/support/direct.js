@@ -16,14 +16,14 @@ async function directClients(url) {
 
 /**
  * Runs snatchTask on a throwaway key until a run has gone over the direct socket of `locker` (the only locker on the
- * server at `url`): its client's last command is then the release, EVALSHA (or, on Valkey 9, DELIFEQ). Throws if that
- * does not happen within 5 s.
+ * server at `url`): its client's last command is then the release, EVALSHA (or the server's own DELIFEQ or DELEX).
+ * Throws if that does not happen within 5 s.
  */
 async function onDirectSocket(locker, url) {
   for (let attempt = 0; attempt < 250; attempt++) {
     await locker.snatchTask('direct-warm-up', () => {})
     const clients = await directClients(url)
-    if (clients.length === 1 && / cmd=(evalsha|delifeq) /.test(clients[0])) return
+    if (clients.length === 1 && / cmd=(evalsha|delifeq|delex) /.test(clients[0])) return
     await sleep(20)
   }
   const clients = (await directClients(url)).join(' | ')

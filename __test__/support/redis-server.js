@@ -363,8 +363,22 @@ async function commandCalls(target, command) {
   return [...stats.matchAll(/calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0)
 }
 
+/**
+ * The compare-and-delete of its own the server at `target` offers, as `INFO commandstats` names it: `delifeq` on Valkey
+ * 9.0 and newer, `delex` on Redis 8.4 and newer (each with SET's IFEQ), or null. Valkey answers a `redis_version` of
+ * 7.2 too.
+ */
+async function compareAndDeleteOf(target) {
+  const info = await redisCommand(target, 'INFO', 'server')
+  const version = (field) => new RegExp(`${field}:(\\d+)\\.(\\d+)`).exec(info)?.slice(1).map(Number)
+  const [valkey, redis] = [version('valkey_version'), version('redis_version')]
+  if (valkey) return valkey[0] >= 9 ? 'delifeq' : null
+  return redis && (redis[0] > 8 || (redis[0] === 8 && redis[1] >= 4)) ? 'delex' : null
+}
+
 module.exports = {
   startRedis,
+  compareAndDeleteOf,
   requireRedisServer,
   requireDeploymentTools,
   redisCommand,

@@ -17,7 +17,7 @@ use snatch_core::{
 use std::io::ErrorKind;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{held_by, inspect, redis_url, unique_key, RedisServer};
+use support::{compare_and_delete_of, held_by, inspect, redis_url, unique_key, RedisServer};
 
 /// A locker on `urls` with a prefix of its own: its locks' fence counter is new, and no other test counts it up.
 fn locker(urls: &[&str]) -> Locker {
@@ -121,10 +121,10 @@ fn exchange_in(
 }
 
 /// The commands in `written` that tell calls apart, in order: `SET` for an acquisition, `PEXPIRE` after it when it
-/// keeps the fence counter, `EVALSHA` for a script call, `DELIFEQ` for the server's compare-and-delete.
+/// keeps the fence counter, `EVALSHA` for a script call, `DELIFEQ` or `DELEX` for the server's compare-and-delete.
 fn commands(written: &[u8]) -> Vec<&'static str> {
-    let names =
-        ["SET", "PEXPIRE", "EVALSHA", "DELIFEQ"].map(|name| (name, format!("\r\n${}\r\n{name}\r\n", name.len())));
+    let names = ["SET", "PEXPIRE", "EVALSHA", "DELIFEQ", "DELEX"]
+        .map(|name| (name, format!("\r\n${}\r\n{name}\r\n", name.len())));
     (0..written.len())
         .filter_map(|at| names.iter().find(|(_, line)| written[at..].starts_with(line.as_bytes())).map(|(n, _)| *n))
         .collect()
@@ -634,7 +634,7 @@ async fn replies_read_a_byte_at_a_time_are_paired_with_their_calls() {
     let calls = vec![Call::Release(release_of(&locker, &first)), attempt(&free), attempt(&wrong_type), attempt(&free)];
     let offers = socket.offers();
     let (replies, commands) = exchange_in(&mut socket, calls, 1, offers);
-    let release = if offers.compare_and_delete { "DELIFEQ" } else { "EVALSHA" };
+    let release = offers.compare_and_delete.map_or("EVALSHA", |command| command.words("", "")[0]);
     assert_eq!(commands, [release, "SET", "SET", "SET"]);
     let [released, again, wrong, held] = <[_; 4]>::try_from(replies).ok().unwrap();
     assert!(matches!(settle_release(released), ReleaseSettled::Done(Ok(true))));
@@ -733,23 +733,15 @@ async fn direct_acquisitions_and_the_acquire_script_agree_on_every_state_of_a_ke
     locker.close().await;
 }
 
-/// Whether the server at `url` is one that offers `DELIFEQ` (Valkey 9.0 or later).
-fn offers_delifeq(url: &str) -> bool {
-    let info: String = redis::cmd("INFO").arg("server").query(&mut inspect(url)).unwrap();
-    let valkey_major =
-        info.lines().find_map(|line| line.strip_prefix("valkey_version:")?.split('.').next()?.parse::<u32>().ok());
-    valkey_major.is_some_and(|major| major >= 9)
-}
-
 #[tokio::test]
 async fn a_plain_lease_is_released_by_the_servers_compare_and_delete_and_a_waited_for_one_by_the_script() {
     let (_server, url) = redis_url();
     let locker = locker(&[&url]);
     let mut socket = socket(&locker).await;
-    let offered = offers_delifeq(&url);
+    let offered = compare_and_delete_of(&url);
     assert_eq!(socket.offers().compare_and_delete, offered, "the handshake learned what the server offers");
     let options = LockOptions::default();
-    let own = if offered { "DELIFEQ" } else { "EVALSHA" };
+    let own = offered.map_or("EVALSHA", |command| command.words("", "")[0]);
 
     // Held by its owner alone: one command, the server's own where it has it.
     let key = unique_key("offers-plain");
@@ -767,7 +759,7 @@ async fn a_plain_lease_is_released_by_the_servers_compare_and_delete_and_a_waite
     let (mut replies, commands) = exchange(&mut socket, vec![Call::Release(release_of(&locker, &lease))]);
     assert_eq!(commands, [own]);
     let settled = settle_release(replies.remove(0));
-    let settled = if offered {
+    let settled = if offered.is_some() {
         let ReleaseSettled::Resend(again) = settled else { panic!("sent again by script: {settled:?}") };
         let (mut replies, commands) = exchange(&mut socket, vec![Call::Release(again)]);
         assert_eq!(commands, ["EVALSHA"], "a release sent again goes by the script");

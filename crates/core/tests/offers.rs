@@ -6,15 +6,7 @@ mod support;
 
 use snatch_core::{LockOptions, Locker, LockerConfig};
 use std::time::Duration;
-use support::{inspect, options, unique_key, RedisServer};
-
-/// Whether the server at `url` offers `DELIFEQ` and `SET … IFEQ` (Valkey 9.0 or later).
-fn offers_them(url: &str) -> bool {
-    let info: String = redis::cmd("INFO").arg("server").query(&mut inspect(url)).unwrap();
-    let major =
-        info.lines().find_map(|line| line.strip_prefix("valkey_version:")?.split('.').next()?.parse::<u32>().ok());
-    major.is_some_and(|major| major >= 9)
-}
+use support::{compare_and_delete_of, inspect, options, unique_key, RedisServer};
 
 /// How many times the server ran `command`, and how many of those it failed or refused (`INFO commandstats`).
 fn counts(url: &str, command: &str) -> (u64, u64) {
@@ -49,16 +41,19 @@ async fn plain_leases_are_extended_and_released_by_the_servers_commands_where_it
     let url = server.url();
     let locker = locker_at(&url);
     cycles(&locker, 1).await; // the connection and its scripts, ready; what the server refuses, learned
-    let (delifeq, _) = counts(&url, "delifeq");
+                              // Its compare-and-delete (DELIFEQ, DELEX), and with it SET's IFEQ (Valkey 9.0, Redis 8.4), or neither.
+    let offered = compare_and_delete_of(&url);
+    let name = offered.map_or("delifeq", |command| command.name());
+    let (deleted, _) = counts(&url, name);
     let ((evalsha, _), (_, set_failed)) = (counts(&url, "evalsha"), counts(&url, "set"));
     cycles(&locker, 3).await;
-    let (delifeq_after, _) = counts(&url, "delifeq");
+    let (deleted_after, _) = counts(&url, name);
     let ((evalsha_after, _), (_, set_failed_after)) = (counts(&url, "evalsha"), counts(&url, "set"));
-    if offers_them(&url) {
-        assert_eq!(delifeq_after - delifeq, 3, "each release by DELIFEQ");
+    if offered.is_some() {
+        assert_eq!(deleted_after - deleted, 3, "each release by {name}");
         assert_eq!(evalsha_after - evalsha, 3, "the acquisitions alone by script");
     } else {
-        assert_eq!(delifeq_after, 0);
+        assert_eq!(deleted_after, 0);
         assert_eq!(evalsha_after - evalsha, 9, "acquisitions, extensions and releases by script");
     }
     // An older server refuses SET's IFEQ as a syntax error (a failed SET): learned on the first cycle.
@@ -68,7 +63,7 @@ async fn plain_leases_are_extended_and_released_by_the_servers_commands_where_it
     let lease = locker.lock(&unique_key("waited"), &options(10_000, 1_000)).await.unwrap();
     assert!(lease.extend(None).await.unwrap());
     assert!(lease.release().await.unwrap());
-    assert_eq!(counts(&url, "delifeq").0, delifeq_after);
+    assert_eq!(counts(&url, name).0, deleted_after);
     locker.close().await;
 }
 
@@ -76,21 +71,22 @@ async fn plain_leases_are_extended_and_released_by_the_servers_commands_where_it
 async fn a_user_whose_acl_denies_the_command_gets_the_script_after_one_refusal() {
     let server = RedisServer::start();
     let url = server.url();
-    if !offers_them(&url) {
-        eprintln!("skipped: the server does not offer DELIFEQ (Valkey 9 does)");
+    let Some(offered) = compare_and_delete_of(&url) else {
+        eprintln!("skipped: the server offers no compare-and-delete (Valkey 9 and Redis 8.4 do)");
         return;
-    }
-    let user = unique_key("no-delifeq").replace(|c: char| !c.is_ascii_alphanumeric(), "-");
+    };
+    let user = unique_key("no-compare-and-delete").replace(|c: char| !c.is_ascii_alphanumeric(), "-");
+    let denied = format!("-{}", offered.name());
     let _: () = redis::cmd("ACL")
-        .arg(&["SETUSER", &user, "on", ">secret", "~*", "&*", "+@all", "-delifeq"][..])
+        .arg(&["SETUSER", &user, "on", ">secret", "~*", "&*", "+@all", &denied][..])
         .query(&mut inspect(&url))
         .unwrap();
     let limited = url.replacen("redis://", &format!("redis://{user}:secret@"), 1);
     let locker = locker_at(&limited);
     cycles(&locker, 3).await;
-    let (calls, denied) = counts(&url, "delifeq");
+    let (calls, refusals) = counts(&url, offered.name());
     assert_eq!(calls, 0, "denied, never run");
-    assert_eq!(denied, 1, "one denial, remembered on the connection");
+    assert_eq!(refusals, 1, "one denial, remembered on the connection");
     locker.close().await;
 }
 
@@ -111,8 +107,8 @@ async fn a_lease_not_ours_any_more_is_neither_extended_nor_released_by_them() {
 }
 
 #[tokio::test]
-async fn a_key_of_emoji_is_released_on_a_server_without_delifeq_too() {
-    // A server without DELIFEQ quotes the first bytes of the command's arguments in its refusal; cut inside an emoji,
+async fn a_key_of_emoji_is_released_on_a_server_without_a_compare_and_delete_too() {
+    // A server without the command quotes the first bytes of the command's arguments in its refusal; cut inside an emoji,
     // they are not UTF-8, which the redis crate cannot read (it dropped the connection, and the release failed).
     let server = RedisServer::start();
     let url = server.url();

@@ -17,7 +17,7 @@ use snatch_protocol::direct::commands::DirectCommand;
 use snatch_protocol::direct::kept::KeptCounters;
 use snatch_protocol::direct::session::CallReply;
 use snatch_protocol::keys::{Kind, LockKeys};
-use snatch_protocol::offers::Offers;
+use snatch_protocol::offers::{CompareAndDelete, Offers};
 use snatch_protocol::SnatchError;
 use std::sync::Arc;
 use std::time::Duration;
@@ -208,9 +208,9 @@ impl DirectAcquire {
 #[derive(Debug)]
 pub struct DirectRelease {
     lease: Arc<Lease>,
-    /// Sent by the server's compare-and-delete (`DELIFEQ`), decided when encoded: a plain lease's, on a server that
-    /// offers it, not sent again by script already.
-    compare_and_delete: bool,
+    /// Sent by the server's own compare-and-delete, decided when encoded: a plain lease's, on a server that offers
+    /// one, not sent again by script already.
+    compare_and_delete: Option<CompareAndDelete>,
     /// Sent again by the release script ([`ReleaseSettled::Resend`]).
     resent: bool,
 }
@@ -224,12 +224,12 @@ impl DirectRelease {
         if locker.direct_node().is_none() || !lease.hold_left().is_zero() || !lease.end_released() {
             return None;
         }
-        Some(Self { lease: lease.clone(), compare_and_delete: false, resent: false })
+        Some(Self { lease: lease.clone(), compare_and_delete: None, resent: false })
     }
 
     /// Its command is about to be encoded on a socket whose server offers `offers`: which command it is.
     pub fn encoded(&mut self, offers: Offers) {
-        self.compare_and_delete = offers.compare_and_delete && self.lease.plain() && !self.resent;
+        self.compare_and_delete = offers.compare_and_delete.filter(|_| self.lease.plain() && !self.resent);
     }
 
     /// The command that releases the lock: the server's compare-and-delete ([`DirectRelease::encoded`]); or the
@@ -238,8 +238,8 @@ impl DirectRelease {
     pub fn command(&self) -> DirectCommand<'_> {
         let cluster = single(self.lease.nodes()).is_cluster();
         let (keys, token) = (self.lease.keys(), self.lease.owner());
-        if self.compare_and_delete {
-            return DirectCommand::CompareAndDelete { lock: &keys.lock, token };
+        if let Some(command) = self.compare_and_delete {
+            return DirectCommand::CompareAndDelete { command, lock: &keys.lock, token };
         }
         match keys.kind {
             Kind::Lock | Kind::Write { .. } => DirectCommand::Release { lock: &keys.lock, token, cluster },
@@ -251,11 +251,14 @@ impl DirectRelease {
     /// ours, or an error; or the release to finish on the locker's own connection.
     pub fn settle(self, reply: CallReply) -> ReleaseSettled {
         let answer = Answer::of(reply);
-        let release =
-            if self.compare_and_delete { Release::of_compare_and_delete(answer) } else { Release::of(answer) };
+        let release = if self.compare_and_delete.is_some() {
+            Release::of_compare_and_delete(answer)
+        } else {
+            Release::of(answer)
+        };
         match release {
             Release::Done(released) => ReleaseSettled::Done(Ok(released)),
-            Release::ByScript => ReleaseSettled::Resend(Self { compare_and_delete: false, resent: true, ..self }),
+            Release::ByScript => ReleaseSettled::Resend(Self { compare_and_delete: None, resent: true, ..self }),
             Release::Fallback => ReleaseSettled::Fallback(self),
             Release::Failed { cause } => ReleaseSettled::Done(Err(failure(single(self.lease.nodes()), cause))),
         }

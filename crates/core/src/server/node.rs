@@ -15,7 +15,7 @@ use redis::{FromRedisValue, Value};
 use snatch_protocol::acquisition::{self, Acquired};
 use snatch_protocol::fleet::{server_version, Server};
 use snatch_protocol::keys::{Kind, LockKeys};
-use snatch_protocol::offers;
+use snatch_protocol::offers::{self, CompareAndDelete};
 use snatch_protocol::scripts;
 use snatch_protocol::SnatchError;
 use std::sync::Arc;
@@ -73,8 +73,8 @@ pub(crate) struct Node {
     wait_replicas: u32,
     /// How long a fence counter is kept after an acquisition, in ms.
     fence_ttl_ms: u64,
-    /// The key under the locker's prefix that asks whether the server runs `DELIFEQ` before a lock's key does; `None`
-    /// for a prefix that is not ASCII (see [`Node::own_command`]).
+    /// The key under the locker's prefix that asks whether the server runs a compare-and-delete of its own before a
+    /// lock's key does; `None` for a prefix that is not ASCII (see [`Node::release`]).
     probe_key: Option<String>,
 }
 
@@ -326,17 +326,19 @@ impl Node {
     /// Runs RELEASE (PERMIT_RELEASE for a semaphore's permit or a read lock): deletes a key we own and wakes its
     /// waiters; false when it is not ours.
     pub(crate) async fn release(&self, keys: &LockKeys, token: &str, plain: bool) -> Result<bool, SnatchError> {
-        if plain {
-            let offered = &self.connection.offers().compare_and_delete;
-            let words = offers::compare_and_delete(&keys.lock, token);
-            // A server without DELIFEQ quotes the first bytes of its arguments in its refusal, which the redis crate
-            // cannot read when they end inside a character (a key of emoji), and drops the connection: it is asked on
-            // a key of ASCII first. A prefix that is not ASCII leaves the command unused.
-            let Some(probe_key) = &self.probe_key else { return self.release_by_script(keys, token).await };
-            let probe = offers::compare_and_delete(probe_key, "-");
-            let own = self.own_command(offered, Some(&probe), &words, |reply| matches!(reply, Value::Int(1))).await?;
-            if let Some(true) = own {
-                return Ok(true);
+        // A server without the command quotes the first bytes of its arguments in its refusal, which the redis crate
+        // cannot read when they end inside a character (a key of emoji), and drops the connection: each is asked on a
+        // key of ASCII first. A prefix that is not ASCII leaves them unused.
+        if let Some(probe_key) = self.probe_key.as_deref().filter(|_| plain) {
+            for command in CompareAndDelete::ALL {
+                let offered = self.connection.offers().compare_and_delete(command);
+                let (words, probe) = (command.words(&keys.lock, token), command.words(probe_key, "-"));
+                match self.own_command(offered, Some(&probe), &words, |reply| matches!(reply, Value::Int(1))).await? {
+                    Some(true) => return Ok(true),
+                    // It ran: the lock did not hold its owner alone, which the script sorts out.
+                    Some(false) => break,
+                    None => {}
+                }
             }
         }
         self.release_by_script(keys, token).await

@@ -1,7 +1,8 @@
 //! What a server offers of its own commands (snatch-protocol's offers.rs), as one connection learns it: from the
-//! first use of each command (DELIFEQ asked first on a key of its own: see `Node::release`). A connection opened again may reach another server (a failover), so
-//! what it learned is forgotten then.
+//! first use of each command (a compare-and-delete asked first on a key of its own: see `Node::release`). A connection
+//! opened again may reach another server (a failover), so what it learned is forgotten then.
 
+use snatch_protocol::offers::CompareAndDelete;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 const UNKNOWN: u8 = 0;
@@ -38,15 +39,26 @@ impl Offered {
 #[derive(Debug, Default)]
 pub(crate) struct OfferedCommands {
     /// `DELIFEQ` (Valkey 9.0).
-    pub(crate) compare_and_delete: Offered,
+    delifeq: Offered,
+    /// `DELEX … IFEQ` (Redis 8.4).
+    delex: Offered,
     /// `SET … IFEQ … PX` (Valkey 8.1, Redis 8.4).
     pub(crate) compare_and_set: Offered,
 }
 
 impl OfferedCommands {
+    /// What the connection learned of `command`.
+    pub(crate) fn compare_and_delete(&self, command: CompareAndDelete) -> &Offered {
+        match command {
+            CompareAndDelete::DelIfEq => &self.delifeq,
+            CompareAndDelete::DelEx => &self.delex,
+        }
+    }
+
     /// Forgets all of it.
     pub(crate) fn forget(&self) {
-        self.compare_and_delete.forget();
+        self.delifeq.forget();
+        self.delex.forget();
         self.compare_and_set.forget();
     }
 }

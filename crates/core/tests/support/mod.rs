@@ -165,6 +165,22 @@ pub fn inspect(url: &str) -> redis::Connection {
     redis::Client::open(url).unwrap().get_connection().unwrap()
 }
 
+/// The compare-and-delete of its own the server at `url` offers: `DELIFEQ` from Valkey 9.0, `DELEX … IFEQ` from Redis
+/// 8.4 (Valkey answers `INFO` with a `redis_version` of 7.2 too).
+pub fn compare_and_delete_of(url: &str) -> Option<snatch_core::protocol::offers::CompareAndDelete> {
+    let info: String = redis::cmd("INFO").arg("server").query(&mut inspect(url)).unwrap();
+    let version = |field: &str| {
+        let line = info.lines().find_map(|line| line.strip_prefix(field))?;
+        let mut parts = line.split('.').map(|part| part.trim().parse::<u32>().ok());
+        Some((parts.next()??, parts.next()??))
+    };
+    match (version("valkey_version:"), version("redis_version:")) {
+        (Some(valkey), _) => (valkey >= (9, 0)).then_some(snatch_core::protocol::offers::CompareAndDelete::DelIfEq),
+        (None, Some(redis)) => (redis >= (8, 4)).then_some(snatch_core::protocol::offers::CompareAndDelete::DelEx),
+        (None, None) => None,
+    }
+}
+
 /// Waits until a schedule's buffer slot (`slot`, its lock key) is held, then makes it another's, as when the waiter
 /// holding it was stopped past its lease and a later occurrence took it.
 pub async fn take_buffer_slot(url: &str, slot: &str) {

@@ -117,7 +117,7 @@ impl Release {
         }
     }
 
-    /// What `answer` comes to for a release by the server's compare-and-delete (`DELIFEQ`).
+    /// What `answer` comes to for a release by the server's own compare-and-delete (`DELIFEQ`, `DELEX … IFEQ`).
     pub fn of_compare_and_delete(answer: Answer) -> Self {
         let compared = match answer {
             Answer::Int(deleted) => Compared::of(deleted == 1, None),

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 /// A command written for direct calls, or an acquisition's commands.
 #[derive(Debug, Clone, Copy)]
 enum Written {
-    /// A command (a script call, or DELIFEQ) for this many calls: one reply, split among them with
+    /// A command (a script call, or a compare-and-delete) for this many calls: one reply, split among them with
     /// [`Reply::into_parts`].
     Command(usize),
     /// One acquisition's commands, this many of [`acquisition::COMMANDS`].

@@ -6,7 +6,7 @@
 use crate::acquisition;
 use crate::direct::awaited::AwaitedReplies;
 use crate::keys::LockKeys;
-use crate::offers::{self, Offers};
+use crate::offers::{CompareAndDelete, Offers};
 use crate::resp;
 use crate::scripts;
 use std::time::Instant;
@@ -22,9 +22,9 @@ pub enum DirectCommand<'a> {
     /// Release a lock we own: the release script, for `lock` held with `token`, on a Redis Cluster when `cluster`
     /// (its waiters are woken on the sharded channel there).
     Release { lock: &'a str, token: &'a str, cluster: bool },
-    /// Release a lock we own by the server's `DELIFEQ` ([`offers::compare_and_delete`]): a plain lease's, on a server
-    /// that offers it.
-    CompareAndDelete { lock: &'a str, token: &'a str },
+    /// Release a lock we own by the server's own compare-and-delete ([`CompareAndDelete`]): a plain lease's, on a
+    /// server that offers it.
+    CompareAndDelete { command: CompareAndDelete, lock: &'a str, token: &'a str },
     /// Take a semaphore's permit, a read or the write lock of `keys` with `token`, in one attempt: its script
     /// ([`scripts::held_acquire_keys`], [`scripts::held_acquire_args`]), on a Redis Cluster when `one_slot`.
     AcquireHeld { keys: &'a LockKeys, token: &'a str, ttl_ms: u128, fence_ttl_ms: u128, one_slot: bool },
@@ -83,8 +83,8 @@ pub fn write_commands<'a, C: DirectCall + 'a>(
                 write_script(buf, script, names.iter().map(String::as_str), args.iter().map(String::as_str));
                 awaited.command(1);
             }
-            DirectCommand::CompareAndDelete { lock, token } => {
-                resp::encode(buf, &offers::compare_and_delete(lock, token));
+            DirectCommand::CompareAndDelete { command, lock, token } => {
+                resp::encode(buf, &command.words(lock, token));
                 awaited.command(1);
             }
             DirectCommand::Release { .. } => {

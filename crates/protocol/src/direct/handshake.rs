@@ -1,11 +1,11 @@
 //! What a socket of direct calls says first, and what its replies come to: the credentials, the database, the
 //! client name, the release and acquire scripts loaded, a probe of whether the server runs the acquisitions'
-//! commands, and whether it offers its own compare-and-delete (offers.rs).
+//! commands, and which compare-and-delete of its own it offers (offers.rs).
 
 use crate::acquisition;
 use crate::direct::target::DirectTarget;
 use crate::keys;
-use crate::offers::{self, Offers};
+use crate::offers::{CompareAndDelete, Offers};
 use crate::resp::{self, Reply};
 use crate::scripts;
 
@@ -35,6 +35,10 @@ pub struct Handshake {
     probe: usize,
     /// No reply of the probe was (or held) an error so far.
     accepted: bool,
+    /// The compare-and-delete commands whose replies are still to come, last, in the order they were tried.
+    compared: std::slice::Iter<'static, CompareAndDelete>,
+    /// The first of them the server answered with a number.
+    offers: Offers,
 }
 
 /// Where [`Handshake::take`] ended: the socket's use.
@@ -76,13 +80,17 @@ impl Handshake {
         }
         let key = probe_key(greeting.prefix, greeting.target);
         let probe = write_probe(&mut bytes, &key);
-        // Last: whether the server (and the user's ACL) runs DELIFEQ, on a key that does not exist (it answers 0).
-        resp::encode(&mut bytes, &offers::compare_and_delete(&key, "-"));
-        (Self { commands: commands.len(), probe, accepted: true }, bytes)
+        // Last: which compare-and-delete the server (and the user's ACL) runs, on a key that does not exist (it
+        // answers 0); a server refuses the others as unknown.
+        for command in CompareAndDelete::ALL {
+            resp::encode(&mut bytes, &command.words(&key, "-"));
+        }
+        let compared = CompareAndDelete::ALL.iter();
+        (Self { commands: commands.len(), probe, accepted: true, compared, offers: Offers::default() }, bytes)
     }
 
-    /// Takes the next reply: `None` while more are to come; then what the socket is for (the probe's answer, and
-    /// DELIFEQ's), or the refusal of a handshake command (say, AUTH's), which fails the socket.
+    /// Takes the next reply: `None` while more are to come; then what the socket is for (the probe's answer, and the
+    /// compare-and-deletes'), or the refusal of a handshake command (say, AUTH's), which fails the socket.
     pub fn take(&mut self, reply: Reply) -> Option<Result<Greeted, String>> {
         if self.commands > 0 {
             self.commands -= 1;
@@ -96,8 +104,15 @@ impl Handshake {
             self.probe -= 1;
             return None;
         }
-        let offers = Offers { compare_and_delete: matches!(reply, Reply::Int(_)) };
-        Some(Ok(if self.accepted { Greeted::Direct(offers) } else { Greeted::Refused }))
+        if let Some(&command) = self.compared.next() {
+            if matches!(reply, Reply::Int(_)) && self.offers.compare_and_delete.is_none() {
+                self.offers.compare_and_delete = Some(command);
+            }
+        }
+        if self.compared.len() > 0 {
+            return None;
+        }
+        Some(Ok(if self.accepted { Greeted::Direct(self.offers) } else { Greeted::Refused }))
     }
 }
 
@@ -172,21 +187,32 @@ mod tests {
             let exec = Reply::Array(vec![set, Reply::Int(1), Reply::Int(1), Reply::Int(2)]);
             assert_eq!(handshake.take(exec), None);
             let expected = if refused { Greeted::Refused } else { Greeted::Direct(Offers::default()) };
-            assert_eq!(handshake.take(Reply::Error("ERR unknown command 'DELIFEQ'".into())), Some(Ok(expected)));
+            assert_eq!(handshake.take(Reply::Error("ERR unknown command 'DELIFEQ'".into())), None);
+            assert_eq!(handshake.take(Reply::Error("ERR unknown command 'DELEX'".into())), Some(Ok(expected)));
         }
     }
 
     #[test]
-    fn delifeq_answered_with_a_number_is_offered_and_denied_is_not() {
-        for (reply, offered) in [(Reply::Int(0), true), (Reply::Error("NOPERM no permissions".into()), false)] {
+    fn the_compare_and_delete_answered_with_a_number_is_offered_and_a_denied_or_unknown_one_is_not() {
+        let unknown = || Reply::Error("ERR unknown command".into());
+        let denied = || Reply::Error("NOPERM no permissions".into());
+        for (delifeq, delex, offered) in [
+            (Reply::Int(0), unknown(), Some(CompareAndDelete::DelIfEq)),
+            (unknown(), Reply::Int(0), Some(CompareAndDelete::DelEx)),
+            (denied(), unknown(), None),
+            (unknown(), denied(), None),
+        ] {
             let (mut handshake, bytes) = greeting(None, 0);
-            assert!(String::from_utf8_lossy(&bytes)
-                .ends_with("*3\r\n$7\r\nDELIFEQ\r\n$20\r\np:redis-snatch-probe\r\n$1\r\n-\r\n"));
+            assert!(String::from_utf8_lossy(&bytes).ends_with(concat!(
+                "*3\r\n$7\r\nDELIFEQ\r\n$20\r\np:redis-snatch-probe\r\n$1\r\n-\r\n",
+                "*4\r\n$5\r\nDELEX\r\n$20\r\np:redis-snatch-probe\r\n$4\r\nIFEQ\r\n$1\r\n-\r\n"
+            )));
             for _ in 0..13 {
                 assert_eq!(handshake.take(Reply::Status("OK".into())), None);
             }
+            assert_eq!(handshake.take(delifeq), None);
             let expected = Greeted::Direct(Offers { compare_and_delete: offered });
-            assert_eq!(handshake.take(reply), Some(Ok(expected)));
+            assert_eq!(handshake.take(delex), Some(Ok(expected)));
         }
     }
 

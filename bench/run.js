@@ -12,7 +12,7 @@ const { LIBS } = require('./libs')
 const { hasRedisBenchmark, measureFloor } = require('./lib/floor')
 const { renderReport, renderSoak } = require('./lib/report')
 const { SCENARIOS } = require('./lib/scenarios')
-const { valkeyServer } = require('./lib/valkey')
+const { serverBinary } = require('./lib/servers')
 const { ensureBuilt } = require('../scripts/ensure-built')
 
 const root = path.join(__dirname, '..')
@@ -33,9 +33,9 @@ const USAGE = `usage: npm run bench -- [options]
   --libs a,b         only these libraries (${LIBS.map((l) => l.id).join(', ')}; a reference only when named)
   --scenarios a,b    only these scenarios (${Object.keys(SCENARIOS).join(', ')})
 REDIS_URL=redis://… uses that server instead of starting a throwaway redis-server. The cluster scenarios start a
-Redis Cluster of 3 masters with a replica each (cluster-valkey: of Valkey 9.1 servers), the valkey scenario a Valkey
-9.1 server and the tls scenario a redis-server with a TLS port (test certificates), all throwaway and only when
-selected; REDIS_URL does not apply to them.`
+Redis Cluster of 3 masters with a replica each (cluster-valkey: of Valkey 9.1 servers, cluster-redis8: of Redis 8),
+the valkey and redis8 scenarios a Valkey 9.1 and a Redis 8 server, and the tls scenarios a redis-server (tls-redis8:
+Redis 8) with a TLS port (test certificates), all throwaway and only when selected; REDIS_URL does not apply to them.`
 
 const children = new Set()
 process.on('exit', () => {
@@ -155,36 +155,54 @@ const DEPLOYMENTS = {
   cluster: () => startBenchCluster('redis-server', 'Redis Cluster'),
   /** The same on Valkey 9.1 servers: the server's own DELIFEQ in use. */
   'cluster-valkey': () => {
-    const binary = valkeyServer()
+    const binary = serverBinary('valkey')
     return startBenchCluster(binary, `Valkey 9.1 Cluster (${binary})`)
   },
-  /** One Valkey 9.1 server: the server's own DELIFEQ in use (see valkeyServer). */
-  async valkey() {
-    const { startRedis } = require(path.join(root, '__test__/support/redis-server'))
-    const server = await startRedis({ binary: valkeyServer() })
-    return {
-      options: { url: server.url },
-      pids: [server.process.pid],
-      description: `one Valkey 9.1 server on port ${server.port} (${valkeyServer()})`,
-      stop: () => server.stop(),
-    }
+  /** The same on Redis 8 servers: the server's own DELEX in use. */
+  'cluster-redis8': () => {
+    const binary = serverBinary('redis8')
+    return startBenchCluster(binary, `Redis 8 Cluster (${binary})`)
   },
+  /** One Valkey 9.1 server: the server's own DELIFEQ in use. */
+  valkey: () => startBenchServer(serverBinary('valkey'), 'Valkey 9.1'),
+  /** One Redis 8 server: the server's own DELEX in use. */
+  redis8: () => startBenchServer(serverBinary('redis8'), 'Redis 8'),
   /** One redis-server listening on a TLS port (test certificates made by openssl) and a plaintext one. */
-  async tls() {
-    const { makeCertificates, startTlsRedis } = require(harness)
-    const certs = await makeCertificates()
-    const server = await startTlsRedis({ certs })
-    return {
-      options: { url: server.tlsUrl, tls: { ca: certs.ca } },
-      plaintext: { url: server.url },
-      pids: [server.process.pid],
-      description:
-        `one redis-server with TLS on port ${server.tlsPort} and plaintext on port ${server.port} (the test ` +
-        "harness's `startTlsRedis`: EC P-256 certificates of a test CA, trusted through `tls: { ca }`, no client " +
-        'certificates)',
-      stop: () => server.stop(),
-    }
+  tls: () => startBenchTls('redis-server', 'redis-server'),
+  /** The same on a Redis 8 server: the server's own DELEX in use. */
+  'tls-redis8': () => {
+    const binary = serverBinary('redis8')
+    return startBenchTls(binary, `Redis 8 server (${binary})`)
   },
+}
+
+/** One server of `binary`, plaintext. */
+async function startBenchServer(binary, name) {
+  const { startRedis } = require(path.join(root, '__test__/support/redis-server'))
+  const server = await startRedis({ binary })
+  return {
+    options: { url: server.url },
+    pids: [server.process.pid],
+    description: `one ${name} server on port ${server.port} (${binary})`,
+    stop: () => server.stop(),
+  }
+}
+
+/** One server of `binary` listening on a TLS port (test certificates made by openssl) and a plaintext one. */
+async function startBenchTls(binary, name) {
+  const { makeCertificates, startTlsRedis } = require(harness)
+  const certs = await makeCertificates()
+  const server = await startTlsRedis({ certs, binary })
+  return {
+    options: { url: server.tlsUrl, tls: { ca: certs.ca } },
+    plaintext: { url: server.url },
+    pids: [server.process.pid],
+    description:
+      `one ${name} with TLS on port ${server.tlsPort} and plaintext on port ${server.port} (the test ` +
+      "harness's `startTlsRedis`: EC P-256 certificates of a test CA, trusted through `tls: { ca }`, no client " +
+      'certificates)',
+    stop: () => server.stop(),
+  }
 }
 
 /** Start the deployments that `scenarios` need (none twice); on a failure stop those already started. */

@@ -1,12 +1,12 @@
 'use strict'
-// `npm run bench:server-cpu`: what one withfn cycle costs the server, on Valkey 9.1 (INFO commandstats: the
-// microseconds the server spent in each command, per cycle), against the floor: the same cycle done by a raw
-// ioredis client with SET NX PX, INCR (the fence) and DELIFEQ, the server's own compare-and-delete. Each side runs
-// 50 loops on their own keys in a process of its own, after a warmup, on an emptied server with its statistics
-// reset. With SNATCH_BASE set to another build's directory, that build is measured too (before and after).
-// Writes results/<date>-server-cpu.md and prints it.
+// `npm run bench:server-cpu`: what one withfn cycle costs the server, on Valkey 9.1 or Redis 8 (INFO commandstats:
+// the microseconds the server spent in each command, per cycle), against the floor: the same cycle done by a raw
+// ioredis client with SET NX PX, INCR (the fence) and the server's own compare-and-delete (Valkey's DELIFEQ, Redis's
+// DELEX … IFEQ). Each side runs 50 loops on their own keys in a process of its own, after a warmup, on an emptied
+// server with its statistics reset. With SNATCH_BASE set to another build's directory, that build is measured too
+// (before and after). Writes results/<date>-server-cpu.md (-redis8 for Redis 8) and prints it.
 //
-//   npm run bench:server-cpu -- [--seconds 5] [--reps 3]
+//   npm run bench:server-cpu -- [--seconds 5] [--reps 3] [--server valkey|redis8]
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -20,24 +20,31 @@ const { startRedis, redisCommand } = require(path.join(root, '__test__/support/r
 const LOOPS = 50
 const WARMUP_MS = 1000
 
+/** The servers: the name of their version in INFO, and their compare-and-delete. */
+const SERVERS = {
+  valkey: { version: 'valkey_version', name: 'Valkey', compareAndDelete: (key, token) => ['DELIFEQ', key, token] },
+  redis8: { version: 'redis_version', name: 'Redis', compareAndDelete: (key, token) => ['DELEX', key, 'IFEQ', token] },
+}
+
 /** The sides: a label, and what a loop's cycle is (run in the child, see `child`). */
 const SIDES = [
-  { id: 'floor', label: 'raw ioredis: SET NX PX, INCR, DELIFEQ (the floor)' },
+  { id: 'floor', label: 'raw ioredis: SET NX PX, INCR, its compare-and-delete (the floor)' },
   { id: 'snatch', label: 'redis-snatch snatchTask (this build)', dir: root },
   ...(process.env.SNATCH_BASE
     ? [{ id: 'base', label: `redis-snatch snatchTask at ${process.env.SNATCH_BASE}`, dir: path.resolve(process.env.SNATCH_BASE) }]
     : []),
 ]
 
-/** `--seconds` and `--reps` from argv. */
+/** `--seconds`, `--reps` and `--server` from argv. */
 function parseArgs(argv) {
-  const options = { seconds: 5, reps: 3 }
+  const options = { seconds: 5, reps: 3, server: 'valkey' }
   for (let i = 0; i < argv.length; i += 2) {
     const value = Number(argv[i + 1])
     if (argv[i] === '--seconds' && value > 0) options.seconds = value
     else if (argv[i] === '--reps' && value > 0) options.reps = value
+    else if (argv[i] === '--server' && SERVERS[argv[i + 1]]) options.server = argv[i + 1]
     else {
-      console.error('usage: npm run bench:server-cpu -- [--seconds N] [--reps N]')
+      console.error('usage: npm run bench:server-cpu -- [--seconds N] [--reps N] [--server valkey|redis8]')
       process.exit(2)
     }
   }
@@ -56,16 +63,16 @@ async function commandStats(url) {
 }
 
 /** One side's run in a child process: the cycles it made in `ms` after the warmup (the child resets the stats). */
-function runSide(side, url, ms) {
+function runSide(side, url, ms, server) {
   return new Promise((resolve, reject) => {
-    const child = fork(__filename, ['--child', JSON.stringify({ side, url, ms })])
+    const child = fork(__filename, ['--child', JSON.stringify({ side, url, ms, server })])
     child.once('message', resolve)
     child.once('exit', (code) => reject(new Error(`the ${side.id} side exited (${code}) without a result`)))
   })
 }
 
 /** In the child: 50 loops of the side's cycle, a warmup, the statistics reset, then `ms` counted. */
-async function child({ side, url, ms }) {
+async function child({ side, url, ms, server }) {
   let cycle
   let close
   if (side.id === 'floor') {
@@ -76,7 +83,7 @@ async function child({ side, url, ms }) {
       const token = `t${n++}`
       if ((await client.set(key, token, 'PX', 30_000, 'NX')) !== 'OK') throw new Error(`${key} was taken`)
       await client.incr(`${key}:fence`)
-      await client.call('DELIFEQ', key, token)
+      await client.call(...SERVERS[server].compareAndDelete(key, token))
     }
     close = () => client.quit()
   } else {
@@ -122,16 +129,17 @@ const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.l
 async function main() {
   const options = parseArgs(process.argv.slice(2))
   ensureBuilt()
-  const { valkeyServer } = require('./lib/valkey')
-  const server = await startRedis({ binary: valkeyServer() })
-  const version = /valkey_version:(\S+)/.exec(await redisCommand(server.url, 'INFO', 'server'))?.[1]
+  const { serverBinary } = require('./lib/servers')
+  const { version: field, name } = SERVERS[options.server]
+  const server = await startRedis({ binary: serverBinary(options.server) })
+  const version = new RegExp(`${field}:(\\S+)`).exec(await redisCommand(server.url, 'INFO', 'server'))?.[1]
   const rows = Object.fromEntries(SIDES.map((side) => [side.id, []]))
   try {
     for (let rep = 0; rep < options.reps; rep++) {
       for (const side of SIDES) {
         await redisCommand(server.url, 'FLUSHALL')
         console.error(`rep ${rep + 1}/${options.reps}: ${side.id}…`)
-        rows[side.id].push(perCycle(await runSide(side, server.url, options.seconds * 1000)))
+        rows[side.id].push(perCycle(await runSide(side, server.url, options.seconds * 1000, options.server)))
       }
     }
   } finally {
@@ -139,7 +147,7 @@ async function main() {
   }
   const floor = median(rows.floor.map((r) => r.usec))
   const lines = [
-    `# Server CPU per withfn cycle on Valkey ${version}, ${new Date().toISOString().slice(0, 10)}`,
+    `# Server CPU per withfn cycle on ${name} ${version}, ${new Date().toISOString().slice(0, 10)}`,
     '',
     `- Machine: ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model.trim()}), Node ${process.version}`,
     `- ${LOOPS} loops on their own keys, ${options.seconds} s per run after a ${WARMUP_MS} ms warmup, ${options.reps} ` +
@@ -156,7 +164,8 @@ async function main() {
     lines.push(`| ${side.label} | ${usec.toFixed(2)} | ${(usec / floor).toFixed(2)} | ${last} |`)
   }
   const text = `${lines.join('\n')}\n`
-  const file = path.join(__dirname, 'results', `${new Date().toISOString().slice(0, 10)}-server-cpu.md`)
+  const suffix = options.server === 'valkey' ? '' : `-${options.server}`
+  const file = path.join(__dirname, 'results', `${new Date().toISOString().slice(0, 10)}-server-cpu${suffix}.md`)
   fs.writeFileSync(file, text)
   console.log(text)
   console.error(`written to ${path.relative(process.cwd(), file)}`)

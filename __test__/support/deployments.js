@@ -239,14 +239,16 @@ function decorate(server, { tlsPort = null, password = null } = {}) {
  * Start a redis-server that also listens for TLS: a startRedis handle plus `tlsPort` and `tlsUrl`
  * (`rediss://127.0.0.1:<tlsPort>`), `password` and `inspectUrl` (plaintext URL with credentials, for redisCommand).
  * The plaintext `port` stays open for the harness. `certs` defaults to makeCertificates(); `authClients` is
- * 'no', 'yes' or 'optional' (tls-auth-clients); `password` sets requirepass.
+ * 'no', 'yes' or 'optional' (tls-auth-clients); `password` sets requirepass; `binary` is the server to run (the
+ * redis-server on PATH by default).
  */
-async function startTlsRedis({ certs = null, authClients = 'no', args = [], password = null } = {}) {
+async function startTlsRedis({ certs = null, authClients = 'no', args = [], password = null, binary } = {}) {
   const settings = { certs: certs || (await makeCertificates()), authClients }
   const passwordArgs = password ? ['--requirepass', password] : []
   const { server, ports } = await startOnFreePorts(2, ([, tlsPort]) => ({
     args: [...tlsArgs(settings, tlsPort), ...passwordArgs, ...args],
     password,
+    binary,
   }))
   return decorate(server, { tlsPort: ports[1], password })
 }

@@ -33,12 +33,24 @@ const DESCRIPTIONS = {
   'cluster-valkey':
     'the cluster scenario on a Cluster of Valkey 9.1 servers (redis CPU summed over its 6 nodes): redis-snatch ' +
     'releases by the server\'s own `DELIFEQ` there; raw ioredis as on the Redis Cluster.',
+  'cluster-redis8':
+    'the cluster scenario on a Cluster of Redis 8 servers (redis CPU summed over its 6 nodes): redis-snatch releases ' +
+    'by the server\'s own `DELEX … IFEQ` there; raw ioredis as on the Redis Cluster.',
+  valkey:
+    'withfn on one Valkey 9.1 server: redis-snatch releases by the server\'s own `DELIFEQ` there; raw ioredis keeps ' +
+    'its script.',
+  redis8:
+    'withfn on one Redis 8 server: redis-snatch releases by the server\'s own `DELEX … IFEQ` there; raw ioredis ' +
+    'keeps its script.',
   tls:
     `withfn on one redis-server over TLS: each loop cycles through ${KEYS_PER_LOOP} keys of its own, as on the ` +
     'cluster. redis-snatch: `createLocker({ url: \'rediss://…\', tls: { ca } })`, `snatchTask`; raw ioredis: ' +
     '`new Redis(url, { tls: { ca } })`, `SET NX PX` + EVALSHA. A TLS locker\'s one-attempt calls and releases take ' +
     'the direct connection, over TLS; the last row is the same locker on the same server\'s plaintext port (the ' +
     'direct connection without TLS). No floor.',
+  'tls-redis8':
+    'the tls scenario on a Redis 8 server: redis-snatch releases by the server\'s own `DELEX … IFEQ` there; raw ' +
+    'ioredis keeps its script. The last row is the plaintext port.',
 }
 
 /** The median of each field over the repetitions of one library in one scenario; `{ error }` if one failed. */
@@ -65,7 +77,7 @@ function renderReport({ header, floor, results }) {
     for (const [concurrency, byLib] of Object.entries(byConcurrency)) {
       const floorRow = floor?.find((row) => row.pipeline === 1 && row.clients === Number(concurrency))
       lines.push(...renderScenario(scenario, Number(concurrency), byLib, floorRow), '')
-      if (scenario === 'tls') lines.push(...renderTlsComparison(byLib))
+      if (SCENARIOS[scenario]?.deployment?.startsWith('tls')) lines.push(...renderTlsComparison(byLib))
     }
   }
   lines.push(...renderTargets(results))

@@ -149,6 +149,12 @@ const SCENARIOS = {
     deployment: 'valkey',
     loop: (lib) => SCENARIOS.withfn.loop(lib),
   },
+  /** withfn on one Redis 8 server (the server's own compare-and-delete, DELEX, in use), own key per loop. */
+  redis8: {
+    concurrencies: [50],
+    deployment: 'redis8',
+    loop: (lib) => SCENARIOS.withfn.loop(lib),
+  },
   /** withfn on a Redis Cluster of 3 masters with a replica each, each loop cycling through its own keys. */
   cluster: {
     concurrencies: [50],
@@ -167,10 +173,22 @@ const SCENARIOS = {
     deployment: 'cluster-valkey',
     loop: spreadWithFn,
   },
+  /** The cluster scenario on a Redis 8 Cluster (the server's own compare-and-delete in use). */
+  'cluster-redis8': {
+    concurrencies: [50],
+    deployment: 'cluster-redis8',
+    loop: spreadWithFn,
+  },
   /** withfn on one redis-server over TLS, each loop cycling through its own keys, as on the cluster. */
   tls: {
     concurrencies: [50],
     deployment: 'tls',
+    loop: spreadWithFn,
+  },
+  /** The tls scenario on a Redis 8 server (the server's own compare-and-delete in use). */
+  'tls-redis8': {
+    concurrencies: [50],
+    deployment: 'tls-redis8',
     loop: spreadWithFn,
   },
 }

@@ -14,14 +14,14 @@ const LIBS = [
   { id: 'helper', name: 'node-redis helper', pkg: 'redis', module: './node-redis-helper' },
   { id: 'raw', name: 'raw ioredis', pkg: 'ioredis', module: './ioredis-raw', wait: false, deployments: true },
   {
-    // The TLS scenario's reference: the same server's plaintext port, where one-attempt calls use the direct
+    // The TLS scenarios' reference: the same server's plaintext port, where one-attempt calls use the direct
     // connection (a TLS locker uses its main connection).
     id: 'snatch-plain',
     name: 'redis-snatch, plaintext port (direct connection)',
     module: './redis-snatch',
     deployments: true,
     plaintext: true,
-    scenarios: ['tls'],
+    scenarios: ['tls', 'tls-redis8'],
     with: 'snatch',
   },
   {

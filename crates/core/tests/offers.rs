@@ -40,8 +40,9 @@ async fn plain_leases_are_extended_and_released_by_the_servers_commands_where_it
     let server = RedisServer::start();
     let url = server.url();
     let locker = locker_at(&url);
-    cycles(&locker, 1).await; // the connection and its scripts, ready; what the server refuses, learned
-                              // Its compare-and-delete (DELIFEQ, DELEX), and with it SET's IFEQ (Valkey 9.0, Redis 8.4), or neither.
+    // The connection and its scripts, ready; what the server refuses, learned.
+    cycles(&locker, 1).await;
+    // Its compare-and-delete (DELIFEQ, DELEX), and with it SET's IFEQ (Valkey 9.0, Redis 8.4), or neither.
     let offered = compare_and_delete_of(&url);
     let name = offered.map_or("delifeq", |command| command.name());
     let (deleted, _) = counts(&url, name);
@@ -108,8 +109,8 @@ async fn a_lease_not_ours_any_more_is_neither_extended_nor_released_by_them() {
 
 #[tokio::test]
 async fn a_key_of_emoji_is_released_on_a_server_without_a_compare_and_delete_too() {
-    // A server without the command quotes the first bytes of the command's arguments in its refusal; cut inside an emoji,
-    // they are not UTF-8, which the redis crate cannot read (it dropped the connection, and the release failed).
+    // A server without the command quotes the first bytes of its arguments in its refusal; cut inside an emoji, they
+    // are not UTF-8, which the redis crate cannot read (it dropped the connection, and the release failed).
     let server = RedisServer::start();
     let url = server.url();
     let locker = locker_at(&url);

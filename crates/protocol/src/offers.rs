@@ -1,9 +1,10 @@
 //! What a server offers beyond our scripts, learned once per connection: its own compare-and-delete (`DELIFEQ`,
-//! Valkey 9.0; `DELEX … IFEQ`, Redis 8.4) and compare-and-set with a lease (`SET … IFEQ … PX`, Valkey 8.1, Redis 8.4),
-//! which release and extend a lock with a fraction of a script's work for Redis. Each does what the script does only
-//! when the lock's key holds its owner alone: once anyone waited for the lock, the key holds the owner followed by a
-//! waiter's mark (scripts/acquire.lua), which only the release script acts on (it wakes the waiters). A lock the command
-//! does not find holding its owner alone goes to the script, which finds out why (waited for, or not ours any more).
+//! Valkey 9.0; `DELEX … IFEQ`, Redis 8.4) and compare-and-set with a lease (`SET … IFEQ … PX`, Valkey 8.1, Redis
+//! 8.4), which release and extend a lock with a fraction of a script's work for Redis. Each does what the script does
+//! only when the lock's key holds its owner alone: once anyone waited for the lock, the key holds the owner followed by
+//! a waiter's mark (scripts/acquire.lua), which only the release script acts on (it wakes the waiters). A lock the
+//! command does not find holding its owner alone goes to the script, which finds out why (waited for, or not ours any
+//! more).
 //!
 //! So the command is tried only for a lease taken in one attempt by a caller that did not wait (a *plain* lease: its
 //! key is expected to hold its owner alone); a waiting caller's lease (whose key likely holds a waiter's mark: others
@@ -85,7 +86,8 @@ pub enum Compared {
 }
 
 impl Compared {
-    /// What the reply comes to: `done` when the command did it (a compare-and-delete's 1, SET's OK), `error` the error reply's text.
+    /// What the reply comes to: `done` when the command did it (a compare-and-delete's 1, SET's OK), `error` the
+    /// error reply's text.
     pub fn of(done: bool, error: Option<&str>) -> Self {
         match error {
             Some(text) if refused(text) => Self::Refused,

@@ -5,6 +5,7 @@
 pub mod caller;
 pub mod stored;
 
+use snatch_core::protocol::offers::CompareAndDelete;
 use std::collections::HashSet;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -167,7 +168,7 @@ pub fn inspect(url: &str) -> redis::Connection {
 
 /// The compare-and-delete of its own the server at `url` offers: `DELIFEQ` from Valkey 9.0, `DELEX … IFEQ` from Redis
 /// 8.4 (Valkey answers `INFO` with a `redis_version` of 7.2 too).
-pub fn compare_and_delete_of(url: &str) -> Option<snatch_core::protocol::offers::CompareAndDelete> {
+pub fn compare_and_delete_of(url: &str) -> Option<CompareAndDelete> {
     let info: String = redis::cmd("INFO").arg("server").query(&mut inspect(url)).unwrap();
     let version = |field: &str| {
         let line = info.lines().find_map(|line| line.strip_prefix(field))?;
@@ -175,8 +176,8 @@ pub fn compare_and_delete_of(url: &str) -> Option<snatch_core::protocol::offers:
         Some((parts.next()??, parts.next()??))
     };
     match (version("valkey_version:"), version("redis_version:")) {
-        (Some(valkey), _) => (valkey >= (9, 0)).then_some(snatch_core::protocol::offers::CompareAndDelete::DelIfEq),
-        (None, Some(redis)) => (redis >= (8, 4)).then_some(snatch_core::protocol::offers::CompareAndDelete::DelEx),
+        (Some(valkey), _) => (valkey >= (9, 0)).then_some(CompareAndDelete::DelIfEq),
+        (None, Some(redis)) => (redis >= (8, 4)).then_some(CompareAndDelete::DelEx),
         (None, None) => None,
     }
 }
